@@ -1,0 +1,63 @@
+"""The Starlette app: lifespan holds settings, the Redis connection and the queues."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+
+import redis
+from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
+from rq import Queue
+from starlette.applications import Starlette
+from starlette.requests import Request
+from starlette.responses import JSONResponse, PlainTextResponse, Response
+from starlette.routing import Route
+
+from bot import settings as settings_module
+from bot.enqueue import COMMANDS_QUEUE, PLANS_QUEUE
+from bot.settings import Settings
+from bot.webhook import webhook
+
+
+def create_app(settings: Settings | None = None) -> Starlette:
+    """Build the app; settings default to the environment, read once at start-up."""
+
+    @asynccontextmanager
+    async def lifespan(app: Starlette) -> AsyncIterator[None]:
+        loaded = settings or settings_module.load(need_webhook=True)
+        conn = redis.Redis.from_url(loaded.redis_url, socket_connect_timeout=2, socket_timeout=2)
+        app.state.settings = loaded
+        app.state.redis = conn
+        app.state.commands = Queue(COMMANDS_QUEUE, connection=conn)
+        app.state.plans = Queue(PLANS_QUEUE, connection=conn)
+        yield
+        conn.close()
+
+    return Starlette(
+        routes=[
+            Route("/webhook", webhook, methods=["POST"]),
+            Route("/healthz", healthz),
+            Route("/readyz", readyz),
+            Route("/metrics", metrics),
+        ],
+        lifespan=lifespan,
+    )
+
+
+async def healthz(request: Request) -> Response:
+    return PlainTextResponse("ok")
+
+
+async def readyz(request: Request) -> Response:
+    try:
+        request.app.state.redis.ping()
+    except redis.RedisError as exc:
+        return JSONResponse({"ready": False, "redis": type(exc).__name__}, status_code=503)
+    return JSONResponse({"ready": True})
+
+
+async def metrics(request: Request) -> Response:
+    return Response(generate_latest(), media_type=CONTENT_TYPE_LATEST)
+
+
+app = create_app()

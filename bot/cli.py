@@ -1,0 +1,104 @@
+"""`plangate` console script: web, worker, cron, gate."""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import sys
+
+from bot import settings as settings_module
+from bot.settings import Settings, SettingsError
+
+
+def _settings(*, need_webhook: bool = False, need_app: bool = False) -> Settings:
+    try:
+        return settings_module.load(need_webhook=need_webhook, need_app=need_app)
+    except SettingsError as exc:
+        print(f"plangate: {exc}", file=sys.stderr)
+        raise SystemExit(2) from None
+
+
+def _logging() -> None:
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(levelname)s %(message)s", stream=sys.stderr)
+
+
+def cmd_web(args: argparse.Namespace) -> int:
+    import uvicorn
+
+    from bot.app import create_app
+
+    settings = _settings(need_webhook=True)
+    _logging()
+    uvicorn.run(create_app(settings), host=args.host, port=args.port, access_log=False, log_level="warning")
+    return 0
+
+
+def cmd_worker(args: argparse.Namespace) -> int:
+    import redis
+    from rq import Worker
+
+    from bot.enqueue import QUEUE_NAMES
+
+    settings = _settings(need_app=True)
+    _logging()
+    conn = redis.Redis.from_url(settings.redis_url)
+    worker = Worker(list(QUEUE_NAMES), connection=conn)
+    worker.work(burst=args.burst, logging_level="INFO")
+    return 0
+
+
+def cmd_cron(args: argparse.Namespace) -> int:
+    import redis
+    from rq.cron import CronScheduler
+
+    from bot.enqueue import PLANS_QUEUE
+    from workers import maintenance
+
+    settings = _settings(need_app=True)
+    _logging()
+    scheduler = CronScheduler(connection=redis.Redis.from_url(settings.redis_url), logging_level="INFO")
+    scheduler.register(maintenance.sweep_workdirs, PLANS_QUEUE, cron="17 * * * *", name="sweep-workdirs")
+    scheduler.start()  # type: ignore[no-untyped-call]
+    return 0
+
+
+def cmd_gate(args: argparse.Namespace) -> int:
+    from workers.gate_cli import main as gate_main
+
+    return gate_main(list(args.rest))
+
+
+def parser() -> argparse.ArgumentParser:
+    top = argparse.ArgumentParser(
+        prog="plangate",
+        description="Plan Terraform/OpenTofu on every pull request, apply on merge, "
+        "and never destroy without a named human's /approve-destroy.",
+    )
+    sub = top.add_subparsers(dest="command", required=True, metavar="COMMAND")
+    web = sub.add_parser("web", help="the webhook server (Starlette under uvicorn)")
+    web.add_argument("--host", default="0.0.0.0")
+    web.add_argument("--port", type=int, default=8000)
+    web.set_defaults(func=cmd_web)
+    worker = sub.add_parser("worker", help="an RQ worker running plans, gates and applies")
+    worker.add_argument("--burst", action="store_true", help="exit when the queues are empty")
+    worker.set_defaults(func=cmd_worker)
+    cron = sub.add_parser("cron", help="the RQ cron scheduler (drift checks, workdir sweeps)")
+    cron.set_defaults(func=cmd_cron)
+    gate = sub.add_parser(
+        "gate",
+        help="the gate's verdict on one `show -json` plan: exit 0 apply, 3 destroys need approval, 2 cannot decide",
+        add_help=False,
+    )
+    gate.add_argument("rest", nargs=argparse.REMAINDER)
+    gate.set_defaults(func=cmd_gate)
+    return top
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parser().parse_args(argv)
+    code: int = args.func(args)
+    return code
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

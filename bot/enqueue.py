@@ -1,0 +1,44 @@
+"""Enqueue jobs by dotted name with plain-value arguments and deterministic ids.
+
+The web process never imports the job code: RQ stores the function's dotted path, so the
+request path stays small and a worker upgrade does not need a web restart.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+from typing import Any
+
+from prometheus_client import Histogram
+from rq import Queue
+from rq.exceptions import DuplicateJobError
+
+ENQUEUE_SECONDS = Histogram(
+    "plangate_enqueue_seconds",
+    "Time to enqueue one job on Redis",
+    buckets=(0.0005, 0.001, 0.0025, 0.005, 0.01, 0.05, 0.25),
+)
+
+# Commands first: a person is waiting for the reaction to their comment.
+COMMANDS_QUEUE = "plangate-commands"
+PLANS_QUEUE = "plangate-plans"
+QUEUE_NAMES = (COMMANDS_QUEUE, PLANS_QUEUE)
+
+
+@dataclass(frozen=True)
+class Enqueued:
+    job_id: str
+    duplicate: bool
+
+
+def enqueue_once(queue: Queue, func: str, job_id: str, kwargs: dict[str, Any], *, timeout: int = 3 * 3600) -> Enqueued:
+    """Enqueue unless a job with this id already exists (a redelivery or duplicate event)."""
+    started = time.perf_counter()
+    try:
+        queue.enqueue(func, kwargs=kwargs, job_id=job_id, unique=True, job_timeout=timeout, result_ttl=3600)
+    except DuplicateJobError:
+        return Enqueued(job_id, duplicate=True)
+    finally:
+        ENQUEUE_SECONDS.observe(time.perf_counter() - started)
+    return Enqueued(job_id, duplicate=False)

@@ -1,0 +1,48 @@
+"""issue_comment created: slash commands on a PR, or on an issue plangate opened.
+
+Only `created` is routed: an edited or deleted comment is never a command and gets no answer.
+Parsing is pure (bot.commands); the job does everything that needs GitHub.
+"""
+
+from __future__ import annotations
+
+from gidgethub.routing import Router
+from gidgethub.sansio import Event
+
+from bot.commands import Command, NearMiss, parse_command, should_consider
+
+from .context import Delivery, repo_args
+
+router = Router()
+
+
+@router.register("issue_comment", action="created")
+async def slash_command(event: Event, delivery: Delivery) -> None:
+    data = event.data
+    comment, issue = data["comment"], data["issue"]
+    if "installation" not in data:
+        delivery.ignore("no installation in the payload")
+        return
+    if not should_consider(data["action"], comment["user"].get("type", "")):
+        delivery.ignore("comment by a bot")
+        return
+    is_pr = bool(issue.get("pull_request"))
+    if not is_pr and issue["user"].get("type") != "Bot":
+        delivery.ignore("issue not opened by an app")
+        return
+    parsed = parse_command(comment.get("body") or "")
+    if parsed is None:
+        delivery.ignore("no command")
+        return
+    kwargs = {
+        **repo_args(data),
+        "number": int(issue["number"]),
+        "is_pr": is_pr,
+        "comment_id": int(comment["id"]),
+        "commenter": str(comment["user"]["login"]),
+        "command": parsed.name if isinstance(parsed, Command) else None,
+        "projects": list(parsed.projects) if isinstance(parsed, Command) else [],
+        "near_miss": parsed.suggestion if isinstance(parsed, NearMiss) else None,
+    }
+    job_id = f"command-{kwargs['repo_id']}-{kwargs['comment_id']}"
+    delivery.enqueue(delivery.commands, "workers.jobs.handle_command", job_id, kwargs)

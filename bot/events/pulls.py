@@ -1,0 +1,62 @@
+"""pull_request: plan the head SHA; on close, drop the queued plan."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from gidgethub.routing import Router
+from gidgethub.sansio import Event
+from rq.exceptions import NoSuchJobError
+from rq.job import Job, JobStatus
+
+from .context import Delivery, repo_args
+
+router = Router()
+
+
+def plan_job_id(repo_id: int, pr: int, sha: str) -> str:
+    """One plan per (repo, PR, SHA): opened + synchronize for one SHA, or a redelivery, plan once."""
+    return f"plan-{repo_id}-{pr}-{sha}"
+
+
+def _plan_kwargs(data: dict[str, Any]) -> dict[str, Any]:
+    pull = data["pull_request"]
+    head_repo = (pull["head"].get("repo") or {}).get("full_name")
+    return {
+        **repo_args(data),
+        "pr": int(pull["number"]),
+        "sha": str(pull["head"]["sha"]),
+        "author": str(pull["user"]["login"]),
+        "fork": head_repo != data["repository"]["full_name"],
+        "trigger": "push",
+    }
+
+
+async def plan_head(event: Event, delivery: Delivery) -> None:
+    if "installation" not in event.data:
+        delivery.ignore("no installation in the payload")
+        return
+    kwargs = _plan_kwargs(event.data)
+    job_id = plan_job_id(kwargs["repo_id"], kwargs["pr"], kwargs["sha"])
+    delivery.enqueue(delivery.plans, "workers.jobs.plan_pr", job_id, kwargs)
+
+
+for _action in ("opened", "reopened", "synchronize", "ready_for_review"):
+    router.add(plan_head, "pull_request", action=_action)
+
+
+@router.register("pull_request", action="closed")
+async def drop_queued(event: Event, delivery: Delivery) -> None:
+    """A closed PR needs no plan: cancel its head's plan if it has not started."""
+    pull = event.data["pull_request"]
+    job_id = plan_job_id(int(event.data["repository"]["id"]), int(pull["number"]), str(pull["head"]["sha"]))
+    try:
+        job = Job.fetch(job_id, connection=delivery.plans.connection)
+    except NoSuchJobError:
+        delivery.ignore("nothing queued")
+        return
+    if job.get_status() == JobStatus.QUEUED:
+        job.cancel()
+        delivery.outcome = "cancelled"
+    else:
+        delivery.ignore("plan already running or done")

@@ -1,0 +1,142 @@
+"""Environment → typed settings, read once at start-up; one clear line per bad value."""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import os
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from urllib.parse import urlparse
+
+from cryptography.hazmat.primitives.asymmetric.rsa import RSAPrivateKey
+from cryptography.hazmat.primitives.serialization import load_pem_private_key
+
+DEFAULT_API_URL = "https://api.github.com"
+DEFAULT_REDIS_URL = "redis://127.0.0.1:6379/0"
+
+
+class SettingsError(Exception):
+    """A missing or malformed setting; str() is the one line shown to the operator."""
+
+    def __init__(self, name: str, problem: str) -> None:
+        super().__init__(f"setting {name}: {problem}")
+        self.name = name
+
+
+@dataclass(frozen=True)
+class Settings:
+    app_id: int | None
+    private_key: str | None  # PEM text; never logged
+    webhook_secret: str | None  # never logged
+    api_url: str
+    redis_url: str
+    workdir: Path
+    tf_env: tuple[str, ...]
+    tf_timeout: float
+    tf_memory_mb: int
+    mask_patterns: tuple[str, ...]
+
+    def __repr__(self) -> str:
+        return f"Settings(app_id={self.app_id}, api_url={self.api_url!r}, workdir={str(self.workdir)!r})"
+
+
+def _decode_private_key(raw: str, name: str) -> str:
+    """Accept raw PEM, `\\n`-escaped PEM (one-line env vars) and base64 of the PEM."""
+    text = raw.strip()
+    if "\\n" in text and "-----BEGIN" in text:
+        text = text.replace("\\n", "\n")
+    elif "-----BEGIN" not in text:
+        try:
+            text = base64.b64decode("".join(text.split()), validate=True).decode("ascii").strip()
+        except (binascii.Error, UnicodeDecodeError, ValueError):
+            raise SettingsError(name, "not a PEM private key (raw, \\n-escaped or base64)") from None
+    try:
+        key = load_pem_private_key(text.encode(), password=None)
+    except (ValueError, TypeError):
+        raise SettingsError(name, "not a readable unencrypted PEM private key") from None
+    if not isinstance(key, RSAPrivateKey):
+        raise SettingsError(name, "GitHub App keys are RSA; this PEM holds another key type")
+    return text + "\n"
+
+
+def _private_key(env: Mapping[str, str]) -> str | None:
+    if env.get("GITHUB_APP_PRIVATE_KEY"):
+        return _decode_private_key(env["GITHUB_APP_PRIVATE_KEY"], "GITHUB_APP_PRIVATE_KEY")
+    path = env.get("GITHUB_APP_PRIVATE_KEY_PATH")
+    if not path:
+        return None
+    try:
+        raw = Path(path).read_text()
+    except OSError as exc:
+        raise SettingsError("GITHUB_APP_PRIVATE_KEY_PATH", f"cannot read {path}: {exc.strerror}") from None
+    return _decode_private_key(raw, "GITHUB_APP_PRIVATE_KEY_PATH")
+
+
+def _positive(env: Mapping[str, str], name: str, default: float) -> float:
+    raw = env.get(name)
+    if raw is None or raw == "":
+        return default
+    try:
+        value = float(raw)
+    except ValueError:
+        raise SettingsError(name, f"must be a number, got {raw!r}") from None
+    if value <= 0:
+        raise SettingsError(name, "must be greater than 0")
+    return value
+
+
+def _url(env: Mapping[str, str], name: str, default: str, schemes: tuple[str, ...]) -> str:
+    value = env.get(name) or default
+    parsed = urlparse(value)
+    if parsed.scheme not in schemes or not (parsed.netloc or (parsed.scheme == "unix" and parsed.path)):
+        raise SettingsError(name, f"must be a {' or '.join(schemes)} URL, got {value!r}")
+    return value.rstrip("/")
+
+
+def _patterns(env: Mapping[str, str]) -> tuple[str, ...]:
+    raw = env.get("PLANGATE_MASK_PATTERNS", "")
+    patterns = tuple(p for p in raw.split("\n") if p.strip())
+    for pattern in patterns:
+        try:
+            re.compile(pattern)
+        except re.error as exc:
+            raise SettingsError("PLANGATE_MASK_PATTERNS", f"invalid regex {pattern!r}: {exc}") from None
+    return patterns
+
+
+def load(env: Mapping[str, str] | None = None, *, need_webhook: bool = False, need_app: bool = False) -> Settings:
+    """Read every setting; `need_*` make the settings a process cannot run without mandatory."""
+    env = os.environ if env is None else env
+    raw_id = env.get("GITHUB_APP_ID", "").strip()
+    if raw_id and not raw_id.isdigit():
+        raise SettingsError("GITHUB_APP_ID", f"must be the App's numeric id, got {raw_id!r}")
+    app_id = int(raw_id) if raw_id else None
+    private_key = _private_key(env)
+    secret = env.get("GITHUB_WEBHOOK_SECRET") or None
+    if need_webhook and secret is None:
+        raise SettingsError("GITHUB_WEBHOOK_SECRET", "is required: webhooks cannot be verified without it")
+    if need_app and app_id is None:
+        raise SettingsError("GITHUB_APP_ID", "is required to authenticate as the GitHub App")
+    if need_app and private_key is None:
+        raise SettingsError(
+            "GITHUB_APP_PRIVATE_KEY", "is required (or GITHUB_APP_PRIVATE_KEY_PATH) to sign the App JWT"
+        )
+    tf_env = tuple(n.strip() for n in env.get("PLANGATE_TF_ENV", "").split(",") if n.strip())
+    for name in tf_env:
+        if not re.fullmatch(r"[A-Za-z_*?\[\]!][A-Za-z0-9_*?\[\]!]*", name):
+            raise SettingsError("PLANGATE_TF_ENV", f"{name!r} is not a variable name or glob")
+    return Settings(
+        app_id=app_id,
+        private_key=private_key,
+        webhook_secret=secret,
+        api_url=_url(env, "GITHUB_API_URL", DEFAULT_API_URL, ("http", "https")),
+        redis_url=_url(env, "REDIS_URL", DEFAULT_REDIS_URL, ("redis", "rediss", "unix")),
+        workdir=Path(env.get("PLANGATE_WORKDIR") or "/tmp/plangate").resolve(),
+        tf_env=tf_env,
+        tf_timeout=_positive(env, "PLANGATE_TF_TIMEOUT", 1800.0),
+        tf_memory_mb=int(_positive(env, "PLANGATE_TF_MEMORY_MB", 4096)),
+        mask_patterns=_patterns(env),
+    )

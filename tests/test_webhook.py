@@ -1,0 +1,252 @@
+"""POST /webhook against a real Redis: verification, routing, enqueue-once, and never a 5xx."""
+
+from __future__ import annotations
+
+import hashlib
+import hmac
+import json
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+import redis
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from rq import Queue
+from starlette.testclient import TestClient
+
+from bot import settings as settings_module
+from bot.app import create_app
+from bot.enqueue import COMMANDS_QUEUE, PLANS_QUEUE
+from tests.webhooks import FIXTURES, SECRET, event_name, load, signed_headers
+
+PLAN_FIXTURES = {
+    "pull_request.opened.json",
+    "pull_request.opened.with-null-body.json",
+    "pull_request.opened.with-organization.json",
+    "pull_request.reopened.json",
+    "pull_request.synchronize.json",
+    "pull_request.ready_for_review.json",
+}
+PUSH_FIXTURES = {"push.new-branch-default.json", "push.no-username-committer.json"}
+
+
+@pytest.fixture
+def client(redis_url: str, redis_conn: redis.Redis) -> Iterator[TestClient]:
+    env = {"GITHUB_WEBHOOK_SECRET": SECRET, "REDIS_URL": redis_url}
+    with TestClient(create_app(settings_module.load(env))) as c:
+        yield c
+
+
+def queued(conn: redis.Redis) -> dict[str, list[str]]:
+    return {name: Queue(name, connection=conn).job_ids for name in (PLANS_QUEUE, COMMANDS_QUEUE)}
+
+
+def post(client: TestClient, event: str, payload: object, **header_overrides: str) -> tuple[int, dict[str, str]]:
+    body = json.dumps(payload).encode()
+    headers = {**signed_headers(event, body), **header_overrides}
+    r = client.post("/webhook", content=body, headers=headers)
+    return r.status_code, r.json()
+
+
+@pytest.mark.parametrize("fixture", sorted(p.name for p in FIXTURES.glob("*.json")))
+def test_every_published_example_is_accepted(client: TestClient, redis_conn: redis.Redis, fixture: str) -> None:
+    status, answer = post(client, event_name(fixture), load(fixture))
+    jobs = queued(redis_conn)
+    if fixture in PLAN_FIXTURES:
+        assert status == 202, answer
+        assert len(jobs[PLANS_QUEUE]) == 1 and jobs[PLANS_QUEUE][0].startswith("plan-")
+    elif fixture in PUSH_FIXTURES:
+        assert status == 202, answer
+        assert len(jobs[PLANS_QUEUE]) == 1 and jobs[PLANS_QUEUE][0].startswith("push-")
+    else:
+        assert status == 200, answer
+        assert jobs == {PLANS_QUEUE: [], COMMANDS_QUEUE: []}
+
+
+def test_plan_job_carries_plain_values_only(client: TestClient, redis_conn: redis.Redis) -> None:
+    payload = load("pull_request.synchronize.json")
+    assert post(client, "pull_request", payload)[0] == 202
+    job = Queue(PLANS_QUEUE, connection=redis_conn).jobs[0]
+    assert job.func_name == "workers.jobs.plan_pr"
+    assert job.kwargs["sha"] == payload["pull_request"]["head"]["sha"]
+    assert job.kwargs["pr"] == payload["number"]
+    assert job.kwargs["installation_id"] == payload["installation"]["id"]
+    assert all(isinstance(v, (str, int, bool)) for v in job.kwargs.values())
+
+
+def test_duplicate_delivery_and_opened_plus_synchronize_enqueue_once(
+    client: TestClient, redis_conn: redis.Redis
+) -> None:
+    opened = load("pull_request.opened.json")
+    sync = load("pull_request.synchronize.json")
+    sync["pull_request"]["head"]["sha"] = opened["pull_request"]["head"]["sha"]
+    sync["pull_request"]["number"] = opened["pull_request"]["number"]
+    sync["repository"] = opened["repository"]
+    body = json.dumps(opened).encode()
+    headers = signed_headers("pull_request", body, delivery="same-delivery")
+    assert client.post("/webhook", content=body, headers=headers).status_code == 202
+    redelivered = client.post("/webhook", content=body, headers=headers)
+    assert redelivered.status_code == 200 and redelivered.json()["outcome"] == "duplicate"
+    assert post(client, "pull_request", sync)[1]["outcome"] == "duplicate"
+    assert len(queued(redis_conn)[PLANS_QUEUE]) == 1
+
+
+def test_new_sha_is_a_new_plan(client: TestClient, redis_conn: redis.Redis) -> None:
+    payload = load("pull_request.synchronize.json")
+    post(client, "pull_request", payload)
+    payload["pull_request"]["head"]["sha"] = "f" * 40
+    assert post(client, "pull_request", payload)[0] == 202
+    assert len(queued(redis_conn)[PLANS_QUEUE]) == 2
+
+
+def test_closed_pr_cancels_its_queued_plan(client: TestClient, redis_conn: redis.Redis) -> None:
+    opened = load("pull_request.opened.json")
+    post(client, "pull_request", opened)
+    closed = dict(opened, action="closed")
+    status, answer = post(client, "pull_request", closed)
+    assert (status, answer["outcome"]) == (200, "cancelled")
+    assert queued(redis_conn)[PLANS_QUEUE] == []
+
+
+def _command_payload(body: str, user_type: str = "User") -> dict[str, object]:
+    payload = load("issue_comment.created.on-pull-request.json")
+    payload["installation"] = {"id": 42}
+    payload["comment"]["body"] = body
+    payload["comment"]["user"]["type"] = user_type
+    return payload
+
+
+def test_slash_command_enqueues_on_the_commands_queue(client: TestClient, redis_conn: redis.Redis) -> None:
+    status, _ = post(client, "issue_comment", _command_payload("/approve-destroy dns"))
+    assert status == 202
+    job = Queue(COMMANDS_QUEUE, connection=redis_conn).jobs[0]
+    assert (job.kwargs["command"], job.kwargs["projects"]) == ("approve-destroy", ["dns"])
+
+
+@pytest.mark.parametrize(
+    ("body", "user_type", "action"),
+    [
+        ("/approve-destroy", "Bot", "created"),
+        ("> /approve-destroy", "User", "created"),
+        ("please /approve-destroy", "User", "created"),
+        ("/approve-destroy", "User", "edited"),
+        ("/approve-destroy", "User", "deleted"),
+    ],
+)
+def test_non_commands_enqueue_nothing(
+    client: TestClient, redis_conn: redis.Redis, body: str, user_type: str, action: str
+) -> None:
+    payload = _command_payload(body, user_type)
+    payload["action"] = action
+    assert post(client, "issue_comment", payload)[0] == 200
+    assert queued(redis_conn) == {PLANS_QUEUE: [], COMMANDS_QUEUE: []}
+
+
+def test_bad_signatures_are_401_and_enqueue_nothing(client: TestClient, redis_conn: redis.Redis) -> None:
+    body = json.dumps(load("pull_request.opened.json")).encode()
+    good = signed_headers("pull_request", body)
+    unsigned = {k: v for k, v in good.items() if k != "X-Hub-Signature-256"}
+    wrong_secret = signed_headers("pull_request", body, secret="not-the-secret")
+    sha1_only = dict(unsigned, **{"X-Hub-Signature": "sha1=" + hmac.new(SECRET.encode(), body, "sha1").hexdigest()})
+    for headers, content in [
+        (unsigned, body),
+        (wrong_secret, body),
+        (sha1_only, body),
+        (good, body.replace(b'"opened"', b'"reopened"')),
+        ({**good, "X-Hub-Signature-256": "sha256=" + hashlib.sha256(body).hexdigest()}, body),
+    ]:
+        assert client.post("/webhook", content=content, headers=headers).status_code == 401
+    assert queued(redis_conn) == {PLANS_QUEUE: [], COMMANDS_QUEUE: []}
+
+
+def test_content_type_size_and_json_errors(client: TestClient) -> None:
+    body = b'{"zen": "ok"}'
+    assert client.post("/webhook", content=body, headers=signed_headers("ping", body)).status_code == 200
+    text = {**signed_headers("ping", body), "Content-Type": "text/plain"}
+    assert client.post("/webhook", content=body, headers=text).status_code == 415
+    broken = b'{"zen": '
+    assert client.post("/webhook", content=broken, headers=signed_headers("ping", broken)).status_code == 400
+    array = b"[1, 2]"
+    assert client.post("/webhook", content=array, headers=signed_headers("ping", array)).status_code == 400
+    no_event = {k: v for k, v in signed_headers("ping", body).items() if k != "X-GitHub-Event"}
+    assert client.post("/webhook", content=body, headers=no_event).status_code == 400
+    huge = b"x" * (25 * 1024 * 1024 + 1)
+    assert client.post("/webhook", content=huge, headers=signed_headers("ping", huge)).status_code == 413
+
+
+def test_malformed_but_signed_payload_is_400(client: TestClient, redis_conn: redis.Redis) -> None:
+    payload = load("pull_request.opened.json")
+    del payload["pull_request"]["head"]
+    status, answer = post(client, "pull_request", payload)
+    assert status == 400 and "malformed" in answer["reason"]
+
+
+def test_redis_down_is_503(redis_url: str) -> None:
+    env = {"GITHUB_WEBHOOK_SECRET": SECRET, "REDIS_URL": "redis://127.0.0.1:1/0"}
+    with TestClient(create_app(settings_module.load(env))) as c:
+        status, answer = post(c, "pull_request", load("pull_request.opened.json"))
+        assert status == 503, answer
+        assert c.get("/readyz").status_code == 503
+        assert c.get("/healthz").status_code == 200
+
+
+def test_metrics_and_readiness(client: TestClient) -> None:
+    post(client, "ping", load("ping.json"))
+    assert client.get("/readyz").json() == {"ready": True}
+    text = client.get("/metrics").text
+    assert 'plangate_deliveries_total{event="ping",outcome="acknowledged"}' in text
+    assert "plangate_enqueue_seconds_bucket" in text
+
+
+def test_each_delivery_is_one_structured_log_line(client: TestClient, caplog: pytest.LogCaptureFixture) -> None:
+    caplog.set_level("INFO", logger="plangate.webhook")
+    post(client, "pull_request", load("pull_request.synchronize.json"), **{"X-GitHub-Delivery": "d-123"})
+    lines = [json.loads(r.getMessage()) for r in caplog.records if r.name == "plangate.webhook"]
+    assert len(lines) == 1
+    line = lines[0]
+    assert line["delivery"] == "d-123" and line["event"] == "pull_request" and line["action"] == "synchronize"
+    assert line["repo"] == "Codertocat/Hello-World" and line["outcome"] == "enqueued"
+    assert SECRET not in json.dumps(line)
+
+
+events = st.sampled_from(["pull_request", "issue_comment", "push", "ping", "installation", "zzz", ""])
+json_values = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.text(max_size=20),
+    lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=12), inner, max_size=5),
+    max_leaves=20,
+)
+
+
+def _mutated_payload(base: dict[str, object], key: str, value: object) -> dict[str, object]:
+    return {**base, key: value}
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(
+    event=events,
+    body=st.binary(max_size=300) | json_values.map(lambda v: json.dumps(v).encode()),
+    sign=st.booleans(),
+    extra=st.dictionaries(
+        st.sampled_from(["Content-Type", "X-GitHub-Delivery", "X-Hub-Signature-256", "X-GitHub-Event"]),
+        st.text(alphabet=st.characters(min_codepoint=32, max_codepoint=126), max_size=20),
+        max_size=2,
+    ),
+)
+def test_random_deliveries_never_5xx(
+    client: TestClient, event: str, body: bytes, sign: bool, extra: dict[str, str]
+) -> None:
+    headers = signed_headers(event, body) if sign else {"Content-Type": "application/json"}
+    headers.update(extra)
+    assert client.post("/webhook", content=body, headers=headers).status_code < 500
+
+
+@settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(
+    fixture=st.sampled_from(sorted(p.name for p in Path(FIXTURES).glob("*.json"))),
+    key=st.sampled_from(["pull_request", "repository", "installation", "comment", "issue", "action", "ref", "after"]),
+    value=json_values,
+)
+def test_signed_payloads_with_wrong_shapes_never_5xx(client: TestClient, fixture: str, key: str, value: object) -> None:
+    payload = _mutated_payload(load(fixture), key, value)
+    assert post(client, event_name(fixture), payload)[0] < 500

@@ -1,0 +1,111 @@
+"""GitHub App authentication for jobs: the App JWT, a Redis-shared installation-token cache, clients.
+
+Tokens live in Redis so every worker process shares one token per installation; a Redis lock
+makes many jobs asking at the same moment mint it once. A token is refreshed when fewer than
+REFRESH_MARGIN seconds of its life remain, so no job starts with a token about to expire.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from datetime import datetime
+
+import httpx
+import redis
+from gidgethub import apps
+from gidgethub.httpx import GitHubAPI
+
+USER_AGENT = "plangate"
+REFRESH_MARGIN = 5 * 60
+JWT_LIFETIME = 9 * 60  # gidgethub backdates iat by 60 s, so exp - now stays under GitHub's 10 min
+
+
+class GitHubAuthError(Exception):
+    """The App could not authenticate (bad key, unknown installation); never carries a secret."""
+
+
+def app_jwt(app_id: int, private_key: str) -> str:
+    """An RS256 App JWT: iat backdated 60 s for clock skew, exp within GitHub's 10-minute limit."""
+    return apps.get_jwt(app_id=str(app_id), private_key=private_key, expiration=JWT_LIFETIME)
+
+
+def _expires_epoch(expires_at: str) -> float:
+    return datetime.fromisoformat(expires_at.replace("Z", "+00:00")).timestamp()
+
+
+class TokenCache:
+    """Installation tokens shared by all workers through Redis."""
+
+    def __init__(self, conn: redis.Redis, *, app_id: int, private_key: str, api_url: str) -> None:
+        self._conn = conn
+        self._app_id = app_id
+        self._private_key = private_key
+        self._api_url = api_url
+        self.minted = 0  # tokens this process minted, for tests and metrics
+
+    def _key(self, installation_id: int) -> str:
+        return f"plangate:installation-token:{installation_id}"
+
+    def _cached(self, installation_id: int) -> str | None:
+        raw = self._conn.get(self._key(installation_id))
+        if raw is None:
+            return None
+        entry = json.loads(raw)
+        if float(entry["expires"]) - time.time() < REFRESH_MARGIN:
+            return None
+        token: str = entry["token"]
+        return token
+
+    async def token(self, installation_id: int) -> str:
+        """A token with at least REFRESH_MARGIN seconds left, minted at most once across workers."""
+        cached = self._cached(installation_id)
+        if cached is not None:
+            return cached
+        lock = self._conn.lock(f"plangate:installation-token-lock:{installation_id}", timeout=30, blocking_timeout=35)
+        if not lock.acquire():
+            raise GitHubAuthError(f"timed out waiting for the token lock of installation {installation_id}")
+        try:
+            cached = self._cached(installation_id)
+            if cached is not None:
+                return cached
+            token, expires = await self._mint(installation_id)
+            ttl = int(expires - time.time() - REFRESH_MARGIN)
+            if ttl > 0:
+                self._conn.set(self._key(installation_id), json.dumps({"token": token, "expires": expires}), ex=ttl)
+            return token
+        finally:
+            lock.release()
+
+    async def _mint(self, installation_id: int) -> tuple[str, float]:
+        async with httpx.AsyncClient(timeout=30) as http:
+            gh = GitHubAPI(http, USER_AGENT, base_url=self._api_url)
+            try:
+                data = await gh.post(
+                    f"/app/installations/{installation_id}/access_tokens",
+                    data=b"",
+                    jwt=app_jwt(self._app_id, self._private_key),
+                )
+            except Exception as exc:
+                raise GitHubAuthError(
+                    f"could not mint a token for installation {installation_id}: {type(exc).__name__}: {exc}"
+                ) from None
+        self.minted += 1
+        return data["token"], _expires_epoch(data["expires_at"])
+
+
+@asynccontextmanager
+async def installation_client(cache: TokenCache, installation_id: int, api_url: str) -> AsyncIterator[GitHubAPI]:
+    """A gidgethub client acting as the installation for the length of one job."""
+    token = await cache.token(installation_id)
+    async with httpx.AsyncClient(timeout=60) as http:
+        yield GitHubAPI(http, USER_AGENT, oauth_token=token, base_url=api_url)
+
+
+@asynccontextmanager
+async def app_client(app_id: int, private_key: str, api_url: str) -> AsyncIterator[tuple[GitHubAPI, str]]:
+    """A gidgethub client and a fresh JWT for the App-level routes (`/app`, `/repos/…/installation`)."""
+    async with httpx.AsyncClient(timeout=60) as http:
+        yield GitHubAPI(http, USER_AGENT, base_url=api_url), app_jwt(app_id, private_key)

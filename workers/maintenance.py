@@ -1,0 +1,25 @@
+"""Housekeeping jobs scheduled by `plangate cron`."""
+
+from __future__ import annotations
+
+import shutil
+import time
+from pathlib import Path
+
+from bot import settings as settings_module
+
+STALE_AFTER = 6 * 3600  # a checkout older than any job timeout belongs to a worker that died
+
+
+def sweep_workdirs(root: str | None = None, now: float | None = None) -> int:
+    """Remove checkouts left behind by killed workers; returns how many were removed."""
+    base = Path(root) if root else settings_module.load().workdir
+    if not base.is_dir():
+        return 0
+    cutoff = (now or time.time()) - STALE_AFTER
+    removed = 0
+    for entry in base.iterdir():
+        if entry.is_dir() and entry.stat().st_mtime < cutoff:
+            shutil.rmtree(entry, ignore_errors=True)
+            removed += 1
+    return removed
