@@ -1,0 +1,94 @@
+"""Settings: the three private-key encodings, and one clear line + exit 2 per bad setting."""
+
+from __future__ import annotations
+
+import base64
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from bot import settings
+from bot.settings import SettingsError
+from tests.keys import ec_pem, rsa_pem
+
+
+def test_private_key_encodings_all_load(tmp_path: Path) -> None:
+    pem = rsa_pem()
+    escaped = pem.strip().replace("\n", "\\n")
+    b64 = base64.b64encode(pem.encode()).decode()
+    path = tmp_path / "key.pem"
+    path.write_text(pem)
+    for env in (
+        {"GITHUB_APP_PRIVATE_KEY": pem},
+        {"GITHUB_APP_PRIVATE_KEY": escaped},
+        {"GITHUB_APP_PRIVATE_KEY": b64},
+        {"GITHUB_APP_PRIVATE_KEY": "\n".join(b64[i : i + 76] for i in range(0, len(b64), 76))},
+        {"GITHUB_APP_PRIVATE_KEY_PATH": str(path)},
+    ):
+        loaded = settings.load({"GITHUB_APP_ID": "123", **env}, need_app=True)
+        assert loaded.private_key is not None and loaded.private_key.strip() == pem.strip()
+        assert "PRIVATE KEY" not in repr(loaded)
+
+
+def test_defaults() -> None:
+    loaded = settings.load({})
+    assert loaded.api_url == "https://api.github.com"
+    assert loaded.redis_url == "redis://127.0.0.1:6379/0"
+    assert loaded.tf_env == ()
+    ghes = settings.load({"GITHUB_API_URL": "https://ghe.example.com/api/v3/"})
+    assert ghes.api_url == "https://ghe.example.com/api/v3"
+
+
+BAD = [
+    ({"GITHUB_APP_ID": "abc"}, "GITHUB_APP_ID"),
+    ({"GITHUB_APP_PRIVATE_KEY": "not a key"}, "GITHUB_APP_PRIVATE_KEY"),
+    ({"GITHUB_APP_PRIVATE_KEY": base64.b64encode(b"hello").decode()}, "GITHUB_APP_PRIVATE_KEY"),
+    ({"GITHUB_APP_PRIVATE_KEY_PATH": "/nonexistent/key.pem"}, "GITHUB_APP_PRIVATE_KEY_PATH"),
+    ({"GITHUB_API_URL": "api.github.com"}, "GITHUB_API_URL"),
+    ({"REDIS_URL": "http://localhost"}, "REDIS_URL"),
+    ({"PLANGATE_TF_ENV": "AWS_*,bad name"}, "PLANGATE_TF_ENV"),
+    ({"PLANGATE_TF_TIMEOUT": "soon"}, "PLANGATE_TF_TIMEOUT"),
+    ({"PLANGATE_TF_MEMORY_MB": "-1"}, "PLANGATE_TF_MEMORY_MB"),
+    ({"PLANGATE_MASK_PATTERNS": "([unclosed"}, "PLANGATE_MASK_PATTERNS"),
+]
+
+
+@pytest.mark.parametrize(("env", "name"), BAD)
+def test_each_bad_setting_names_itself(env: dict[str, str], name: str) -> None:
+    with pytest.raises(SettingsError) as err:
+        settings.load(env)
+    assert err.value.name == name
+    assert str(err.value).startswith(f"setting {name}: ")
+
+
+def test_ec_key_is_refused() -> None:
+    with pytest.raises(SettingsError, match="RSA"):
+        settings.load({"GITHUB_APP_PRIVATE_KEY": ec_pem()})
+
+
+def _run(args: list[str], env: dict[str, str]) -> subprocess.CompletedProcess[str]:
+    base = {"PATH": os.environ["PATH"], "HOME": os.environ.get("HOME", "/tmp")}
+    return subprocess.run(
+        [sys.executable, "-m", "bot.cli", *args], env={**base, **env}, capture_output=True, text=True, timeout=60
+    )
+
+
+@pytest.mark.parametrize(
+    ("args", "env", "name"),
+    [
+        (["web"], {}, "GITHUB_WEBHOOK_SECRET"),
+        (["worker", "--burst"], {}, "GITHUB_APP_ID"),
+        (["worker", "--burst"], {"GITHUB_APP_ID": "1"}, "GITHUB_APP_PRIVATE_KEY"),
+        *[(["web"], {"GITHUB_WEBHOOK_SECRET": "s", **env}, name) for env, name in BAD],
+    ],
+)
+def test_processes_exit_2_with_one_line(args: list[str], env: dict[str, str], name: str) -> None:
+    result = _run(args, env)
+    assert result.returncode == 2, result.stderr
+    lines = result.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith(f"plangate: setting {name}: "), result.stderr
+    if "GITHUB_APP_PRIVATE_KEY" in env:
+        assert env["GITHUB_APP_PRIVATE_KEY"] not in result.stderr
