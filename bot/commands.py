@@ -1,0 +1,116 @@
+"""Slash-command parsing (pure): a comment body → Command, NearMiss or None.
+
+Only the first non-empty line of a new comment can be a command, and only when it is plain
+text that starts with `/`: quoted lines, fenced or indented code, and commands in the middle of
+a sentence are never commands. An exact, case-sensitive command word is required so that a
+look-alike (`/approve‐destroy` with U+2010, a zero-width character, `/Approve-Destroy`) can
+never approve a destroy; such near misses come back as `NearMiss` so the bot can say
+"did you mean". Unrelated slash words (other bots' `/approve`, `/lgtm`, `/shrug`) give None.
+"""
+
+from __future__ import annotations
+
+import difflib
+import re
+import unicodedata
+from dataclasses import dataclass
+
+COMMANDS = ("approve-destroy", "plan", "help")
+NO_ARGS = frozenset({"help"})
+PROJECT_NAME = re.compile(r"[A-Za-z0-9._/-]+")
+# A typo scores >= 0.8 against its command ("/aprove-destroy", "/plans", "/replan"); a different
+# word does not ("/approve" 0.64, "/plan-it" 0.73, "/hold" vs help 0.5), so it stays silent.
+NEAR_MISS_CUTOFF = 0.8
+_MAX_WORD = 64  # longer first words are not worth a fuzzy comparison
+_LINE_BREAK = re.compile(r"\r\n|\r|\n")
+
+
+@dataclass(frozen=True)
+class Command:
+    name: str  # one of COMMANDS
+    projects: tuple[str, ...]  # unique, in the order written; empty = all affected projects
+
+
+@dataclass(frozen=True)
+class NearMiss:
+    """The first line looks like a command but is not one; `reason` says why, for the reply."""
+
+    written: str
+    suggestion: str  # the command the author probably meant, without the slash
+    reason: str
+
+
+def should_consider(event_action: str, comment_user_type: str) -> bool:
+    """Only newly created comments by non-bots are commands (edits and deletions never are)."""
+    return event_action == "created" and comment_user_type.casefold() != "bot"
+
+
+def first_line(body: str) -> str | None:
+    """The first line holding anything but whitespace, unstripped (its indentation matters)."""
+    for line in _LINE_BREAK.split(body):
+        if line.strip():
+            return line
+    return None
+
+
+def _indent_columns(line: str) -> int:
+    """Markdown indentation width: spaces count 1, a tab advances to the next multiple of 4."""
+    col = 0
+    for ch in line:
+        if ch == " ":
+            col += 1
+        elif ch == "\t":
+            col += 4 - col % 4
+        else:
+            break
+    return col
+
+
+def _fold(word: str) -> str:
+    """Compare-form for near misses: NFKC, casefold, dashes and `_` → `-`, invisible chars dropped."""
+    out = []
+    for ch in unicodedata.normalize("NFKC", word).casefold():
+        category = unicodedata.category(ch)
+        if category == "Cf":
+            continue
+        out.append("-" if ch == "_" or category == "Pd" else ch)
+    return "".join(out)
+
+
+def _near_miss(words: list[str]) -> NearMiss | None:
+    head = words[0]
+    tail = words[1] if len(words) > 1 else ""
+    if head == "/" and _fold(tail) in COMMANDS:
+        return NearMiss(f"/ {tail}", _fold(tail), "there must be no space after the slash")
+    if len(head) > _MAX_WORD:
+        return None
+    folded = _fold(head[1:])
+    if folded in COMMANDS:
+        return NearMiss(head, folded, "commands are written exactly, in lower case")
+    joined = f"{folded}-{_fold(tail)}"
+    if tail and joined in COMMANDS:
+        return NearMiss(f"{head} {tail}", joined, "the command is one word")
+    close = difflib.get_close_matches(folded, COMMANDS, n=1, cutoff=NEAR_MISS_CUTOFF)
+    if close:
+        return NearMiss(head, close[0], "unknown command")
+    return None
+
+
+def parse_command(body: str) -> Command | NearMiss | None:
+    """The command on the first non-empty line of `body`, a near miss, or None."""
+    line = first_line(body)
+    if line is None or _indent_columns(line) >= 4:  # 4+ columns: an indented code block
+        return None
+    words = line.split()
+    if not words[0].startswith("/"):
+        return None
+    name = words[0][1:]
+    if name not in COMMANDS:
+        return _near_miss(words)
+    args = words[1:]
+    if name in NO_ARGS and args:
+        return NearMiss(line.strip(), name, f"/{name} takes no arguments")
+    bad = [a for a in args if not PROJECT_NAME.fullmatch(a)]
+    if bad:
+        return NearMiss(line.strip(), name, f"{bad[0]!r} is not a project name (letters, digits, . _ / - only)")
+    return Command(name, tuple(dict.fromkeys(args)))

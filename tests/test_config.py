@@ -1,0 +1,279 @@
+"""`.plangate.yml` parsing: defaults, the full schema, and one precise error per mistake."""
+
+from __future__ import annotations
+
+import re
+import textwrap
+
+import pytest
+import yaml
+from hypothesis import given
+from hypothesis import strategies as st
+
+from workers.config import (
+    DEFAULT_WHEN_MODIFIED,
+    ConfigError,
+    DestroyApprovers,
+    ProjectConfig,
+    RepoConfig,
+    parse_config,
+)
+
+FULL = """\
+version: 1
+projects:                    # without this list: every changed directory holding *.tf is a project
+  - name: dns
+    dir: infra/dns
+    workspace: default
+    tool: tofu               # tofu | terraform (default: whichever is installed, tofu first)
+    when_modified: ["*.tf", "*.tfvars", "../modules/**"]
+    apply_on_merge: true
+  - name: net
+    dir: ./infra//net/
+    drift:
+      schedule: "0 6 * * 1"
+destroy_approvers:
+  permission: write          # write | maintain | admin
+  users: []                  # extra logins allowed regardless of permission
+  teams: []                  # org/team slugs
+  allow_self_approval: false
+allow_fork_prs: false
+"""
+
+
+def test_design_example_parses() -> None:
+    cfg = parse_config(FULL)
+    assert cfg == RepoConfig(
+        version=1,
+        projects=(
+            ProjectConfig(
+                name="dns",
+                dir="infra/dns",
+                workspace="default",
+                tool="tofu",
+                when_modified=("*.tf", "*.tfvars", "../modules/**"),
+                apply_on_merge=True,
+            ),
+            ProjectConfig(name="net", dir="infra/net", drift_schedule="0 6 * * 1"),
+        ),
+        destroy_approvers=DestroyApprovers(),
+        allow_fork_prs=False,
+    )
+
+
+def test_every_key_set() -> None:
+    cfg = parse_config(
+        textwrap.dedent(
+            """\
+            version: 1
+            projects:
+              - {name: root, dir: ., tool: terraform, workspace: prod-1, apply_on_merge: false,
+                 when_modified: []}
+            destroy_approvers:
+              permission: admin
+              users: [alice, bob-2]
+              teams: [acme/platform-team, acme/sre]
+              allow_self_approval: true
+            allow_fork_prs: true
+            apply_branch: release/v2
+            mask_patterns: ['AKIA[0-9A-Z]{16}', 'password=\\S+']
+            drift: {schedule: "@daily"}
+            """
+        )
+    )
+    assert cfg.projects == (
+        ProjectConfig("root", ".", "prod-1", "terraform", (), apply_on_merge=False, drift_schedule=None),
+    )
+    assert cfg.destroy_approvers == DestroyApprovers(
+        "admin", ("alice", "bob-2"), ("acme/platform-team", "acme/sre"), True
+    )
+    assert cfg.allow_fork_prs is True
+    assert cfg.apply_branch == "release/v2"
+    assert cfg.mask_patterns == ("AKIA[0-9A-Z]{16}", "password=\\S+")
+    assert cfg.drift_schedule == "@daily"
+
+
+@pytest.mark.parametrize("text", [None, "", "   \n\n", "# only a comment\n", "---\n", "~\n"])
+def test_absent_or_empty_is_the_default(text: str | None) -> None:
+    cfg = parse_config(text)
+    assert cfg == RepoConfig()
+    assert cfg.projects is None
+    assert cfg.destroy_approvers.permission == "write"
+    assert cfg.allow_fork_prs is False
+
+
+def test_defaults_of_a_minimal_project() -> None:
+    cfg = parse_config("version: 1\nprojects:\n  - {name: a, dir: a}\n")
+    assert cfg.projects == (ProjectConfig("a", "a"),)
+    assert cfg.projects[0].when_modified == DEFAULT_WHEN_MODIFIED == ("**/*.tf*", "**/.terraform.lock.hcl")
+    assert cfg.projects[0].workspace == "default"
+    assert cfg.projects[0].tool is None
+    assert cfg.projects[0].apply_on_merge is True
+
+
+def test_null_values_take_defaults() -> None:
+    cfg = parse_config("version: 1\nprojects:\ndestroy_approvers:\nmask_patterns:\n")
+    assert cfg == RepoConfig()
+
+
+V = "version: 1\n"
+P = V + "projects:\n  - name: a\n    dir: a\n"
+
+ERRORS: list[tuple[str, str, str]] = [
+    # (text, key, fragment of the problem)
+    ("projects: []\n", "version", "required"),
+    ("version: 2\n", "version", "expected 1"),
+    ("version: '1'\n", "version", "string '1'"),
+    ("version: true\n", "version", "boolean"),
+    ("- a\n- b\n", "(file)", "expected a mapping"),
+    ("just text\n", "(file)", "expected a mapping"),
+    (V + "projets: []\n", "projets", "unknown key"),
+    (V + "destroy_approver:\n  users: [x]\n", "destroy_approver", "unknown key"),
+    (V + "1: x\n", "1", "unknown key"),
+    (V + "projects: []\n", "projects", "empty list"),
+    (V + "projects: {name: a}\n", "projects", "expected a list"),
+    (V + "projects:\n  - a\n", "projects[0]", "expected a mapping"),
+    (V + "projects:\n  - {dir: a}\n", "projects[0].name", "required"),
+    (V + "projects:\n  - {name: a}\n", "projects[0].dir", "required"),
+    (V + "projects:\n  - {name: a, dir: a, dri: b}\n", "projects[0].dri", "unknown key"),
+    (V + "projects:\n  - {name: 'a b', dir: a}\n", "projects[0].name", "not a valid project name"),
+    (V + "projects:\n  - {name: a/b, dir: a}\n", "projects[0].name", "not a valid project name"),
+    (V + "projects:\n  - {name: 5, dir: a}\n", "projects[0].name", "expected a string, got number 5"),
+    (P + "  - {name: b, dir: b}\n  - {name: a, dir: c}\n", "projects[2].name", "already used by projects[0]"),
+    (V + "projects:\n  - {name: a, dir: /etc}\n", "projects[0].dir", "relative"),
+    (V + "projects:\n  - {name: a, dir: ../x}\n", "projects[0].dir", "outside the repository"),
+    (V + "projects:\n  - {name: a, dir: a/../../x}\n", "projects[0].dir", "outside the repository"),
+    (V + "projects:\n  - {name: a, dir: '..'}\n", "projects[0].dir", "outside the repository"),
+    (V + "projects:\n  - {name: a, dir: 'a\\b'}\n", "projects[0].dir", "relative"),
+    (V + "projects:\n  - {name: a, dir: ''}\n", "projects[0].dir", "relative"),
+    (V + "projects:\n  - {name: a, dir: [a]}\n", "projects[0].dir", "expected a string, got list"),
+    (V + "projects:\n  - {name: a, dir: a, tool: terragrunt}\n", "projects[0].tool", "tofu, terraform"),
+    (V + "projects:\n  - {name: a, dir: a, workspace: 'x y'}\n", "projects[0].workspace", "workspace"),
+    (V + "projects:\n  - {name: a, dir: a, apply_on_merge: 'no'}\n", "projects[0].apply_on_merge", "true or false"),
+    (V + "projects:\n  - {name: a, dir: a, apply_on_merge: 1}\n", "projects[0].apply_on_merge", "number 1"),
+    (V + "projects:\n  - {name: a, dir: a, when_modified: '*.tf'}\n", "projects[0].when_modified", "list"),
+    (P + "  - {name: b, dir: b, when_modified: ['*.tf', 3]}\n", "projects[1].when_modified[1]", "string"),
+    (P + "  - {name: b, dir: b, when_modified: ['/x']}\n", "projects[1].when_modified[0]", "relative"),
+    (V + "projects:\n  - {name: a, dir: a, drift: '0 * * * *'}\n", "projects[0].drift", "mapping"),
+    (
+        V + "projects:\n  - {name: a, dir: a, drift: {schedule: 'every day'}}\n",
+        "projects[0].drift.schedule",
+        'invalid cron expression "every day"',
+    ),
+    (
+        P + "  - {name: b, dir: b, drift: {schedule: '61 * * * *'}}\n",
+        "projects[1].drift.schedule",
+        'invalid cron expression "61 * * * *"',
+    ),
+    (V + "projects:\n  - {name: a, dir: a, drift: {cron: '0 * * * *'}}\n", "projects[0].drift.cron", "unknown"),
+    (V + "drift: {schedule: ''}\n", "drift.schedule", "invalid cron expression"),
+    (V + "drift: {schedule: 5}\n", "drift.schedule", "cron expression string"),
+    (V + "destroy_approvers: [alice]\n", "destroy_approvers", "expected a mapping"),
+    (V + "destroy_approvers: {permission: read}\n", "destroy_approvers.permission", "write, maintain, admin"),
+    (V + "destroy_approvers: {user: [a]}\n", "destroy_approvers.user", "unknown key"),
+    (V + "destroy_approvers: {users: alice}\n", "destroy_approvers.users", "list of strings"),
+    (V + "destroy_approvers: {users: ['al ice']}\n", "destroy_approvers.users[0]", "GitHub login"),
+    (V + "destroy_approvers: {teams: [platform]}\n", "destroy_approvers.teams[0]", "org/team-slug"),
+    (V + "destroy_approvers: {allow_self_approval: yes please}\n", "destroy_approvers.allow_self_approval", "true"),
+    (V + "allow_fork_prs: 'true'\n", "allow_fork_prs", "true or false"),
+    (V + "apply_branch: ''\n", "apply_branch", "not a valid branch name"),
+    (V + "apply_branch: 'a b'\n", "apply_branch", "not a valid branch name"),
+    (V + "apply_branch: 'a..b'\n", "apply_branch", "not a valid branch name"),
+    (V + "apply_branch: -x\n", "apply_branch", "not a valid branch name"),
+    (V + "apply_branch: [main]\n", "apply_branch", "a branch name"),
+    (V + "mask_patterns: ['(unclosed']\n", "mask_patterns[0]", 'invalid regular expression "(unclosed"'),
+    (V + "mask_patterns: 'x'\n", "mask_patterns", "list"),
+    (V + "allow_fork_prs: false\nallow_fork_prs: true\n", "(file)", "line 3: duplicate key 'allow_fork_prs'"),
+    (V + "projects:\n  - {name: a, dir: a, dir: b}\n", "(file)", "duplicate key 'dir'"),
+]
+
+
+@pytest.mark.parametrize(("text", "key", "fragment"), ERRORS)
+def test_errors_name_the_key(text: str, key: str, fragment: str) -> None:
+    with pytest.raises(ConfigError) as info:
+        parse_config(text)
+    assert info.value.key == key
+    assert fragment.replace('"', "'") in info.value.problem.replace('"', "'")
+    assert str(info.value) == f"`.plangate.yml`: {key}: {info.value.problem}"
+
+
+def test_cron_error_message_is_exact() -> None:
+    with pytest.raises(ConfigError) as info:
+        parse_config(V + "projects:\n  - {name: a, dir: a, drift: {schedule: '* * *'}}\n")
+    assert str(info.value) == '`.plangate.yml`: projects[0].drift.schedule: invalid cron expression "* * *"'
+
+
+@pytest.mark.parametrize(
+    ("text", "line"),
+    [
+        ("version: 1\nprojects:\n  - name: a\n   dir: b\n", 4),
+        ("version: 1\nallow_fork_prs: [true\n", 3),
+        ("version: 1\n\n\nkey: 'unterminated\n", 5),
+        ("version: 1\n\tallow_fork_prs: true\n", 2),
+    ],
+)
+def test_yaml_syntax_errors_give_the_line(text: str, line: int) -> None:
+    with pytest.raises(ConfigError) as info:
+        parse_config(text)
+    assert info.value.key == "(file)"
+    assert re.match(rf"line {line}: invalid YAML", info.value.problem), info.value.problem
+
+
+def test_unsafe_tags_are_refused() -> None:
+    with pytest.raises(ConfigError) as info:
+        parse_config("version: 1\nx: !!python/object/apply:os.system ['true']\n")
+    assert info.value.key == "(file)"
+
+
+def test_deep_nesting_is_a_config_error() -> None:
+    with pytest.raises(ConfigError):
+        parse_config("version: 1\nx: " + "[" * 5000 + "]" * 5000 + "\n")
+
+
+def test_yaml_anchors_and_merge_keys_work() -> None:
+    cfg = parse_config("version: 1\nprojects:\n  - &base {name: a, dir: a, tool: tofu}\n  - <<: *base\n    name: b\n")
+    assert cfg.projects == (ProjectConfig("a", "a", tool="tofu"), ProjectConfig("b", "a", tool="tofu"))
+
+
+def test_valid_cron_forms() -> None:
+    for schedule in ("*/15 * * * *", "0 9 * * mon-fri", "@hourly"):
+        assert parse_config(f"version: 1\ndrift: {{schedule: '{schedule}'}}\n").drift_schedule == schedule
+
+
+@given(st.text(max_size=200))
+def test_any_text_is_a_config_or_a_config_error(text: str) -> None:
+    try:
+        cfg = parse_config(text)
+    except ConfigError as exc:
+        assert str(exc).startswith("`.plangate.yml`: ")
+    else:
+        assert isinstance(cfg, RepoConfig)
+
+
+_scalars = st.one_of(st.none(), st.booleans(), st.integers(), st.text(max_size=8), st.lists(st.text(max_size=3)))
+
+
+@given(
+    st.dictionaries(
+        st.sampled_from(["name", "dir", "workspace", "tool", "when_modified", "apply_on_merge", "drift", "x"]),
+        _scalars,
+    )
+)
+def test_random_project_mappings_never_crash(project: dict[str, object]) -> None:
+    text = yaml.safe_dump({"version": 1, "projects": [project]})
+    try:
+        cfg = parse_config(text)
+    except ConfigError as exc:
+        assert exc.key.startswith("projects")
+    else:
+        assert cfg.projects is not None
+        p = cfg.projects[0]
+        assert not p.dir.startswith(("/", "..")) and set(project) <= {
+            "name",
+            "dir",
+            "workspace",
+            "tool",
+            "when_modified",
+            "apply_on_merge",
+            "drift",
+        }
