@@ -1,0 +1,67 @@
+"""PR planning end to end: stand-in GitHub, real Redis, a real worker process, real terraform."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from tests.e2e import Stack, running_stack, wait_for
+from tests.tfproject import apply_directly, main_tf
+
+pytestmark = pytest.mark.e2e
+
+
+def _final(stack: Stack, repo: object, sha: str) -> dict[str, str] | None:
+    statuses = stack.gh.statuses(repo, sha)  # type: ignore[arg-type]
+    states = {ctx: s.state for ctx, s in statuses.items()}
+    if states.get("plangate/destroy") and states.get("plangate/plan") != "pending":
+        return states
+    return None
+
+
+def _bot_comments(stack: Stack, repo: object, number: int) -> list[str]:
+    return [c.body for c in stack.gh.comments_on(repo, number) if c.user.login == "plangate[bot]"]  # type: ignore[arg-type]
+
+
+def test_pr_plans_comment_once_and_gate_destroys(tmp_path: Path, redis_url: str, redis_conn: object) -> None:
+    state = tmp_path / "state" / "terraform.tfstate"
+    base = main_tf(state, {"keep": "a", "doomed": "b"})
+    apply_directly(tmp_path / "applied", base)
+    with running_stack(tmp_path, redis_url) as stack:
+        gh = stack.gh
+        repo = gh.create_repo("acme", "infra", {"infra/main.tf": base, "README.md": "hello\n"})
+        gh.set_permission(repo, "alice", "write")
+
+        adding = gh.open_pr(
+            repo, "add", "alice", "Add a resource",
+            {"infra/main.tf": main_tf(state, {"keep": "a", "doomed": "b", "fresh": "c"})},
+        )
+        states = wait_for("statuses on the adding PR", lambda: _final(stack, repo, adding.head_sha), stack=stack)
+        assert states == {"plangate/plan": "success", "plangate/destroy": "success"}, stack.worker_log()[-3000:]
+        comments = _bot_comments(stack, repo, adding.number)
+        assert len(comments) == 1
+        assert "1 to add, 0 to change, 0 to destroy" in comments[0]
+        assert "terraform_data.fresh" in comments[0]
+        destroy = gh.statuses(repo, adding.head_sha)["plangate/destroy"]
+        assert destroy.description and "no destroy" in destroy.description.lower()
+        assert destroy.target_url and destroy.target_url.startswith("http")
+
+        removing = gh.open_pr(
+            repo, "remove", "alice", "Remove a resource", {"infra/main.tf": main_tf(state, {"keep": "a"})}
+        )
+        states = wait_for("statuses on the removing PR", lambda: _final(stack, repo, removing.head_sha), stack=stack)
+        assert states == {"plangate/plan": "success", "plangate/destroy": "failure"}
+        description = gh.statuses(repo, removing.head_sha)["plangate/destroy"].description or ""
+        assert "1 to destroy" in description and "/approve-destroy" in description
+        comment = _bot_comments(stack, repo, removing.number)[0]
+        assert "`terraform_data.doomed`" in comment and "0 to add, 0 to change, 1 to destroy" in comment
+
+        first_sha = adding.head_sha
+        new_sha = gh.push_pr(adding, {"infra/main.tf": main_tf(state, {"keep": "a2", "doomed": "b", "fresh": "c"})})
+        assert new_sha != first_sha
+        wait_for("statuses on the pushed SHA", lambda: _final(stack, repo, new_sha), stack=stack)
+        comments = _bot_comments(stack, repo, adding.number)
+        assert len(comments) == 1, "a push must edit the plan comment, not add one"
+        assert new_sha[:7] in comments[0] and "1 to add, 1 to change, 0 to destroy" in comments[0]
+        assert state.exists()  # the PR plans never touched the state

@@ -1,0 +1,200 @@
+"""Plan a pull request: dispatch one job per affected project, then publish one comment + statuses.
+
+Flow (Atlantis's controller → project finder → runner → VCS output):
+`plan_pr` (dispatch) checks out the head once to find projects, enqueues one `plan_project`
+job per project (serialized per project by an RQ RateLimit) and a `publish_plan` job that
+depends on all of them; `publish_plan` renders the comment and sets the combined statuses.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+from dataclasses import asdict, dataclass, replace
+from pathlib import Path
+from typing import Any
+
+from gidgethub.abc import GitHubAPI
+
+from workers import vcs
+from workers.checkout import checkout, job_workdir
+from workers.config import ConfigError, RepoConfig, parse_config
+from workers.context import WorkerContext
+from workers.github import app_client, installation_client
+from workers.plan import PlanError, parse_plan
+from workers.projects import Project, ProjectSelection, find_projects
+from workers.render import ProjectResult, render_config_error, render_fork_refused, render_plan_comments
+from workers.render_status import destroy_status, pending_status, plan_status
+from workers.runner import Terraform, TerraformError
+from workers.scan import scan
+
+log = logging.getLogger("plangate.plan")
+PLAN_CONTEXT = "plangate/plan"
+DESTROY_CONTEXT = "plangate/destroy"
+CHECKOUT_TIMEOUT = 600.0
+
+
+@dataclass(frozen=True)
+class PlanRequest:
+    """Plain values from the webhook: what to plan and as whom."""
+
+    installation_id: int
+    repo_id: int
+    repo: str
+    clone_url: str
+    default_branch: str
+    pr: int
+    sha: str
+    author: str
+    fork: bool = False
+    trigger: str = "push"
+
+    def head_key(self) -> str:
+        return f"plangate:head:{self.repo_id}:{self.pr}"
+
+
+def is_current(ctx: WorkerContext, req: PlanRequest) -> bool:
+    """False once a newer SHA of the PR started planning: its results must not be posted."""
+    head = ctx.redis.get(req.head_key())
+    return head is None or head.decode() == req.sha  # type: ignore[union-attr]
+
+
+async def dispatch(ctx: WorkerContext, req: PlanRequest) -> list[Project] | None:
+    """Mark the SHA current, find the affected projects; None when there is nothing to plan."""
+    ctx.redis.set(req.head_key(), req.sha, ex=90 * 24 * 3600)
+    async with installation_client(ctx.tokens, req.installation_id, ctx.settings.api_url) as gh:
+        if req.fork and not await _forks_allowed(gh, req):
+            await _refuse_fork(ctx, gh, req)
+            return None
+        await vcs.set_status(gh, req.repo, req.sha, PLAN_CONTEXT, *pending_status(0))
+        changed = await vcs.changed_files(gh, req.repo, req.pr)
+        token = await ctx.tokens.token(req.installation_id)
+        with job_workdir(ctx.checkouts, req.repo_id, f"pr-{req.pr}", req.sha, "_discovery") as work:
+            await asyncio.to_thread(checkout, req.clone_url, req.sha, work, token, timeout=CHECKOUT_TIMEOUT)
+            snapshot = scan(work)
+        try:
+            config = parse_config(snapshot.config_text)
+        except ConfigError as exc:
+            await _config_failed(ctx, gh, req, exc)
+            return None
+        selection = find_projects(config, changed, snapshot.all_files, snapshot.module_sources)
+        if not selection.projects:
+            await vcs.set_status(gh, req.repo, req.sha, PLAN_CONTEXT, "success", "no Terraform project affected")
+            await vcs.set_status(gh, req.repo, req.sha, DESTROY_CONTEXT, "success", "no destroys")
+            return None
+        _remember_selection(ctx, req, config, selection)
+        return list(selection.projects)
+
+
+async def _forks_allowed(gh: GitHubAPI, req: PlanRequest) -> bool:
+    """Read from the default branch: a fork must not be able to allow itself."""
+    try:
+        item = await gh.getitem(
+            f"/repos/{req.repo}/contents/.plangate.yml?ref={req.default_branch}",
+            accept="application/vnd.github.raw+json",
+        )
+    except Exception:
+        return False
+    text = item if isinstance(item, str) else ""
+    try:
+        return parse_config(text).allow_fork_prs
+    except ConfigError:
+        return False
+
+
+async def _refuse_fork(ctx: WorkerContext, gh: GitHubAPI, req: PlanRequest) -> None:
+    key = f"plangate:fork-refused:{req.repo_id}:{req.pr}"
+    if ctx.redis.set(key, "1", nx=True, ex=90 * 24 * 3600):
+        await vcs.post_comment(gh, req.repo, req.pr, render_fork_refused(req.pr))
+    await vcs.set_status(gh, req.repo, req.sha, PLAN_CONTEXT, "failure", "fork PRs are not planned here")
+    await vcs.set_status(gh, req.repo, req.sha, DESTROY_CONTEXT, "failure", "not planned: fork PR")
+
+
+async def _config_failed(ctx: WorkerContext, gh: GitHubAPI, req: PlanRequest, exc: ConfigError) -> None:
+    login = await _login(ctx, gh)
+    body = render_config_error(exc.key, exc.problem)
+    bodies = [body]
+    url = await vcs.upsert_comments(
+        gh, ctx.redis, repo=req.repo, repo_id=req.repo_id, number=req.pr, login=login, kind="plan", bodies=bodies
+    )
+    await vcs.set_status(gh, req.repo, req.sha, PLAN_CONTEXT, "failure", f"invalid .plangate.yml: {exc.key}", url)
+    await vcs.set_status(gh, req.repo, req.sha, DESTROY_CONTEXT, "failure", "not planned: invalid .plangate.yml", url)
+
+
+async def _login(ctx: WorkerContext, gh: GitHubAPI) -> str:
+    async with app_client(ctx.app_id, ctx.private_key, ctx.settings.api_url) as (app_gh, jwt):
+        return await vcs.bot_login(app_gh, ctx.redis, jwt)
+
+
+def _remember_selection(ctx: WorkerContext, req: PlanRequest, config: RepoConfig, sel: ProjectSelection) -> None:
+    """What publish needs besides the results: mask patterns and the 3,000-file note."""
+    meta = {"mask_patterns": list(config.mask_patterns), "changes_unknown": sel.changes_unknown}
+    ctx.redis.set(f"plangate:plan-meta:{req.repo_id}:{req.pr}:{req.sha}", json.dumps(meta), ex=7 * 24 * 3600)
+
+
+def plan_project(ctx: WorkerContext, req: PlanRequest, project: Project) -> ProjectResult:
+    """Check out the SHA, init, plan, show: one project's result (errors are results, not exceptions)."""
+    base = {"name": project.name, "dir": project.dir, "workspace": project.workspace, "sha": req.sha}
+    tool = project.tool or "terraform"
+    if not is_current(ctx, req):
+        return ProjectResult(**base, tool=tool, plan=None, error="superseded by a newer push")
+    try:
+        terraform = ctx.terraform(project.tool)
+        tool = Path(terraform.tool).name
+        token = asyncio.run(ctx.tokens.token(req.installation_id))
+        with job_workdir(ctx.checkouts, req.repo_id, f"pr-{req.pr}", req.sha, project.name) as work:
+            checkout(req.clone_url, req.sha, work, token, timeout=CHECKOUT_TIMEOUT)
+            return _run_terraform(terraform, work, project, base, tool)
+    except Exception as exc:  # any failure is reported on the PR, never swallowed
+        log.warning(json.dumps({"repo": req.repo, "pr": req.pr, "project": project.name, "error": str(exc)}))
+        return ProjectResult(**base, tool=tool, plan=None, error=f"{type(exc).__name__}: {exc}")
+
+
+def _run_terraform(
+    terraform: Terraform, work: Path, project: Project, base: dict[str, Any], tool: str
+) -> ProjectResult:
+    root = work / project.dir
+    if project.workspace != "default":
+        terraform = replace(terraform, env={**terraform.env, "TF_WORKSPACE": project.workspace})
+    init = terraform.init(root)
+    if not init.ok:
+        return ProjectResult(**base, tool=tool, plan=None, error=f"{tool} init failed:\n{init.output}")
+    planfile = work / "plangate.tfplan"
+    plan = terraform.plan(root, planfile)
+    if not plan.ok:
+        return ProjectResult(**base, tool=tool, plan=None, error=f"{tool} plan failed:\n{plan.output}")
+    try:
+        parsed = parse_plan(terraform.show_json(root, planfile))
+        text = terraform.show_text(root, planfile)
+    except (TerraformError, PlanError) as exc:
+        return ProjectResult(**base, tool=tool, plan=None, error=str(exc))
+    return ProjectResult(**base, tool=tool, plan=parsed, plan_text=text)
+
+
+async def publish(ctx: WorkerContext, req: PlanRequest, results: list[ProjectResult]) -> None:
+    """One comment (edited in place) and the combined statuses, unless a newer SHA took over."""
+    if not is_current(ctx, req):
+        log.info(json.dumps({"repo": req.repo, "pr": req.pr, "sha": req.sha, "outcome": "superseded"}))
+        return
+    raw = ctx.redis.get(f"plangate:plan-meta:{req.repo_id}:{req.pr}:{req.sha}")
+    meta = json.loads(raw) if isinstance(raw, bytes) else {}
+    patterns = [*ctx.settings.mask_patterns, *meta.get("mask_patterns", [])]
+    note = "changes_unknown" if meta.get("changes_unknown") else ""
+    bodies = render_plan_comments(results, pr=req.pr, sha=req.sha, mask_patterns=patterns, note=note)
+    _record_destroys(ctx, req, results)
+    async with installation_client(ctx.tokens, req.installation_id, ctx.settings.api_url) as gh:
+        login = await _login(ctx, gh)
+        url = await vcs.upsert_comments(
+            gh, ctx.redis, repo=req.repo, repo_id=req.repo_id, number=req.pr, login=login, kind="plan", bodies=bodies
+        )
+        await vcs.set_status(gh, req.repo, req.sha, PLAN_CONTEXT, *plan_status(results), url)
+        await vcs.set_status(gh, req.repo, req.sha, DESTROY_CONTEXT, *destroy_status(results), url)
+    log.info(json.dumps({"repo": req.repo, "pr": req.pr, "sha": req.sha, "outcome": "published"}))
+
+
+def _record_destroys(ctx: WorkerContext, req: PlanRequest, results: list[ProjectResult]) -> None:
+    """The exact destroy set of this SHA's plans, for the gate to approve against."""
+    destroys = {r.name: [c.address for c in r.plan.destroys] for r in results if r.plan is not None}
+    key = f"plangate:destroys:{req.repo_id}:{req.pr}:{req.sha}"
+    ctx.redis.set(key, json.dumps({"destroys": destroys, "request": asdict(req)}), ex=90 * 24 * 3600)

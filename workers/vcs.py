@@ -1,0 +1,117 @@
+"""GitHub output for jobs (Atlantis's "VCS output"): statuses, the plan comment, changed files.
+
+As few API calls as the work needs: the bot's login and each PR's plan-comment ids are cached
+in Redis, so a re-plan edits its comment in place without listing the PR's comments first.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import redis
+from gidgethub import BadRequest
+from gidgethub.abc import GitHubAPI
+
+from workers.render_marker import parse_marker
+
+MAX_PR_FILES = 3000  # GitHub's pulls/{n}/files stops here
+
+
+async def bot_login(gh: GitHubAPI, conn: redis.Redis, jwt: str) -> str:
+    """`<slug>[bot]`, from GET /app (needs the App JWT); cached, the slug never changes."""
+    cached = conn.get("plangate:bot-login")
+    if isinstance(cached, bytes):
+        return cached.decode()
+    app = await gh.getitem("/app", jwt=jwt)
+    login = f"{app['slug']}[bot]"
+    conn.set("plangate:bot-login", login)
+    return login
+
+
+async def set_status(
+    gh: GitHubAPI, repo: str, sha: str, context: str, state: str, description: str, target_url: str | None = None
+) -> None:
+    body: dict[str, Any] = {"state": state, "context": context, "description": description[:140]}
+    if target_url:
+        body["target_url"] = target_url
+    await gh.post(f"/repos/{repo}/statuses/{sha}", data=body)
+
+
+async def changed_files(gh: GitHubAPI, repo: str, pr: int) -> list[str] | None:
+    """Files the PR changes (renames count both names); None when GitHub's 3,000-file cap is hit."""
+    files: list[str] = []
+    async for item in gh.getiter(f"/repos/{repo}/pulls/{pr}/files?per_page=100"):
+        files.append(item["filename"])
+        if item.get("previous_filename"):
+            files.append(item["previous_filename"])
+    if len({f for f in files}) >= MAX_PR_FILES:
+        return None
+    return files
+
+
+def _comments_key(repo_id: int, number: int, kind: str) -> str:
+    return f"plangate:comments:{repo_id}:{number}:{kind}"
+
+
+async def _find_own(gh: GitHubAPI, repo: str, number: int, login: str, kind: str) -> dict[int, int]:
+    """part → comment id of the bot's own `kind` comments; markers by anyone else never count."""
+    found: dict[int, int] = {}
+    async for comment in gh.getiter(f"/repos/{repo}/issues/{number}/comments?per_page=100"):
+        if comment["user"]["login"] != login:
+            continue
+        parsed = parse_marker(comment.get("body") or "")
+        if parsed and parsed[0] == kind:
+            found.setdefault(int(parsed[1].get("part", 1)), int(comment["id"]))
+    return found
+
+
+async def upsert_comments(
+    gh: GitHubAPI,
+    conn: redis.Redis,
+    *,
+    repo: str,
+    repo_id: int,
+    number: int,
+    login: str,
+    kind: str,
+    bodies: list[str],
+) -> str | None:
+    """Edit the bot's `kind` comments in place (posting parts that do not exist yet); returns part 1's URL.
+
+    Parts left over from a longer earlier version are edited to say they are no longer used.
+    """
+    key = _comments_key(repo_id, number, kind)
+    raw = conn.get(key)
+    known: dict[int, int] = (
+        {int(k): v for k, v in json.loads(raw).items()}
+        if isinstance(raw, bytes)
+        else await _find_own(gh, repo, number, login, kind)
+    )
+    first_url: str | None = None
+    for part, body in enumerate(bodies, start=1):
+        comment = None
+        if part in known:
+            try:
+                comment = await gh.patch(f"/repos/{repo}/issues/comments/{known[part]}", data={"body": body})
+            except BadRequest as exc:
+                if exc.status_code.value != 404:
+                    raise
+        if comment is None:
+            comment = await gh.post(f"/repos/{repo}/issues/{number}/comments", data={"body": body})
+        known[part] = int(comment["id"])
+        if part == 1:
+            first_url = comment.get("html_url")
+    for part in sorted(p for p in known if p > len(bodies)):
+        await gh.patch(
+            f"/repos/{repo}/issues/comments/{known[part]}",
+            data={"body": f"<!-- plangate:{kind}-unused -->\n_(This continuation is no longer needed.)_"},
+        )
+        del known[part]
+    conn.set(key, json.dumps(known), ex=90 * 24 * 3600)
+    return first_url
+
+
+async def post_comment(gh: GitHubAPI, repo: str, number: int, body: str) -> dict[str, Any]:
+    comment: dict[str, Any] = await gh.post(f"/repos/{repo}/issues/{number}/comments", data={"body": body})
+    return comment
