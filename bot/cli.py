@@ -62,12 +62,6 @@ def cmd_cron(args: argparse.Namespace) -> int:
     return 0
 
 
-def cmd_gate(args: argparse.Namespace) -> int:
-    from workers.gate_cli import main as gate_main
-
-    return gate_main(list(args.rest))
-
-
 def parser() -> argparse.ArgumentParser:
     top = argparse.ArgumentParser(
         prog="plangate",
@@ -84,13 +78,10 @@ def parser() -> argparse.ArgumentParser:
     worker.set_defaults(func=cmd_worker)
     cron = sub.add_parser("cron", help="the RQ cron scheduler (drift checks, workdir sweeps)")
     cron.set_defaults(func=cmd_cron)
-    gate = sub.add_parser(
-        "gate",
-        help="the gate's verdict on one `show -json` plan: exit 0 apply, 3 destroys need approval, 2 cannot decide",
-        add_help=False,
-    )
-    gate.add_argument("rest", nargs=argparse.REMAINDER)
-    gate.set_defaults(func=cmd_gate)
+    from workers.gate_cli import configure, run
+
+    gate = configure(sub.add_parser("gate", help="the gate's verdict on one `show -json` plan, no GitHub needed"))
+    gate.set_defaults(func=run)
     return top
 
 

@@ -34,7 +34,10 @@ def test_pr_plans_comment_once_and_gate_destroys(tmp_path: Path, redis_url: str,
         gh.set_permission(repo, "alice", "write")
 
         adding = gh.open_pr(
-            repo, "add", "alice", "Add a resource",
+            repo,
+            "add",
+            "alice",
+            "Add a resource",
             {"infra/main.tf": main_tf(state, {"keep": "a", "doomed": "b", "fresh": "c"})},
         )
         states = wait_for("statuses on the adding PR", lambda: _final(stack, repo, adding.head_sha), stack=stack)

@@ -7,8 +7,11 @@ REFRESH_MARGIN seconds of its life remain, so no job starts with a token about t
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import json
 import time
+import weakref
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from datetime import datetime
@@ -20,6 +23,7 @@ from gidgethub.httpx import GitHubAPI
 
 USER_AGENT = "plangate"
 REFRESH_MARGIN = 5 * 60
+LOCK_SECONDS = 30  # longer than one mint request may take
 JWT_LIFETIME = 9 * 60  # gidgethub backdates iat by 60 s, so exp - now stays under GitHub's 10 min
 
 
@@ -45,6 +49,9 @@ class TokenCache:
         self._private_key = private_key
         self._api_url = api_url
         self.minted = 0  # tokens this process minted, for tests and metrics
+        self._locks: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, dict[int, asyncio.Lock]] = (
+            weakref.WeakKeyDictionary()
+        )
 
     def _key(self, installation_id: int) -> str:
         return f"plangate:installation-token:{installation_id}"
@@ -59,25 +66,42 @@ class TokenCache:
         token: str = entry["token"]
         return token
 
+    def _local_lock(self, installation_id: int) -> asyncio.Lock:
+        """Coroutines of one process queue here, so only one of them polls the Redis lock."""
+        locks = self._locks.setdefault(asyncio.get_running_loop(), {})
+        return locks.setdefault(installation_id, asyncio.Lock())
+
     async def token(self, installation_id: int) -> str:
         """A token with at least REFRESH_MARGIN seconds left, minted at most once across workers."""
         cached = self._cached(installation_id)
         if cached is not None:
             return cached
-        lock = self._conn.lock(f"plangate:installation-token-lock:{installation_id}", timeout=30, blocking_timeout=35)
-        if not lock.acquire():
-            raise GitHubAuthError(f"timed out waiting for the token lock of installation {installation_id}")
-        try:
+        async with self._local_lock(installation_id):
             cached = self._cached(installation_id)
             if cached is not None:
                 return cached
-            token, expires = await self._mint(installation_id)
-            ttl = int(expires - time.time() - REFRESH_MARGIN)
-            if ttl > 0:
-                self._conn.set(self._key(installation_id), json.dumps({"token": token, "expires": expires}), ex=ttl)
-            return token
-        finally:
-            lock.release()
+            lock = self._conn.lock(f"plangate:installation-token-lock:{installation_id}", timeout=LOCK_SECONDS)
+            deadline = time.monotonic() + LOCK_SECONDS + 5
+            while not lock.acquire(blocking=False):  # never block the event loop on Redis
+                if time.monotonic() > deadline:
+                    raise GitHubAuthError(f"timed out waiting for the token lock of installation {installation_id}")
+                await asyncio.sleep(0.05)
+                cached = self._cached(installation_id)
+                if cached is not None:
+                    return cached
+            try:
+                cached = self._cached(installation_id)
+                if cached is not None:
+                    return cached
+                token, expires = await self._mint(installation_id)
+                ttl = int(expires - time.time() - REFRESH_MARGIN)
+                if ttl > 0:
+                    entry = json.dumps({"token": token, "expires": expires})
+                    self._conn.set(self._key(installation_id), entry, ex=ttl)
+                return token
+            finally:
+                with contextlib.suppress(redis.exceptions.LockError):
+                    lock.release()
 
     async def _mint(self, installation_id: int) -> tuple[str, float]:
         async with httpx.AsyncClient(timeout=30) as http:
@@ -89,8 +113,9 @@ class TokenCache:
                     jwt=app_jwt(self._app_id, self._private_key),
                 )
             except Exception as exc:
+                status = getattr(getattr(exc, "status_code", None), "value", "no answer")
                 raise GitHubAuthError(
-                    f"could not mint a token for installation {installation_id}: {type(exc).__name__}: {exc}"
+                    f"could not mint a token for installation {installation_id}: HTTP {status}: {exc}"
                 ) from None
         self.minted += 1
         return data["token"], _expires_epoch(data["expires_at"])

@@ -1,11 +1,46 @@
-"""Terraform/OpenTofu `show -json` plan → classified changes (pure: data in, data out)."""
+"""Terraform/OpenTofu `show -json` plan → classified changes (pure: data in, data out).
+
+A destroy is any managed change whose `actions` holds `delete` (plain delete, either replace
+order, a deposed object) or whose `actions` this code does not know: unknown fails closed.
+`forget` (`removed { lifecycle { destroy = false } }`) drops the object from state but leaves it
+alive, so it is its own class and never a destroy. Drift and output changes never are either.
+"""
 
 from __future__ import annotations
 
+import codecs
+import json
 from dataclasses import dataclass, field
+from typing import Any
 
 # Action classes a resource change is sorted into. "unknown" fails closed: it counts as a destroy.
 ACTION_CLASSES = ("create", "update", "delete", "replace", "read", "no-op", "forget", "unknown")
+
+# Every `actions` list Terraform/OpenTofu write (jsonplan/plan.go). `["create","forget"]` is
+# Terraform's replace that forgets the old object; `["forget","create"]` is OpenTofu's: the old
+# object survives outside state, so neither is a destroy.
+KNOWN_ACTIONS: dict[tuple[str, ...], str] = {
+    ("no-op",): "no-op",
+    ("create",): "create",
+    ("read",): "read",
+    ("update",): "update",
+    ("delete",): "delete",
+    ("delete", "create"): "replace",
+    ("create", "delete"): "replace",
+    ("forget",): "forget",
+    ("create", "forget"): "forget",
+    ("forget", "create"): "forget",
+}
+
+# Major `format_version`s this parser understands; a new major may change meanings, so it is refused.
+KNOWN_MAJOR_VERSIONS = frozenset({"0", "1"})
+
+# A state's `show -json` also has `format_version`; only a plan has one of these.
+_PLAN_KEYS = frozenset({"resource_changes", "planned_values", "resource_drift", "output_changes", "errored"})
+
+
+class PlanError(ValueError):
+    """The bytes are not a plan this code can trust (encoding, JSON, version or shape)."""
 
 
 @dataclass(frozen=True)
@@ -26,8 +61,14 @@ class ResourceChange:
 
     @property
     def is_destroy(self) -> bool:
-        """A managed object is deleted (delete, either replace order, deposed delete) or the action is unknown."""
-        return self.mode == "managed" and (self.action_class in ("delete", "replace", "unknown"))
+        """A non-data object is deleted (delete, replace, deposed delete); unknown actions in any mode."""
+        if self.action_class == "unknown":
+            return True
+        return self.mode != "data" and self.action_class in ("delete", "replace")
+
+    @property
+    def is_moved(self) -> bool:
+        return self.previous_address is not None and self.previous_address != self.address
 
 
 @dataclass(frozen=True)
@@ -35,11 +76,12 @@ class OutputChange:
     name: str
     actions: tuple[str, ...]
     sensitive: bool
+    sensitive_values: tuple[str, ...] = field(default=(), compare=False)
 
 
 @dataclass(frozen=True)
 class Plan:
-    """A whole plan, classified. `error` is set when the JSON could not be read at all."""
+    """A whole plan, classified. Unreadable input never becomes a Plan: parse_plan raises PlanError."""
 
     format_version: str
     terraform_version: str
@@ -49,7 +91,7 @@ class Plan:
     errored: bool
     applyable: bool | None
     complete: bool | None
-    unknown_actions: tuple[str, ...] = ()  # action values this code does not know; they fail closed
+    unknown_actions: tuple[str, ...] = ()  # `actions` lists (JSON text) this code does not know
 
     @property
     def destroys(self) -> tuple[ResourceChange, ...]:
@@ -57,8 +99,231 @@ class Plan:
 
     @property
     def counts(self) -> dict[str, int]:
-        """Terraform's summary counts: a replace is one add and one destroy."""
-        add = sum(1 for c in self.changes if c.mode == "managed" and c.action_class in ("create", "replace"))
-        change = sum(1 for c in self.changes if c.mode == "managed" and c.action_class == "update")
-        destroy = len(self.destroys)
-        return {"add": add, "change": change, "destroy": destroy}
+        """Terraform's summary counts: a replace is one add and one destroy; unknown counts as destroy."""
+        managed = [c for c in self.changes if c.mode == "managed"]
+        return {
+            "add": sum(1 for c in managed if c.action_class in ("create", "replace") or _forget_creates(c)),
+            "change": sum(1 for c in managed if c.action_class == "update"),
+            "destroy": len(self.destroys),
+            "import": sum(1 for c in managed if c.importing),
+            "forget": sum(1 for c in managed if c.action_class == "forget"),
+        }
+
+    @property
+    def has_changes(self) -> bool:
+        """Something would happen on apply: a resource action, a move, an import or an output change."""
+        return (
+            any(self.counts.values())
+            or any(c.is_moved for c in self.changes)
+            or any(o.actions != ("no-op",) for o in self.outputs)
+        )
+
+    @property
+    def sensitive_values(self) -> tuple[str, ...]:
+        """Every plain value marked sensitive anywhere in the plan, longest first (mask order)."""
+        found = {v for c in (*self.changes, *self.drift) for v in c.sensitive_values}
+        found.update(v for o in self.outputs for v in o.sensitive_values)
+        return tuple(sorted(found, key=lambda v: (-len(v), v)))
+
+
+def _forget_creates(change: ResourceChange) -> bool:
+    return change.action_class == "forget" and "create" in change.actions
+
+
+def summary_line(plan: Plan) -> str:
+    """Terraform's own summary phrasing; ", N to forget" only when N > 0, as OpenTofu prints it."""
+    if not plan.has_changes:
+        return "Planning failed." if plan.errored else "No changes."
+    n = plan.counts
+    line = f"{n['add']} to add, {n['change']} to change, {n['destroy']} to destroy"
+    if n["import"]:
+        line = f"{n['import']} to import, {line}"
+    if n["forget"]:
+        line += f", {n['forget']} to forget"
+    return f"Plan: {line}."
+
+
+def parse_plan(data: bytes | str) -> Plan:
+    """Read `terraform show -json` / `tofu show -json` output; raise PlanError when it cannot be trusted."""
+    doc = _load(_decode(data))
+    version = doc.get("format_version", doc.get("plan_format_version"))
+    if not isinstance(version, str) or not version:
+        raise PlanError("no format_version: this is not `terraform show -json` output")
+    if version.split(".", 1)[0] not in KNOWN_MAJOR_VERSIONS:
+        raise PlanError(f"unsupported plan format_version {version!r}: this plangate reads 0.x and 1.x")
+    if not _PLAN_KEYS & doc.keys():
+        raise PlanError("this JSON has no planned changes: is it a state file instead of a saved plan?")
+    changes = tuple(_change(e, f"resource_changes[{i}]") for i, e in enumerate(_list(doc, "resource_changes")))
+    drift = tuple(_change(e, f"resource_drift[{i}]") for i, e in enumerate(_list(doc, "resource_drift")))
+    unknown = dict.fromkeys(json.dumps(list(c.actions)) for c in changes if c.action_class == "unknown")
+    terraform_version = doc.get("terraform_version")
+    return Plan(
+        format_version=version,
+        terraform_version=terraform_version if isinstance(terraform_version, str) else "",
+        changes=changes,
+        drift=drift,
+        outputs=_outputs(doc.get("output_changes")),
+        errored=_flag(doc, "errored") is True,
+        applyable=_flag(doc, "applyable"),
+        complete=_flag(doc, "complete"),
+        unknown_actions=tuple(unknown),
+    )
+
+
+def _decode(data: bytes | str) -> str:
+    """UTF-8 (BOM or not) or UTF-16 as PowerShell's `>` writes it (with BOM, or recognisably without)."""
+    if isinstance(data, str):
+        return data.removeprefix("\ufeff")
+    if data.startswith(codecs.BOM_UTF8):
+        codec = "utf-8-sig"
+    elif data.startswith((codecs.BOM_UTF16_LE, codecs.BOM_UTF16_BE)):
+        codec = "utf-16"
+    elif len(data) >= 2 and data[0] != 0 and data[1] == 0:
+        codec = "utf-16-le"
+    elif len(data) >= 2 and data[0] == 0 and data[1] != 0:
+        codec = "utf-16-be"
+    else:
+        codec = "utf-8"
+    try:
+        return data.decode(codec)
+    except UnicodeDecodeError as e:
+        raise PlanError(f"plan is not valid {codec} text: {e.reason} at byte {e.start}") from e
+
+
+def _reject_constant(name: str) -> Any:
+    raise PlanError(f"plan is not valid JSON: {name} is not a JSON value")
+
+
+def _load(text: str) -> dict[str, Any]:
+    if not text.strip():
+        raise PlanError("plan is empty: expected `terraform show -json` output")
+    try:
+        doc = json.loads(text, parse_constant=_reject_constant)
+    except json.JSONDecodeError as e:
+        raise PlanError(f"plan is not valid JSON: {e.msg} at line {e.lineno} column {e.colno}") from e
+    except RecursionError as e:
+        raise PlanError("plan is not valid JSON: nested too deeply") from e
+    if not isinstance(doc, dict):
+        raise PlanError(f"plan must be a JSON object, not {type(doc).__name__}")
+    return doc
+
+
+def _list(doc: dict[str, Any], key: str) -> list[Any]:
+    value = doc.get(key)
+    if value is None:
+        return []
+    if not isinstance(value, list):
+        raise PlanError(f"{key} must be a list")
+    return value
+
+
+def _flag(doc: dict[str, Any], key: str) -> bool | None:
+    value = doc.get(key)
+    if value is not None and not isinstance(value, bool):
+        raise PlanError(f"{key} must be true or false, not {value!r}")
+    return value
+
+
+def _optional_str(entry: dict[str, Any], key: str, where: str) -> str | None:
+    value = entry.get(key)
+    if value is not None and not isinstance(value, str):
+        raise PlanError(f"{where}.{key} must be a string")
+    return value
+
+
+def _change_object(change: Any, where: str) -> tuple[dict[str, Any], tuple[str, ...]]:
+    """A change object and its actions, which must be a list of strings (values are classified later)."""
+    if not isinstance(change, dict):
+        raise PlanError(f"{where} must be an object with actions")
+    actions = change.get("actions")
+    if not isinstance(actions, list) or not all(isinstance(a, str) for a in actions):
+        raise PlanError(f"{where}.actions must be a list of strings")
+    return change, tuple(actions)
+
+
+def _change(entry: Any, where: str) -> ResourceChange:
+    if not isinstance(entry, dict):
+        raise PlanError(f"{where} must be an object")
+    address = entry.get("address")
+    if not isinstance(address, str) or not address:
+        raise PlanError(f"{where}.address must be a non-empty string")
+    change, actions = _change_object(entry.get("change"), f"{where}.change")
+    mode = entry.get("mode")
+    rtype = entry.get("type")
+    return ResourceChange(
+        address=address,
+        mode=mode if isinstance(mode, str) else "managed",
+        type=rtype if isinstance(rtype, str) else "",
+        actions=actions,
+        action_class=KNOWN_ACTIONS.get(actions, "unknown"),
+        reason=_optional_str(entry, "action_reason", where),
+        deposed=_optional_str(entry, "deposed", where) or None,
+        previous_address=_optional_str(entry, "previous_address", where),
+        importing=change.get("importing") is not None,
+        replace_paths=tuple(_path_text(p) for p in change.get("replace_paths") or () if isinstance(p, list)),
+        sensitive_values=_sensitive_of(change),
+    )
+
+
+def _path_text(path: list[Any]) -> str:
+    """["network_interface", 0, "id"] → network_interface[0].id (a label, not an address)."""
+    text = ""
+    for step in path:
+        text += f"[{step}]" if isinstance(step, int) else (f".{step}" if text else str(step))
+    return text
+
+
+def _outputs(raw: Any) -> tuple[OutputChange, ...]:
+    if raw is None:
+        return ()
+    if not isinstance(raw, dict):
+        raise PlanError("output_changes must be an object")
+    outputs = []
+    for name, raw_change in raw.items():
+        change, actions = _change_object(raw_change, f"output_changes.{name}")
+        sensitive = _any_true(change.get("before_sensitive")) or _any_true(change.get("after_sensitive"))
+        outputs.append(OutputChange(name, actions, sensitive, _sensitive_of(change)))
+    return tuple(outputs)
+
+
+def _sensitive_of(change: dict[str, Any]) -> tuple[str, ...]:
+    found: dict[str, None] = {}
+    for side in ("before", "after"):
+        _collect(change.get(side), change.get(f"{side}_sensitive"), found)
+    return tuple(found)
+
+
+def _collect(value: Any, marks: Any, found: dict[str, None]) -> None:
+    """Walk value alongside its sensitivity marks; a `true` mark covers everything beneath it."""
+    if marks is True:
+        _leaves(value, found)
+    elif isinstance(marks, dict) and isinstance(value, dict):
+        for key, sub in marks.items():
+            _collect(value.get(key), sub, found)
+    elif isinstance(marks, list) and isinstance(value, list):
+        for sub_value, sub_marks in zip(value, marks, strict=False):
+            _collect(sub_value, sub_marks, found)
+
+
+def _leaves(value: Any, found: dict[str, None]) -> None:
+    """Plain text of each leaf as a renderer would show it; booleans and nulls reveal nothing worth masking."""
+    if isinstance(value, dict):
+        for sub in value.values():
+            _leaves(sub, found)
+    elif isinstance(value, list):
+        for sub in value:
+            _leaves(sub, found)
+    elif isinstance(value, str) and value:
+        found[value] = None
+    elif isinstance(value, int | float) and not isinstance(value, bool):
+        found[str(int(value)) if isinstance(value, float) and value.is_integer() else str(value)] = None
+
+
+def _any_true(marks: Any) -> bool:
+    if marks is True:
+        return True
+    if isinstance(marks, dict):
+        return any(_any_true(m) for m in marks.values())
+    if isinstance(marks, list):
+        return any(_any_true(m) for m in marks)
+    return False

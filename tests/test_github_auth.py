@@ -1,0 +1,158 @@
+"""App JWT claims and the Redis-shared installation-token cache, against the stand-in and real Redis."""
+
+from __future__ import annotations
+
+import asyncio
+import datetime as dt
+import json
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import jwt
+import pytest
+import redis
+
+from standin.facade import StandIn
+from standin.server import Running, start
+from tests.keys import public_pem, rsa_pem
+from workers.github import REFRESH_MARGIN, GitHubAuthError, TokenCache, app_jwt, installation_client
+
+APP_ID = 77
+
+
+def test_jwt_claims_are_backdated_and_short_lived() -> None:
+    before = int(time.time())
+    token = app_jwt(APP_ID, rsa_pem())
+    claims = jwt.decode(token, public_pem(rsa_pem()), algorithms=["RS256"], options={"verify_exp": True})
+    assert jwt.get_unverified_header(token)["alg"] == "RS256"
+    assert claims["iss"] == str(APP_ID)
+    assert before - 61 <= claims["iat"] <= before - 59
+    assert claims["exp"] - before <= 600
+
+
+@pytest.fixture
+def github(tmp_path: Path) -> Iterator[tuple[StandIn, Running]]:
+    gh = StandIn(tmp_path / "gh", rsa_pem(), app_id=APP_ID, token_ttl=dt.timedelta(minutes=60))
+    gh.create_repo("acme", "infra", {"README.md": "x\n"})
+    with start(gh) as server:
+        yield gh, server
+
+
+def _installation(gh: StandIn) -> int:
+    return next(iter(gh.state.installations))
+
+
+def _mints(gh: StandIn) -> int:
+    return sum(1 for r in gh.state.requests if r.method == "POST" and r.path.endswith("/access_tokens"))
+
+
+def test_token_is_minted_once_and_reused(github: tuple[StandIn, Running], redis_conn: redis.Redis) -> None:
+    gh, server = github
+    cache = TokenCache(redis_conn, app_id=APP_ID, private_key=rsa_pem(), api_url=server.base_url)
+    inst = _installation(gh)
+
+    async def many() -> set[str]:
+        return set(await asyncio.gather(*(cache.token(inst) for _ in range(10))))
+
+    tokens = asyncio.run(many())
+    assert len(tokens) == 1 and _mints(gh) == 1
+    assert next(iter(tokens)).startswith("ghs_") and len(next(iter(tokens))) > 40
+
+
+CHILD = """
+import asyncio, json, sys
+import redis
+from workers.github import TokenCache
+url, api, inst, key = sys.argv[1], sys.argv[2], int(sys.argv[3]), sys.stdin.read()
+cache = TokenCache(redis.Redis.from_url(url), app_id=77, private_key=key, api_url=api)
+async def main():
+    return await asyncio.gather(*(cache.token(inst) for _ in range(5)))
+print(json.dumps(asyncio.run(main())))
+"""
+
+
+def test_two_processes_share_one_token(
+    github: tuple[StandIn, Running], redis_url: str, redis_conn: redis.Redis
+) -> None:
+    gh, server = github
+    inst = str(_installation(gh))
+    procs = [
+        subprocess.Popen(
+            [sys.executable, "-c", CHILD, redis_url, server.base_url, inst],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            text=True,
+        )
+        for _ in range(2)
+    ]
+    for p in procs:
+        assert p.stdin is not None
+        p.stdin.write(rsa_pem())
+        p.stdin.close()
+    outputs = [json.loads(p.stdout.read()) for p in procs if p.stdout is not None]
+    for p in procs:
+        p.wait(60)
+    assert all(p.returncode == 0 for p in procs)
+    assert len({t for out in outputs for t in out}) == 1
+    assert _mints(gh) == 1
+
+
+def test_token_near_expiry_is_refreshed(github: tuple[StandIn, Running], redis_conn: redis.Redis) -> None:
+    gh, server = github
+    cache = TokenCache(redis_conn, app_id=APP_ID, private_key=rsa_pem(), api_url=server.base_url)
+    inst = _installation(gh)
+    first = asyncio.run(cache.token(inst))
+    key = f"plangate:installation-token:{inst}"
+    entry = json.loads(redis_conn.get(key) or b"{}")
+    entry["expires"] = time.time() + REFRESH_MARGIN - 1  # inside the refresh margin
+    redis_conn.set(key, json.dumps(entry))
+    second = asyncio.run(cache.token(inst))
+    assert second != first and _mints(gh) == 2
+
+
+def test_short_lived_tokens_are_never_cached(tmp_path: Path, redis_conn: redis.Redis) -> None:
+    gh = StandIn(tmp_path / "gh", rsa_pem(), app_id=APP_ID, token_ttl=dt.timedelta(minutes=4))
+    gh.create_repo("acme", "infra", {"README.md": "x\n"})
+    with start(gh) as server:
+        cache = TokenCache(redis_conn, app_id=APP_ID, private_key=rsa_pem(), api_url=server.base_url)
+        inst = _installation(gh)
+        asyncio.run(cache.token(inst))
+        asyncio.run(cache.token(inst))
+        assert _mints(gh) == 2
+
+
+def test_wrong_key_fails_without_leaking(github: tuple[StandIn, Running], redis_conn: redis.Redis) -> None:
+    gh, server = github
+    other = TokenCache(redis_conn, app_id=APP_ID, private_key=_other_key(), api_url=server.base_url)
+    with pytest.raises(GitHubAuthError) as err:
+        asyncio.run(other.token(_installation(gh)))
+    assert "PRIVATE KEY" not in str(err.value)
+    assert "401" in str(err.value)
+
+
+def test_installation_client_calls_the_configured_api_url(
+    github: tuple[StandIn, Running], redis_conn: redis.Redis
+) -> None:
+    gh, server = github
+    cache = TokenCache(redis_conn, app_id=APP_ID, private_key=rsa_pem(), api_url=server.base_url)
+
+    async def repos() -> list[str]:
+        async with installation_client(cache, _installation(gh), server.base_url) as client:
+            return [
+                r["full_name"] async for r in client.getiter("/installation/repositories", iterable_key="repositories")
+            ]
+
+    assert asyncio.run(repos()) == ["acme/infra"]
+
+
+def _other_key() -> str:
+    from cryptography.hazmat.primitives import serialization
+    from cryptography.hazmat.primitives.asymmetric import rsa
+
+    key = rsa.generate_private_key(public_exponent=65537, key_size=2048)
+    return key.private_bytes(
+        serialization.Encoding.PEM, serialization.PrivateFormat.TraditionalOpenSSL, serialization.NoEncryption()
+    ).decode()

@@ -1,0 +1,61 @@
+"""Masking of sensitive values in everything plangate renders (pure).
+
+Rule for short secrets: a value of at least `MIN_SECRET_LEN` characters is masked wherever it
+appears, even inside a longer word. A shorter value ("1", "abc") is masked only where it stands
+as a whole double-quoted string (`"abc"`), the way plan text and error messages quote values;
+masking every "1" would wreck addresses like `x[1]` and counts while hiding nothing useful.
+Multi-line values are also masked line by line (plan text shows heredocs one line per row), and
+their JSON-escaped form is masked too (error messages quote values that way).
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Iterable
+
+MASK = "(sensitive value)"
+MIN_SECRET_LEN = 4
+
+
+def _variants(secret: str) -> set[str]:
+    """The spellings under which a secret may show up in rendered text."""
+    out = {secret}
+    escaped = json.dumps(secret, ensure_ascii=False)[1:-1]
+    out.add(escaped)
+    if "\n" in secret:
+        out.update(line.strip() for line in secret.splitlines())
+    return {v for v in out if v}
+
+
+class Masker:
+    """A reusable `mask`: the secret spellings and patterns are prepared once for many texts.
+
+    An invalid pattern raises `re.error`: rendering with a broken mask would leak, so fail loudly.
+    """
+
+    def __init__(self, secrets: Iterable[str], patterns: Iterable[str] = ()) -> None:
+        self._long: set[str] = set()
+        self._short: set[str] = set()
+        for secret in secrets:
+            if not isinstance(secret, str) or not secret:
+                continue
+            for form in _variants(secret):
+                (self._long if len(form) >= MIN_SECRET_LEN else self._short).add(form)
+        self._patterns = [re.compile(p) for p in patterns]
+
+    def __call__(self, text: str) -> str:
+        # Only build the alternation from values that occur: `in` is fast, big alternations are not.
+        found = [f for f in self._long if f in text]
+        found += [f'"{f}"' for f in self._short if f'"{f}"' in text]
+        if found:
+            found.sort(key=len, reverse=True)  # longest first: a secret containing another goes whole
+            text = re.sub("|".join(map(re.escape, found)), MASK, text)
+        for pattern in self._patterns:
+            text = pattern.sub(lambda m: MASK if m.group(0) else "", text)
+        return text
+
+
+def mask(text: str, secrets: Iterable[str], patterns: Iterable[str] = ()) -> str:
+    """`text` with each secret and each non-empty match of the regex `patterns` replaced by `MASK`."""
+    return Masker(secrets, patterns)(text)
