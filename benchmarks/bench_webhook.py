@@ -22,7 +22,8 @@ import tempfile
 import uuid
 from pathlib import Path
 
-from benchmarks.support import free_port, private_redis, wait_http
+from standin.local_redis import free_port, private_redis
+from standin.stack import wait_http
 
 FIXTURE = Path(__file__).parent.parent / "tests" / "fixtures" / "github" / "webhooks" / "pull_request.synchronize.json"
 SECRET = "bench-secret"

@@ -1,28 +1,22 @@
-"""Test RSA keys, generated per run: no key is ever committed."""
+"""Test keys, generated per run: no key is ever committed."""
 
 from __future__ import annotations
 
 from functools import cache
 
 from cryptography.hazmat.primitives import serialization
-from cryptography.hazmat.primitives.asymmetric import ec, rsa
+from cryptography.hazmat.primitives.asymmetric import ec
+
+from standin.keys import new_private_key_pem, public_key_of
 
 
 @cache
 def rsa_pem() -> str:
-    key = rsa.generate_private_key(public_exponent=65537, key_size=2048)
-    return key.private_bytes(
-        serialization.Encoding.PEM, serialization.PrivateFormat.TraditionalOpenSSL, serialization.NoEncryption()
-    ).decode()
+    return new_private_key_pem()
 
 
 def public_pem(private_pem: str) -> str:
-    key = serialization.load_pem_private_key(private_pem.encode(), password=None)
-    return (
-        key.public_key()
-        .public_bytes(serialization.Encoding.PEM, serialization.PublicFormat.SubjectPublicKeyInfo)
-        .decode()
-    )
+    return public_key_of(private_pem)
 
 
 def ec_pem() -> str:

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.e2e import Stack, running_stack, wait_for
+from standin.stack import Stack, running_stack
 from tests.tfproject import apply_directly, main_tf
 
 pytestmark = pytest.mark.e2e
@@ -40,7 +40,7 @@ def test_pr_plans_comment_once_and_gate_destroys(tmp_path: Path, redis_url: str,
             "Add a resource",
             {"infra/main.tf": main_tf(state, {"keep": "a", "doomed": "b", "fresh": "c"})},
         )
-        states = wait_for("statuses on the adding PR", lambda: _final(stack, repo, adding.head_sha), stack=stack)
+        states = stack.wait_for("statuses on the adding PR", lambda: _final(stack, repo, adding.head_sha))
         assert states == {"plangate/plan": "success", "plangate/destroy": "success"}, stack.worker_log()[-3000:]
         comments = _bot_comments(stack, repo, adding.number)
         assert len(comments) == 1
@@ -53,7 +53,7 @@ def test_pr_plans_comment_once_and_gate_destroys(tmp_path: Path, redis_url: str,
         removing = gh.open_pr(
             repo, "remove", "alice", "Remove a resource", {"infra/main.tf": main_tf(state, {"keep": "a"})}
         )
-        states = wait_for("statuses on the removing PR", lambda: _final(stack, repo, removing.head_sha), stack=stack)
+        states = stack.wait_for("statuses on the removing PR", lambda: _final(stack, repo, removing.head_sha))
         assert states == {"plangate/plan": "success", "plangate/destroy": "failure"}
         description = gh.statuses(repo, removing.head_sha)["plangate/destroy"].description or ""
         assert "1 to destroy" in description and "/approve-destroy" in description
@@ -63,7 +63,7 @@ def test_pr_plans_comment_once_and_gate_destroys(tmp_path: Path, redis_url: str,
         first_sha = adding.head_sha
         new_sha = gh.push_pr(adding, {"infra/main.tf": main_tf(state, {"keep": "a2", "doomed": "b", "fresh": "c"})})
         assert new_sha != first_sha
-        wait_for("statuses on the pushed SHA", lambda: _final(stack, repo, new_sha), stack=stack)
+        stack.wait_for("statuses on the pushed SHA", lambda: _final(stack, repo, new_sha))
         comments = _bot_comments(stack, repo, adding.number)
         assert len(comments) == 1, "a push must edit the plan comment, not add one"
         assert new_sha[:7] in comments[0] and "1 to add, 1 to change, 0 to destroy" in comments[0]

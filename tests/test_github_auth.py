@@ -16,6 +16,7 @@ import pytest
 import redis
 
 from standin.facade import StandIn
+from standin.keys import new_private_key_pem
 from standin.server import Running, start
 from tests.keys import public_pem, rsa_pem
 from workers.github import REFRESH_MARGIN, GitHubAuthError, TokenCache, app_jwt, installation_client
@@ -126,7 +127,7 @@ def test_short_lived_tokens_are_never_cached(tmp_path: Path, redis_conn: redis.R
 
 def test_wrong_key_fails_without_leaking(github: tuple[StandIn, Running], redis_conn: redis.Redis) -> None:
     gh, server = github
-    other = TokenCache(redis_conn, app_id=APP_ID, private_key=_other_key(), api_url=server.base_url)
+    other = TokenCache(redis_conn, app_id=APP_ID, private_key=new_private_key_pem(), api_url=server.base_url)
     with pytest.raises(GitHubAuthError) as err:
         asyncio.run(other.token(_installation(gh)))
     assert "PRIVATE KEY" not in str(err.value)
@@ -146,13 +147,3 @@ def test_installation_client_calls_the_configured_api_url(
             ]
 
     assert asyncio.run(repos()) == ["acme/infra"]
-
-
-def _other_key() -> str:
-    from cryptography.hazmat.primitives import serialization
-    from cryptography.hazmat.primitives.asymmetric import rsa
-
-    key = rsa.generate_private_key(public_exponent=65537, key_size=2048)
-    return key.private_bytes(
-        serialization.Encoding.PEM, serialization.PrivateFormat.TraditionalOpenSSL, serialization.NoEncryption()
-    ).decode()

@@ -1,0 +1,113 @@
+"""plangate as it runs for real, against the stand-in: `plangate web` and `plangate worker` processes.
+
+Used by the end-to-end tests, the benchmarks and `plangate demo`.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TypeVar
+
+import httpx
+
+from standin.facade import StandIn
+from standin.keys import new_private_key_pem
+from standin.local_redis import free_port
+from standin.server import start
+
+T = TypeVar("T")
+
+
+@dataclass
+class Stack:
+    gh: StandIn
+    web_url: str
+    env: dict[str, str]
+    logs: Path
+    workers: list[subprocess.Popen[bytes]]
+
+    def worker_log(self) -> str:
+        return "\n".join(p.read_text(errors="replace") for p in sorted(self.logs.glob("worker-*.log")))
+
+    def wait_for(self, what: str, probe: Callable[[], T | None], timeout: float = 120.0) -> T:
+        """Poll until `probe` returns something truthy; fail with the worker log on timeout."""
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            value = probe()
+            if value:
+                return value
+            time.sleep(0.1)
+        raise AssertionError(f"timed out waiting for {what}\n--- worker log ---\n{self.worker_log()[-6000:]}")
+
+
+def wait_http(url: str, timeout: float = 30.0) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        try:
+            if httpx.get(url, timeout=1).status_code == 200:
+                return
+        except httpx.HTTPError:
+            pass
+        time.sleep(0.1)
+    raise RuntimeError(f"{url} did not come up")
+
+
+def _stop(procs: list[subprocess.Popen[bytes]]) -> None:
+    for proc in procs:
+        proc.terminate()
+    for proc in procs:
+        try:
+            proc.wait(20)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+
+
+@contextmanager
+def running_stack(
+    root: Path, redis_url: str, *, workers: int = 1, secret: str = "stand-in-webhook-secret", web_port: int = 0
+) -> Iterator[Stack]:
+    """The stand-in (in this process), one web and `workers` worker processes; all stopped afterwards."""
+    key = new_private_key_pem()
+    gh = StandIn(root / "github", key, app_id=4242, slug="plangate", webhook_secret=secret)
+    logs = root / "logs"
+    logs.mkdir(parents=True, exist_ok=True)
+    with start(gh) as server:
+        port = web_port or free_port()
+        env = {
+            "PATH": os.environ["PATH"],
+            "HOME": str(root),
+            "GITHUB_APP_ID": str(gh.app.id),
+            "GITHUB_APP_PRIVATE_KEY": key,
+            "GITHUB_WEBHOOK_SECRET": secret,
+            "GITHUB_API_URL": server.base_url,
+            "REDIS_URL": redis_url,
+            "PLANGATE_WORKDIR": str(root / "work"),
+            "PLANGATE_TF_TIMEOUT": "300",
+        }
+        cli = [sys.executable, "-m", "bot.cli"]
+        web_log = (logs / "web.log").open("wb")
+        procs = [
+            subprocess.Popen(
+                [*cli, "web", "--host", "127.0.0.1", "--port", str(port)],
+                env=env,
+                stdout=web_log,
+                stderr=subprocess.STDOUT,
+            )
+        ]
+        for i in range(workers):
+            log = (logs / f"worker-{i}.log").open("wb")
+            procs.append(subprocess.Popen([*cli, "worker"], env=env, stdout=log, stderr=subprocess.STDOUT))
+        try:
+            web_url = f"http://127.0.0.1:{port}"
+            wait_http(web_url + "/readyz")
+            gh.app.webhook_url = web_url + "/webhook"
+            yield Stack(gh=gh, web_url=web_url, env=env, logs=logs, workers=procs[1:])
+        finally:
+            _stop(procs)
