@@ -41,6 +41,13 @@ def cmd_worker(args: argparse.Namespace) -> int:
 
     settings = _settings(need_app=True)
     _logging()
+    import workers.jobs  # noqa: F401  (loaded once here, so each forked work horse starts warm)
+    from workers.context import context
+    from workers.github import app_jwt, tls_context
+
+    tls_context()
+    app_jwt(context().app_id, context().private_key)  # parses the key once, before the forks
+
     conn = redis.Redis.from_url(settings.redis_url)
     worker = Worker(list(QUEUE_NAMES), connection=conn)
     worker.work(burst=args.burst, logging_level="INFO")

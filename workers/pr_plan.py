@@ -21,7 +21,7 @@ from workers import vcs
 from workers.checkout import checkout, job_workdir
 from workers.config import ConfigError, RepoConfig, parse_config
 from workers.context import WorkerContext
-from workers.github import app_client, installation_client
+from workers.github import installation_client
 from workers.plan import PlanError, parse_plan
 from workers.projects import Project, ProjectSelection, find_projects
 from workers.render import ProjectResult, render_config_error, render_fork_refused, render_plan_comments
@@ -112,7 +112,7 @@ async def _refuse_fork(ctx: WorkerContext, gh: GitHubAPI, req: PlanRequest) -> N
 
 
 async def _config_failed(ctx: WorkerContext, gh: GitHubAPI, req: PlanRequest, exc: ConfigError) -> None:
-    login = await _login(ctx, gh)
+    login = await _login(ctx)
     body = render_config_error(exc.key, exc.problem)
     bodies = [body]
     url = await vcs.upsert_comments(
@@ -122,9 +122,8 @@ async def _config_failed(ctx: WorkerContext, gh: GitHubAPI, req: PlanRequest, ex
     await vcs.set_status(gh, req.repo, req.sha, DESTROY_CONTEXT, "failure", "not planned: invalid .plangate.yml", url)
 
 
-async def _login(ctx: WorkerContext, gh: GitHubAPI) -> str:
-    async with app_client(ctx.app_id, ctx.private_key, ctx.settings.api_url) as (app_gh, jwt):
-        return await vcs.bot_login(app_gh, ctx.redis, jwt)
+async def _login(ctx: WorkerContext) -> str:
+    return await vcs.bot_login(ctx.redis, ctx.app_id, ctx.private_key, ctx.settings.api_url)
 
 
 def _remember_selection(ctx: WorkerContext, req: PlanRequest, config: RepoConfig, sel: ProjectSelection) -> None:
@@ -184,7 +183,7 @@ async def publish(ctx: WorkerContext, req: PlanRequest, results: list[ProjectRes
     bodies = render_plan_comments(results, pr=req.pr, sha=req.sha, mask_patterns=patterns, note=note)
     _record_destroys(ctx, req, results)
     async with installation_client(ctx.tokens, req.installation_id, ctx.settings.api_url) as gh:
-        login = await _login(ctx, gh)
+        login = await _login(ctx)
         url = await vcs.upsert_comments(
             gh, ctx.redis, repo=req.repo, repo_id=req.repo_id, number=req.pr, login=login, kind="plan", bodies=bodies
         )

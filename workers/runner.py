@@ -30,6 +30,7 @@ from pathlib import Path
 DEFAULT_MAX_OUTPUT = 8 * 1024 * 1024
 _DRAIN_AFTER_EXIT = 5.0  # seconds to read pipes still held by an escaped grandchild
 _POLL = 0.1
+_EXIT_POLL = 0.005
 _TRAMPOLINE = (
     "import os,resource,sys\n"
     "n=int(sys.argv[1])\n"
@@ -152,8 +153,8 @@ def run(
                     killed_by = escalation.pop(0)
                     _killpg(proc.pid, killed_by)
                     next_signal_at = now + grace
-                if not sel.get_map():
-                    time.sleep(_POLL)
+                if not sel.get_map():  # pipes closed: the exit is imminent, look again soon
+                    time.sleep(_EXIT_POLL)
                     continue
                 for key, _ in sel.select(_POLL):
                     chunk = os.read(key.fd, 65536)

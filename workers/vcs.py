@@ -13,17 +13,19 @@ import redis
 from gidgethub import BadRequest
 from gidgethub.abc import GitHubAPI
 
+from workers.github import app_client
 from workers.render_marker import parse_marker
 
 MAX_PR_FILES = 3000  # GitHub's pulls/{n}/files stops here
 
 
-async def bot_login(gh: GitHubAPI, conn: redis.Redis, jwt: str) -> str:
+async def bot_login(conn: redis.Redis, app_id: int, private_key: str, api_url: str) -> str:
     """`<slug>[bot]`, from GET /app (needs the App JWT); cached, the slug never changes."""
     cached = conn.get("plangate:bot-login")
     if isinstance(cached, bytes):
         return cached.decode()
-    app = await gh.getitem("/app", jwt=jwt)
+    async with app_client(app_id, private_key, api_url) as (gh, jwt):
+        app = await gh.getitem("/app", jwt=jwt)
     login = f"{app['slug']}[bot]"
     conn.set("plangate:bot-login", login)
     return login

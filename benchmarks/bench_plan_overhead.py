@@ -1,0 +1,92 @@
+"""Bot overhead of a PR plan, and GitHub API calls per PR push (run by hand).
+
+    .venv/bin/python -m benchmarks.bench_plan_overhead [--rounds 3]
+
+Overhead: delivery of `pull_request` → final `plangate/destroy` status, through the stand-in,
+one `plangate web`, one `plangate worker` and real Redis, against a bare
+`terraform init && plan -out && show -json` of the same project. Target ≤ 1.15×.
+API calls: requests the worker makes to "GitHub" for one push to a PR with one project,
+token and comment already known. Target ≤ 5.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import shutil
+import statistics
+import subprocess
+import tempfile
+import time
+from pathlib import Path
+
+from standin.local_redis import private_redis
+from standin.stack import Stack, running_stack
+
+
+def _project(state: Path, n: int, value: str) -> str:
+    head = f'terraform {{\n  backend "local" {{\n    path = "{state}"\n  }}\n}}\n'
+    body = "".join(f'resource "terraform_data" "r{i}" {{\n  input = "{value}-{i}"\n}}\n' for i in range(n))
+    return head + body
+
+
+def _bare(tool: str, text: str, root: Path) -> float:
+    work = Path(tempfile.mkdtemp(dir=root))
+    (work / "main.tf").write_text(text)
+    env = {"PATH": os.environ["PATH"], "HOME": str(root), "TF_IN_AUTOMATION": "1", "CHECKPOINT_DISABLE": "1"}
+    started = time.perf_counter()
+    for args in (["init", "-input=false"], ["plan", "-input=false", "-out=p.tfplan"], ["show", "-json", "p.tfplan"]):
+        subprocess.run([tool, *args], cwd=work, env=env, check=True, capture_output=True)
+    elapsed = time.perf_counter() - started
+    shutil.rmtree(work)
+    return elapsed
+
+
+def _settled(stack: Stack, repo: object, sha: str) -> bool:
+    statuses = stack.gh.statuses(repo, sha)  # type: ignore[arg-type]
+    return (
+        "plangate/destroy" in statuses
+        and statuses.get("plangate/plan", None) is not None
+        and (statuses["plangate/plan"].state != "pending")
+    )
+
+
+def main() -> int:
+    opts = argparse.ArgumentParser()
+    opts.add_argument("--rounds", type=int, default=3)
+    opts.add_argument("--resources", type=int, default=20)
+    args = opts.parse_args()
+    tool = shutil.which("tofu") or shutil.which("terraform")
+    if tool is None:
+        print("terraform or tofu is required")
+        return 2
+    with tempfile.TemporaryDirectory() as tmp, private_redis() as redis_url:
+        root = Path(tmp)
+        state = root / "state" / "terraform.tfstate"
+        with running_stack(root, redis_url) as stack:
+            gh = stack.gh
+            repo = gh.create_repo("acme", "infra", {"infra/main.tf": _project(state, args.resources, "v0")})
+            bot, bare = [], []
+            for round_ in range(args.rounds):
+                text = _project(state, args.resources, f"v{round_ + 1}")
+                bare.append(_bare(tool, text, root))
+                started = time.perf_counter()
+                pr = gh.open_pr(repo, f"change-{round_}", "alice", "Change", {"infra/main.tf": text})
+                stack.wait_for("the plan", lambda pr=pr: _settled(stack, repo, pr.head_sha))
+                bot.append(time.perf_counter() - started)
+            before = len(gh.state.requests)
+            sha = gh.push_pr(pr, {"infra/main.tf": _project(state, args.resources, "pushed")})
+            stack.wait_for("the re-plan", lambda: _settled(stack, repo, sha))
+            api = [r for r in gh.state.requests[before:] if r.auth != "basic"]
+    ratio = statistics.median(bot) / statistics.median(bare)
+    print(f"project: {args.resources} terraform_data resources, {Path(tool).name}; {args.rounds} rounds, medians")
+    print(f"bare init+plan+show -json: {statistics.median(bare):.2f} s")
+    print(f"delivery → final status:   {statistics.median(bot):.2f} s  ratio {ratio:.2f}× (target ≤ 1.15×)")
+    print(f"API requests for one PR push (token cached): {len(api)} (target ≤ 5)")
+    for r in api:
+        print(f"  {r.method} {r.path} → {r.status}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

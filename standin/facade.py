@@ -1,0 +1,301 @@
+"""The control API tests and `plangate demo` drive: make repos, users, PRs and comments, send webhooks."""
+
+from __future__ import annotations
+
+import datetime as dt
+import secrets
+from pathlib import Path
+from typing import Any
+
+import httpx
+
+from standin import delivery, gitops, payloads, pulls
+from standin.delivery import Delivery
+from standin.keys import public_key_of
+from standin.state import App, Comment, PullRequest, Repo, State, Status, User, utcnow
+
+
+class StandIn:
+    """One fake GitHub with one App. `base_url` is set by `standin.server.start`."""
+
+    def __init__(
+        self,
+        root: Path,
+        private_key_pem: str,
+        *,
+        app_id: int = 1,
+        slug: str = "plangate",
+        webhook_url: str | None = None,
+        webhook_secret: str | None = None,
+        token_ttl: dt.timedelta = dt.timedelta(hours=1),
+    ) -> None:
+        bot = User(login=f"{slug}[bot]", id=10_000 + app_id, type="Bot")
+        app = App(
+            id=app_id,
+            slug=slug,
+            name=slug,
+            public_key_pem=public_key_of(private_key_pem),
+            private_key_pem=private_key_pem,
+            webhook_url=webhook_url,
+            webhook_secret=webhook_secret or secrets.token_hex(20),
+            client_id=f"Iv1.{secrets.token_hex(8)}",
+            bot=bot,
+        )
+        self.root = root
+        self.state = State(app, token_ttl)
+        self.base_url = "http://127.0.0.1"
+        self.outbox: list[Delivery] = []
+
+    @property
+    def app(self) -> App:
+        return self.state.app
+
+    # -- users and permissions -------------------------------------------------------------------
+    def add_user(self, login: str, type: str = "User") -> User:
+        return self.state.user(login, type)
+
+    def set_permission(self, repo: Repo, login: str, perm: str) -> None:
+        """admin | maintain | write | triage | read | none (none: not a collaborator, a 404)."""
+        self.add_user(login)
+        with self.state.lock:
+            self.state.permissions[(repo.id, login)] = perm
+
+    def add_team_member(self, org: str, slug: str, login: str) -> None:
+        self.add_user(login)
+        with self.state.lock:
+            self.state.teams.setdefault((org.lower(), slug.lower()), set()).add(login)
+
+    # -- repositories ----------------------------------------------------------------------------
+    def create_repo(
+        self,
+        owner: str,
+        name: str,
+        files: dict[str, str],
+        default_branch: str = "main",
+        private: bool = False,
+        installed: bool = True,
+    ) -> Repo:
+        """A bare repo with one initial commit; installed: the App's installation on `owner` covers it."""
+        state = self.state
+        with state.lock:
+            path = self.root / owner / f"{name}.git"
+            gitops.init_bare(path, default_branch)
+            sha = gitops.commit_files(path, None, dict(files), "Initial commit", owner)
+            gitops.update_ref(path, f"refs/heads/{default_branch}", sha)
+            repo = Repo(state.next_id(), state.user(owner), name, default_branch, private, path)
+            state.repos[repo.id] = repo
+            if installed:
+                inst = state.installation_for(owner)
+                inst.repo_ids.add(repo.id)
+                repo.installation_id = inst.id
+            return repo
+
+    def head(self, repo: Repo, branch: str) -> str | None:
+        return gitops.rev(repo.path, f"refs/heads/{branch}")
+
+    def commit(
+        self, repo: Repo, branch: str, files: dict[str, str | None], message: str = "Update", author: str = "dev"
+    ) -> str:
+        """A new commit on `branch` (created from the default branch if missing); sends no webhook."""
+        with self.state.lock:
+            parent = self.head(repo, branch) or self.head(repo, repo.default_branch)
+            sha = gitops.commit_files(repo.path, parent, files, message, author)
+            gitops.update_ref(repo.path, f"refs/heads/{branch}", sha)
+            return sha
+
+    def push(
+        self,
+        repo: Repo,
+        branch: str,
+        files: dict[str, str | None],
+        pusher: str,
+        message: str = "Update",
+        deliver: bool = True,
+    ) -> str:
+        """A direct push: commit on `branch` and the `push` webhook."""
+        before = self.head(repo, branch) or payloads.ZERO_SHA
+        sha = self.commit(repo, branch, files, message, pusher)
+        self._push_event(repo, branch, before, sha, self.add_user(pusher), deliver)
+        return sha
+
+    # -- pull requests ---------------------------------------------------------------------------
+    def open_pr(
+        self,
+        repo: Repo,
+        head_branch: str,
+        author: str,
+        title: str,
+        files: dict[str, str | None] | None = None,
+        *,
+        body: str | None = None,
+        base: str | None = None,
+        fork: str | None = None,
+        deliver: bool = True,
+    ) -> PullRequest:
+        """Open a PR from head_branch (committing `files` onto it first); fork: the head repo's full name."""
+        state, user = self.state, self.add_user(author)
+        with state.lock:
+            if files is not None:
+                self.commit(repo, head_branch, files, title, author)
+            base_ref = base or repo.default_branch
+            head_sha, base_sha = self.head(repo, head_branch), self.head(repo, base_ref)
+            if head_sha is None or base_sha is None:
+                raise ValueError(f"no branch {head_branch!r} or {base_ref!r} in {repo.full_name}")
+            now, number = utcnow(), state.next_number(repo.id)
+            pr = PullRequest(
+                state.next_id(),
+                repo.id,
+                number,
+                title,
+                body,
+                user,
+                head_branch,
+                head_sha,
+                base_ref,
+                base_sha,
+                now,
+                now,
+                head_repo_full_name=fork,
+            )
+            state.pulls[(repo.id, number)] = pr
+            self._refresh_pull_refs(repo, pr)
+        self._emit("pull_request", payloads.pull_request(state, repo, pr, "opened", user, self.base_url), deliver)
+        return pr
+
+    def push_pr(
+        self, pr: PullRequest, files: dict[str, str | None], message: str = "Update", deliver: bool = True
+    ) -> str:
+        """A new commit on the PR's head branch and the `synchronize` webhook."""
+        state = self.state
+        with state.lock:
+            repo = state.repos[pr.repo_id]
+            before = pr.head_sha
+            pr.head_sha = self.commit(repo, pr.head_ref, files, message, pr.author.login)
+            pr.updated_at = utcnow()
+            self._refresh_pull_refs(repo, pr)
+        payload = payloads.pull_request(state, repo, pr, "synchronize", pr.author, self.base_url, before=before)
+        self._emit("pull_request", payload, deliver)
+        return pr.head_sha
+
+    def merge_pr(
+        self, pr: PullRequest, method: str = "merge", merged_by: str | None = None, deliver: bool = True
+    ) -> str:
+        """Merge like GitHub: `pull_request` closed (merged) then `push`; returns the pushed SHA.
+
+        merge: a merge commit; squash: one new commit; rebase: the head SHA when base is its ancestor
+        (fast-forward), else one rebased commit."""
+        state, user = self.state, self.add_user(merged_by or pr.author.login)
+        with state.lock:
+            repo = state.repos[pr.repo_id]
+            if pr.state != "open":
+                raise ValueError(f"PR #{pr.number} is not open")
+            pulls.refresh_base(state, repo, pr)
+            before = pr.base_sha
+            if method == "rebase" and gitops.is_ancestor(repo.path, before, pr.head_sha):
+                sha = pr.head_sha
+            else:
+                tree = gitops.merge_tree(repo.path, before, pr.head_sha)
+                if method == "merge":
+                    message = f"Merge pull request #{pr.number} from {pr.head_ref}\n\n{pr.title}"
+                    sha = gitops.commit_tree(repo.path, tree, [before, pr.head_sha], message)
+                else:
+                    sha = gitops.commit_tree(repo.path, tree, [before], f"{pr.title} (#{pr.number})")
+            gitops.update_ref(repo.path, f"refs/heads/{pr.base_ref}", sha)
+            now = utcnow()
+            pr.state, pr.merged, pr.merged_at, pr.closed_at, pr.updated_at = "closed", True, now, now, now
+            pr.merged_by, pr.merge_commit_sha = user, sha
+        self._emit("pull_request", payloads.pull_request(state, repo, pr, "closed", user, self.base_url), deliver)
+        self._push_event(repo, pr.base_ref, before, sha, user, deliver)
+        return sha
+
+    def close_pr(self, pr: PullRequest, closed_by: str | None = None, deliver: bool = True) -> None:
+        state, user = self.state, self.add_user(closed_by or pr.author.login)
+        with state.lock:
+            repo = state.repos[pr.repo_id]
+            pulls.refresh_base(state, repo, pr)
+            pr.state, pr.closed_at, pr.updated_at = "closed", utcnow(), utcnow()
+        self._emit("pull_request", payloads.pull_request(state, repo, pr, "closed", user, self.base_url), deliver)
+
+    # -- comments --------------------------------------------------------------------------------
+    def comment(self, repo: Repo, number: int, login: str, body: str, deliver: bool = True) -> Comment:
+        """A human (or any user) comments on an issue or PR: `issue_comment` created."""
+        state, user = self.state, self.add_user(login)
+        with state.lock:
+            if (repo.id, number) not in state.pulls and (repo.id, number) not in state.issues:
+                raise ValueError(f"no issue or PR #{number} in {repo.full_name}")
+            now = utcnow()
+            comment = Comment(state.next_id(), repo.id, number, body, user, now, now)
+            state.comments[comment.id] = comment
+        payload = payloads.issue_comment(state, repo, comment, "created", user, self.base_url)
+        self._emit("issue_comment", payload, deliver)
+        return comment
+
+    def edit_comment(self, comment: Comment, body: str, editor: str | None = None, deliver: bool = True) -> Comment:
+        state, user = self.state, self.add_user(editor or comment.user.login)
+        with state.lock:
+            old, comment.body, comment.updated_at = comment.body, body, utcnow()
+            repo = state.repos[comment.repo_id]
+        payload = payloads.issue_comment(state, repo, comment, "edited", user, self.base_url, old_body=old)
+        self._emit("issue_comment", payload, deliver)
+        return comment
+
+    def delete_comment(self, comment: Comment, deleter: str | None = None, deliver: bool = True) -> None:
+        state, user = self.state, self.add_user(deleter or comment.user.login)
+        with state.lock:
+            state.comments.pop(comment.id, None)
+            repo = state.repos[comment.repo_id]
+        payload = payloads.issue_comment(state, repo, comment, "deleted", user, self.base_url)
+        self._emit("issue_comment", payload, deliver)
+
+    # -- reading state back ----------------------------------------------------------------------
+    def comments_on(self, repo: Repo, number: int) -> list[Comment]:
+        with self.state.lock:
+            found = [c for c in self.state.comments.values() if c.repo_id == repo.id and c.number == number]
+            return sorted(found, key=lambda c: c.id)
+
+    def reactions_on(self, comment: Comment) -> list[str]:
+        with self.state.lock:
+            return [r.content for r in self.state.reactions if r.comment_id == comment.id]
+
+    def statuses(self, repo: Repo, sha: str) -> dict[str, Status]:
+        """The latest status per context on `sha`."""
+        return {s.context: s for s in self.state.combined_statuses(repo.id, sha)}
+
+    def manifest_code(self, ttl: dt.timedelta = dt.timedelta(hours=1)) -> str:
+        """A code that `POST /app-manifests/{code}/conversions` turns into this App's credentials once."""
+        code = secrets.token_hex(10)
+        with self.state.lock:
+            self.state.manifest_codes[code] = utcnow() + ttl
+        return code
+
+    # -- webhooks --------------------------------------------------------------------------------
+    def deliver(self, event: str, payload: dict[str, Any]) -> httpx.Response:
+        """Send one signed webhook to the App's webhook URL (which must be set)."""
+        url = self.app.webhook_url
+        if url is None:
+            raise RuntimeError("the App has no webhook URL")
+        item = Delivery(event, payload)
+        self.outbox.append(item)
+        return delivery.send(url, item, self.app.webhook_secret, self.app.id)
+
+    def redeliver(self, item: Delivery) -> httpx.Response:
+        """GitHub's "Redeliver": same GUID, same payload."""
+        if self.app.webhook_url is None:
+            raise RuntimeError("the App has no webhook URL")
+        return delivery.send(self.app.webhook_url, item, self.app.webhook_secret, self.app.id)
+
+    def _emit(self, event: str, payload: dict[str, Any], deliver: bool) -> None:
+        if deliver and self.app.webhook_url is not None:
+            self.deliver(event, payload)
+        else:
+            self.outbox.append(Delivery(event, payload))
+
+    def _push_event(self, repo: Repo, branch: str, before: str, after: str, sender: User, deliver: bool) -> None:
+        payload = payloads.push(self.state, repo, f"refs/heads/{branch}", before, after, sender, self.base_url)
+        self._emit("push", payload, deliver)
+
+    def _refresh_pull_refs(self, repo: Repo, pr: PullRequest) -> None:
+        """refs/pull/N/head and the test merge, so a client can fetch both, as on GitHub."""
+        gitops.update_ref(repo.path, f"refs/pull/{pr.number}/head", pr.head_sha)
+        pulls.refresh_base(self.state, repo, pr)
+        pr.merge_commit_sha = pulls.test_merge(repo, pr)

@@ -1,0 +1,138 @@
+"""Real git on bare repositories: commits, diffs and merges with plumbing, no working tree."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+
+EMPTY_TREE = "4b825dc642cb6eb9a060e54bf8d69288fbee4904"
+
+_IDENTITY = {
+    "GIT_AUTHOR_NAME": "standin",
+    "GIT_AUTHOR_EMAIL": "standin@users.noreply.github.com",
+    "GIT_COMMITTER_NAME": "GitHub",
+    "GIT_COMMITTER_EMAIL": "noreply@github.com",
+}
+
+
+class GitError(RuntimeError):
+    pass
+
+
+def git(repo: Path, *args: str, input: bytes | None = None, env: dict[str, str] | None = None) -> str:
+    full_env = {**os.environ, **_IDENTITY, "GIT_CONFIG_NOSYSTEM": "1", **(env or {})}
+    proc = subprocess.run(
+        ["git", "--git-dir", str(repo), *args], input=input, capture_output=True, env=full_env, check=False
+    )
+    if proc.returncode != 0:
+        raise GitError(f"git {args[0]} failed: {proc.stderr.decode(errors='replace').strip()}")
+    return proc.stdout.decode()
+
+
+def init_bare(path: Path, default_branch: str) -> None:
+    path.mkdir(parents=True, exist_ok=True)
+    subprocess.run(["git", "init", "--bare", "-q", "-b", default_branch, str(path)], check=True, capture_output=True)
+    # GitHub lets a client fetch any single commit by SHA; so must we.
+    git(path, "config", "uploadpack.allowReachableSHA1InWant", "true")
+    git(path, "config", "uploadpack.allowAnySHA1InWant", "true")
+    git(path, "config", "http.receivepack", "false")
+
+
+def rev(repo: Path, ref: str) -> str | None:
+    try:
+        return git(repo, "rev-parse", "--verify", "--quiet", f"{ref}^{{commit}}").strip() or None
+    except GitError:
+        return None
+
+
+def commit_files(
+    repo: Path, parent: str | None, files: dict[str, str | None], message: str, author: str = "standin"
+) -> str:
+    """A new commit on top of `parent` with `files` written (None deletes); returns its SHA."""
+    with tempfile.TemporaryDirectory() as tmp:
+        env = {
+            "GIT_INDEX_FILE": str(Path(tmp) / "index"),
+            "GIT_AUTHOR_NAME": author,
+            "GIT_AUTHOR_EMAIL": f"{author}@users.noreply.github.com",
+        }
+        git(repo, "read-tree", parent or EMPTY_TREE, env=env)
+        lines = []
+        for path, content in files.items():
+            if content is None:  # mode 0 removes the entry
+                lines.append(f"0 {'0' * 40}\t{path}\n")
+                continue
+            blob = git(repo, "hash-object", "-w", "--stdin", input=content.encode(), env=env).strip()
+            lines.append(f"100644 {blob}\t{path}\n")
+        git(repo, "update-index", "--index-info", input="".join(lines).encode(), env=env)
+        tree = git(repo, "write-tree", env=env).strip()
+        parents = ["-p", parent] if parent else []
+        return git(repo, "commit-tree", tree, *parents, "-m", message, env=env).strip()
+
+
+def update_ref(repo: Path, ref: str, sha: str) -> None:
+    git(repo, "update-ref", ref, sha)
+
+
+def merge_tree(repo: Path, base: str, head: str) -> str:
+    """The tree of merging head into base; GitError on conflict."""
+    return git(repo, "merge-tree", "--write-tree", base, head).splitlines()[0].strip()
+
+
+def commit_tree(repo: Path, tree: str, parents: list[str], message: str) -> str:
+    args = [a for p in parents for a in ("-p", p)]
+    return git(repo, "commit-tree", tree, *args, "-m", message).strip()
+
+
+def is_ancestor(repo: Path, ancestor: str, descendant: str) -> bool:
+    try:
+        git(repo, "merge-base", "--is-ancestor", ancestor, descendant)
+        return True
+    except GitError:
+        return False
+
+
+@dataclass(frozen=True)
+class FileChange:
+    filename: str
+    status: str  # added | removed | modified | renamed
+    additions: int
+    deletions: int
+    previous_filename: str | None = None
+    sha: str | None = None
+
+
+_STATUS = {"A": "added", "D": "removed", "M": "modified", "R": "renamed", "T": "changed", "C": "copied"}
+
+
+def diff_files(repo: Path, base: str, head: str, three_dot: bool = True) -> list[FileChange]:
+    """Files changed from base to head (from their merge base when three_dot), as GitHub lists them."""
+    spec = f"{base}...{head}" if three_dot else f"{base}..{head}"
+    numstat: dict[str, tuple[int, int]] = {}
+    parts = git(repo, "diff", "-M", "--numstat", "-z", spec).split("\0")
+    i = 0
+    while i < len(parts) - 1:
+        added, deleted, path = parts[i].split("\t", 2)
+        if path == "":  # rename: old and new names follow
+            path = parts[i + 2]
+            i += 3
+        else:
+            i += 1
+        numstat[path] = (int(added) if added != "-" else 0, int(deleted) if deleted != "-" else 0)
+    changes: list[FileChange] = []
+    fields = git(repo, "diff", "-M", "--name-status", "-z", spec).split("\0")
+    i = 0
+    while i < len(fields) - 1:
+        code = fields[i][0]
+        if code in "RC":
+            old, new = fields[i + 1], fields[i + 2]
+            i += 3
+        else:
+            old, new = None, fields[i + 1]
+            i += 2
+        adds, dels = numstat.get(new, (0, 0))
+        blob = None if code == "D" else git(repo, "rev-parse", f"{head}:{new}").strip()
+        changes.append(FileChange(new, _STATUS.get(code, "modified"), adds, dels, old, blob))
+    return changes

@@ -1,0 +1,198 @@
+"""Repository routes: pulls, files, commit statuses, collaborator permissions, team memberships."""
+
+from __future__ import annotations
+
+import re
+
+from starlette.requests import Request
+from starlette.responses import JSONResponse, Response
+from starlette.routing import Route
+
+from standin import gitops, pulls, shapes
+from standin.auth import DOCS, error, not_found, require_token
+from standin.state import Status, utcnow
+from standin.web import base_of, json_body, paginate, repo_access, state_of, validation_failed
+
+FULL_SHA = re.compile(r"^[0-9a-f]{40}$")
+STATES = ("error", "failure", "pending", "success")
+LEGACY_PERMISSION = {"admin": "admin", "maintain": "write", "write": "write", "triage": "read", "read": "read"}
+
+
+async def get_pull(request: Request) -> Response:
+    repo = repo_access(request)
+    if isinstance(repo, JSONResponse):
+        return repo
+    state = state_of(request)
+    with state.lock:
+        pr = state.pulls.get((repo.id, int(request.path_params["number"])))
+        if pr is None:
+            return not_found()
+        return JSONResponse(pulls.pull_json(state, repo, pr, base_of(request)))
+
+
+async def pull_files(request: Request) -> Response:
+    repo = repo_access(request)
+    if isinstance(repo, JSONResponse):
+        return repo
+    state = state_of(request)
+    with state.lock:
+        pr = state.pulls.get((repo.id, int(request.path_params["number"])))
+        if pr is None:
+            return not_found()
+        items = [pulls.file_json(c, repo, pr.head_sha, base_of(request)) for c in pulls.files(state, repo, pr)]
+    page = paginate(request, items)
+    if isinstance(page, JSONResponse):
+        return page
+    return JSONResponse(list(page[0]), headers=page[1])
+
+
+async def commit_pulls(request: Request) -> Response:
+    """PRs whose head is the commit, that merged as it, or whose commits contain it."""
+    repo = repo_access(request)
+    if isinstance(repo, JSONResponse):
+        return repo
+    state = state_of(request)
+    sha = gitops.rev(repo.path, request.path_params["sha"])
+    if sha is None:
+        return error(422, f"No commit found for SHA: {request.path_params['sha']}")
+    with state.lock:
+        found = [
+            pulls.pull_json(state, repo, pr, base_of(request))
+            for (repo_id, _), pr in sorted(state.pulls.items())
+            if repo_id == repo.id
+            and (
+                sha in (pr.head_sha, pr.merge_commit_sha)
+                or (
+                    gitops.is_ancestor(repo.path, sha, pr.head_sha)
+                    and not gitops.is_ancestor(repo.path, sha, pr.base_sha)
+                )
+            )
+        ]
+    return JSONResponse(found)
+
+
+async def compare(request: Request) -> Response:
+    repo = repo_access(request)
+    if isinstance(repo, JSONResponse):
+        return repo
+    base_ref, sep, head_ref = request.path_params["spec"].partition("...")
+    base_sha, head_sha = gitops.rev(repo.path, base_ref), gitops.rev(repo.path, head_ref)
+    if not sep or base_sha is None or head_sha is None:
+        return not_found()
+    changes = gitops.diff_files(repo.path, base_sha, head_sha)[: pulls.MAX_FILES]
+    ahead = int(gitops.git(repo.path, "rev-list", "--count", f"{base_sha}..{head_sha}").strip())
+    behind = int(gitops.git(repo.path, "rev-list", "--count", f"{head_sha}..{base_sha}").strip())
+    status = "identical" if ahead == behind == 0 else "ahead" if behind == 0 else "behind" if ahead == 0 else "diverged"
+    base = base_of(request)
+    return JSONResponse(
+        {
+            "url": f"{base}/repos/{repo.full_name}/compare/{request.path_params['spec']}",
+            "status": status,
+            "ahead_by": ahead,
+            "behind_by": behind,
+            "total_commits": ahead,
+            "files": [pulls.file_json(c, repo, head_sha, base) for c in changes],
+        }
+    )
+
+
+async def create_status(request: Request) -> Response:
+    repo = repo_access(request)
+    if isinstance(repo, JSONResponse):
+        return repo
+    state = state_of(request)
+    sha = request.path_params["sha"]
+    body = await json_body(request)
+    if isinstance(body, JSONResponse):
+        return body
+    if not FULL_SHA.match(sha) or gitops.rev(repo.path, sha) != sha:
+        return JSONResponse({"message": f"No commit found for SHA: {sha}", "documentation_url": DOCS}, 422)
+    if body.get("state") not in STATES:
+        return validation_failed("Status", "state", f"state is not included in the list {list(STATES)}")
+    description = body.get("description")
+    if isinstance(description, str) and len(description) > 140:
+        return validation_failed("Status", "description", "description is too long (maximum is 140 characters)")
+    with state.lock:
+        status = Status(
+            id=state.next_id(),
+            repo_id=repo.id,
+            sha=sha,
+            state=body["state"],
+            context=str(body.get("context") or "default"),
+            description=description,
+            target_url=body.get("target_url"),
+            creator=state.app.bot,
+            created_at=utcnow(),
+        )
+        state.statuses.append(status)
+    return JSONResponse(shapes.status(status, repo, base_of(request)), 201)
+
+
+async def combined_status(request: Request) -> Response:
+    repo = repo_access(request)
+    if isinstance(repo, JSONResponse):
+        return repo
+    state = state_of(request)
+    sha = gitops.rev(repo.path, request.path_params["ref"])
+    if sha is None:
+        return error(422, f"No commit found for SHA: {request.path_params['ref']}")
+    statuses = state.combined_statuses(repo.id, sha)
+    states = {s.state for s in statuses}
+    overall = (
+        "failure" if states & {"error", "failure"} else "pending" if not statuses or "pending" in states else "success"
+    )
+    base = base_of(request)
+    return JSONResponse(
+        {
+            "state": overall,
+            "statuses": [shapes.status(s, repo, base, with_creator=False) for s in statuses],
+            "sha": sha,
+            "total_count": len(statuses),
+            "repository": shapes.repo(repo, base),
+            "commit_url": f"{base}/repos/{repo.full_name}/commits/{sha}",
+            "url": f"{base}/repos/{repo.full_name}/commits/{sha}/status",
+        }
+    )
+
+
+async def collaborator_permission(request: Request) -> Response:
+    repo = repo_access(request)
+    if isinstance(repo, JSONResponse):
+        return repo
+    state = state_of(request)
+    login = request.path_params["username"]
+    perm = state.permission(repo, login)
+    user = state.users.get(login)
+    if perm is None or user is None:
+        return error(404, f"{login} is not a user")
+    return JSONResponse(
+        {"permission": LEGACY_PERMISSION[perm], "role_name": perm, "user": shapes.user(user, base_of(request))}
+    )
+
+
+async def team_membership(request: Request) -> Response:
+    state = state_of(request)
+    token = require_token(state, request)
+    if isinstance(token, JSONResponse):
+        return token
+    org, slug, login = (request.path_params[k] for k in ("org", "team_slug", "username"))
+    with state.lock:
+        members = state.teams.get((org.lower(), slug.lower()), set())
+    if login not in members:
+        return not_found()
+    base = base_of(request)
+    return JSONResponse(
+        {"url": f"{base}/orgs/{org}/teams/{slug}/memberships/{login}", "role": "member", "state": "active"}
+    )
+
+
+routes = [
+    Route("/repos/{owner}/{repo}/pulls/{number:int}", get_pull, methods=["GET"]),
+    Route("/repos/{owner}/{repo}/pulls/{number:int}/files", pull_files, methods=["GET"]),
+    Route("/repos/{owner}/{repo}/commits/{sha}/pulls", commit_pulls, methods=["GET"]),
+    Route("/repos/{owner}/{repo}/compare/{spec:path}", compare, methods=["GET"]),
+    Route("/repos/{owner}/{repo}/statuses/{sha}", create_status, methods=["POST"]),
+    Route("/repos/{owner}/{repo}/commits/{ref:path}/status", combined_status, methods=["GET"]),
+    Route("/repos/{owner}/{repo}/collaborators/{username}/permission", collaborator_permission, methods=["GET"]),
+    Route("/orgs/{org}/teams/{team_slug}/memberships/{username}", team_membership, methods=["GET"]),
+]

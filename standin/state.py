@@ -1,0 +1,245 @@
+"""In-memory GitHub state shared by the HTTP routes and the control API, guarded by one lock."""
+
+from __future__ import annotations
+
+import datetime as dt
+import itertools
+import secrets
+import threading
+from dataclasses import dataclass, field
+from pathlib import Path
+
+PERMISSIONS = ("read", "triage", "write", "maintain", "admin")
+
+
+def utcnow() -> dt.datetime:
+    return dt.datetime.now(dt.UTC).replace(microsecond=0)
+
+
+def iso(when: dt.datetime) -> str:
+    """GitHub's timestamp format: ISO 8601, UTC, `Z` suffix."""
+    return when.astimezone(dt.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+@dataclass
+class User:
+    login: str
+    id: int
+    type: str = "User"
+
+
+@dataclass
+class App:
+    id: int
+    slug: str
+    name: str
+    public_key_pem: str
+    private_key_pem: str | None
+    webhook_url: str | None
+    webhook_secret: str
+    client_id: str
+    bot: User
+
+
+@dataclass
+class Installation:
+    id: int
+    account: User
+    repo_ids: set[int] = field(default_factory=set)
+
+
+@dataclass
+class Repo:
+    id: int
+    owner: User
+    name: str
+    default_branch: str
+    private: bool
+    path: Path
+    installation_id: int | None = None
+
+    @property
+    def full_name(self) -> str:
+        return f"{self.owner.login}/{self.name}"
+
+
+@dataclass
+class PullRequest:
+    id: int
+    repo_id: int
+    number: int
+    title: str
+    body: str | None
+    author: User
+    head_ref: str
+    head_sha: str
+    base_ref: str
+    base_sha: str
+    created_at: dt.datetime
+    updated_at: dt.datetime
+    head_repo_full_name: str | None = None
+    state: str = "open"
+    merged: bool = False
+    merged_at: dt.datetime | None = None
+    merged_by: User | None = None
+    closed_at: dt.datetime | None = None
+    merge_commit_sha: str | None = None
+
+
+@dataclass
+class Issue:
+    id: int
+    repo_id: int
+    number: int
+    title: str
+    body: str | None
+    author: User
+    created_at: dt.datetime
+    updated_at: dt.datetime
+    labels: list[str] = field(default_factory=list)
+    state: str = "open"
+    closed_at: dt.datetime | None = None
+
+
+@dataclass
+class Comment:
+    id: int
+    repo_id: int
+    number: int
+    body: str
+    user: User
+    created_at: dt.datetime
+    updated_at: dt.datetime
+
+
+@dataclass
+class Reaction:
+    id: int
+    comment_id: int
+    user: User
+    content: str
+    created_at: dt.datetime
+
+
+@dataclass
+class Status:
+    id: int
+    repo_id: int
+    sha: str
+    state: str
+    context: str
+    description: str | None
+    target_url: str | None
+    creator: User
+    created_at: dt.datetime
+
+
+@dataclass
+class Token:
+    installation_id: int
+    expires_at: dt.datetime
+
+
+@dataclass
+class LoggedRequest:
+    method: str
+    path: str
+    status: int
+    auth: str  # "jwt" | "token" | "basic" | "none"
+
+
+class State:
+    """Everything the stand-in knows. Take `lock` around any read-modify-write."""
+
+    def __init__(self, app: App, token_ttl: dt.timedelta = dt.timedelta(hours=1)) -> None:
+        self.lock = threading.RLock()
+        self.app = app
+        self.token_ttl = token_ttl
+        self._ids = itertools.count(1000)
+        self.users: dict[str, User] = {app.bot.login: app.bot}
+        self.installations: dict[int, Installation] = {}
+        self.repos: dict[int, Repo] = {}
+        self.permissions: dict[tuple[int, str], str] = {}
+        self.teams: dict[tuple[str, str], set[str]] = {}
+        self.pulls: dict[tuple[int, int], PullRequest] = {}
+        self.issues: dict[tuple[int, int], Issue] = {}
+        self.numbers: dict[int, int] = {}
+        self.comments: dict[int, Comment] = {}
+        self.reactions: list[Reaction] = []
+        self.statuses: list[Status] = []
+        self.tokens: dict[str, Token] = {}
+        self.manifest_codes: dict[str, dt.datetime] = {}
+        self.requests: list[LoggedRequest] = []
+
+    def next_id(self) -> int:
+        with self.lock:
+            return next(self._ids)
+
+    def next_number(self, repo_id: int) -> int:
+        """PRs and issues share one number sequence per repository, like GitHub."""
+        with self.lock:
+            self.numbers[repo_id] = self.numbers.get(repo_id, 0) + 1
+            return self.numbers[repo_id]
+
+    def user(self, login: str, type: str = "User") -> User:
+        with self.lock:
+            if login not in self.users:
+                self.users[login] = User(login=login, id=self.next_id(), type=type)
+            return self.users[login]
+
+    def repo_by_name(self, owner: str, name: str) -> Repo | None:
+        with self.lock:
+            for repo in self.repos.values():
+                if repo.owner.login.lower() == owner.lower() and repo.name.lower() == name.lower():
+                    return repo
+            return None
+
+    def installation_for(self, account: str) -> Installation:
+        """The App's installation on `account`, created on first use."""
+        with self.lock:
+            for inst in self.installations.values():
+                if inst.account.login == account:
+                    return inst
+            owner = self.user(account)
+            inst = Installation(id=self.next_id(), account=owner)
+            self.installations[inst.id] = inst
+            return inst
+
+    def mint_token(self, installation_id: int) -> tuple[str, Token]:
+        """A `ghs_` token well over 40 characters: clients must not assume the old length."""
+        token = "ghs_" + secrets.token_urlsafe(48).replace("-", "A").replace("_", "b")
+        record = Token(installation_id=installation_id, expires_at=utcnow() + self.token_ttl)
+        with self.lock:
+            self.tokens[token] = record
+        return token, record
+
+    def valid_token(self, token: str) -> Token | None:
+        with self.lock:
+            record = self.tokens.get(token)
+        if record is None or record.expires_at <= utcnow():
+            return None
+        return record
+
+    def permission(self, repo: Repo, login: str) -> str | None:
+        """The user's role on the repo; the owner is admin; None means not a collaborator."""
+        with self.lock:
+            if login == repo.owner.login:
+                return "admin"
+            perm = self.permissions.get((repo.id, login))
+            return None if perm in (None, "none") else perm
+
+    def combined_statuses(self, repo_id: int, sha: str) -> list[Status]:
+        """Latest status per context (contexts compare case-insensitively), newest first."""
+        with self.lock:
+            latest: dict[str, Status] = {}
+            for status in self.statuses:
+                if status.repo_id == repo_id and status.sha == sha:
+                    latest[status.context.lower()] = status
+            return sorted(latest.values(), key=lambda s: s.id, reverse=True)
+
+    def count_requests(self, method: str | None = None, path_prefix: str = "") -> int:
+        """How many API calls were made, for tests asserting "no request to GitHub at all"."""
+        with self.lock:
+            return sum(
+                1 for r in self.requests if (method is None or r.method == method) and r.path.startswith(path_prefix)
+            )
