@@ -10,10 +10,11 @@ from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 from rq import Queue
 from starlette.applications import Starlette
 from starlette.requests import Request
-from starlette.responses import JSONResponse, PlainTextResponse, Response
+from starlette.responses import JSONResponse, PlainTextResponse, RedirectResponse, Response
 from starlette.routing import Route
 
 from bot import settings as settings_module
+from bot import setup
 from bot.enqueue import COMMANDS_QUEUE, PLANS_QUEUE
 from bot.settings import Settings
 from bot.webhook import webhook
@@ -39,9 +40,21 @@ def create_app(settings: Settings | None = None) -> Starlette:
             Route("/healthz", healthz),
             Route("/readyz", readyz),
             Route("/metrics", metrics),
+            *setup.routes,
         ],
         lifespan=lifespan,
     )
+
+
+def create_setup_app(settings: Settings) -> Starlette:
+    """Setup-only mode: no App yet, so no webhook and no Redis, just the manifest flow."""
+
+    async def root(request: Request) -> Response:
+        return RedirectResponse(request.url_for("setup_page"))
+
+    app = Starlette(routes=[*setup.routes, Route("/healthz", healthz), Route("/", root)])
+    app.state.settings = settings
+    return app
 
 
 async def healthz(request: Request) -> Response:

@@ -25,11 +25,17 @@ def _logging() -> None:
 def cmd_web(args: argparse.Namespace) -> int:
     import uvicorn
 
-    from bot.app import create_app
+    from bot.app import create_app, create_setup_app
+    from bot.setup import setup_active
 
-    settings = _settings(need_webhook=True)
+    settings = _settings()
     _logging()
-    uvicorn.run(create_app(settings), host=args.host, port=args.port, access_log=False, log_level="warning")
+    if setup_active(settings):
+        logging.getLogger("plangate").warning("no GitHub App configured: serving only /setup and /healthz")
+        app = create_setup_app(settings)
+    else:
+        app = create_app(_settings(need_webhook=True))
+    uvicorn.run(app, host=args.host, port=args.port, access_log=False, log_level="warning")
     return 0
 
 

@@ -7,7 +7,7 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from standin import git_http, routes_apps, routes_issues, routes_repos
+from standin import git_http, routes_apps, routes_contents, routes_issues, routes_repos
 from standin.auth import DOCS, auth_kind
 from standin.state import LoggedRequest, State
 
@@ -51,7 +51,7 @@ async def _not_found(request: Request, exc: Exception) -> JSONResponse:
 
 def create_app(state: State) -> ASGIApp:
     app = Starlette(
-        routes=[*routes_apps.routes, *routes_repos.routes, *routes_issues.routes, *git_http.routes],
+        routes=[*routes_apps.routes, *routes_repos.routes, *routes_contents.routes, *routes_issues.routes, *git_http.routes],
         exception_handlers={404: _not_found},
     )
     app.state.standin = state

@@ -68,3 +68,35 @@ def test_pr_plans_comment_once_and_gate_destroys(tmp_path: Path, redis_url: str,
         assert len(comments) == 1, "a push must edit the plan comment, not add one"
         assert new_sha[:7] in comments[0] and "1 to add, 1 to change, 0 to destroy" in comments[0]
         assert state.exists()  # the PR plans never touched the state
+
+
+def test_fork_and_config_errors_are_explained(tmp_path: Path, redis_url: str, redis_conn: object) -> None:
+    state = tmp_path / "state" / "terraform.tfstate"
+    base = main_tf(state, {"keep": "a"})
+    with running_stack(tmp_path, redis_url) as stack:
+        gh = stack.gh
+        repo = gh.create_repo("acme", "infra", {"infra/main.tf": base})
+
+        allow_itself = "version: 1\nallow_fork_prs: true\n"
+        fork = gh.open_pr(
+            repo,
+            "evil",
+            "mallory",
+            "From a fork",
+            {"infra/main.tf": base + "\n", ".plangate.yml": allow_itself},
+            fork="mallory/infra",
+        )
+        states = stack.wait_for("statuses on the fork PR", lambda: _final(stack, repo, fork.head_sha))
+        assert states == {"plangate/plan": "failure", "plangate/destroy": "failure"}
+        comments = _bot_comments(stack, repo, fork.number)
+        assert len(comments) == 1 and "fork" in comments[0].lower()
+        assert not (tmp_path / "work" / "checkouts").exists() or not any((tmp_path / "work" / "checkouts").iterdir())
+
+        typo = "version: 1\nprojects:\n  - name: infra\n    dir: infra\n    when_modifed: ['*.tf']\n"
+        bad = gh.open_pr(repo, "typo", "alice", "Configure", {".plangate.yml": typo, "infra/main.tf": base + "\n"})
+        states = stack.wait_for("statuses on the bad-config PR", lambda: _final(stack, repo, bad.head_sha))
+        assert states == {"plangate/plan": "failure", "plangate/destroy": "failure"}
+        comment = _bot_comments(stack, repo, bad.number)[0]
+        assert "projects[0].when_modifed" in comment
+        description = gh.statuses(repo, bad.head_sha)["plangate/plan"].description or ""
+        assert ".plangate.yml" in description

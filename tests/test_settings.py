@@ -79,7 +79,7 @@ def _run(args: list[str], env: dict[str, str]) -> subprocess.CompletedProcess[st
 @pytest.mark.parametrize(
     ("args", "env", "name"),
     [
-        (["web"], {}, "GITHUB_WEBHOOK_SECRET"),
+        (["web"], {"GITHUB_APP_ID": "1"}, "GITHUB_WEBHOOK_SECRET"),
         (["worker", "--burst"], {}, "GITHUB_APP_ID"),
         (["worker", "--burst"], {"GITHUB_APP_ID": "1"}, "GITHUB_APP_PRIVATE_KEY"),
         *[(["web"], {"GITHUB_WEBHOOK_SECRET": "s", **env}, name) for env, name in BAD],
@@ -92,3 +92,26 @@ def test_processes_exit_2_with_one_line(args: list[str], env: dict[str, str], na
     assert len(lines) == 1 and lines[0].startswith(f"plangate: setting {name}: "), result.stderr
     if "GITHUB_APP_PRIVATE_KEY" in env:
         assert env["GITHUB_APP_PRIVATE_KEY"] not in result.stderr
+
+
+def test_unconfigured_web_serves_only_the_setup_flow(tmp_path: Path) -> None:
+    import httpx
+
+    from standin.local_redis import free_port
+    from standin.stack import wait_http
+
+    port = free_port()
+    base = {"PATH": os.environ["PATH"], "HOME": str(tmp_path), "PLANGATE_ENV_FILE": str(tmp_path / ".env")}
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "bot.cli", "web", "--host", "127.0.0.1", "--port", str(port)],
+        env=base,
+        stderr=subprocess.PIPE,
+    )
+    try:
+        wait_http(f"http://127.0.0.1:{port}/healthz")
+        assert httpx.get(f"http://127.0.0.1:{port}/setup").status_code == 200
+        assert httpx.post(f"http://127.0.0.1:{port}/webhook", content=b"{}").status_code == 404
+    finally:
+        proc.terminate()
+        _, err = proc.communicate(timeout=20)
+    assert b"no GitHub App configured" in err

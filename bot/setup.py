@@ -1,0 +1,283 @@
+"""GitHub App manifest flow: `/setup` offers a button that creates the App, `/setup/callback` stores its credentials.
+
+Served only while no App is configured (and until one callback succeeded in this process). It is the one
+place where the web tier calls GitHub: once, driven by the operator, to turn the code into credentials.
+"""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import hmac
+import logging
+import os
+import re
+import secrets
+import time
+from pathlib import Path
+from typing import Any
+from urllib.parse import quote, urlencode, urlsplit, urlunsplit
+
+import httpx
+import yaml
+from starlette.requests import Request
+from starlette.responses import PlainTextResponse, Response
+from starlette.routing import Route
+
+from bot import envfile, setup_pages
+from bot import settings as settings_module
+from bot.settings import Settings, SettingsError
+
+log = logging.getLogger(__name__)
+
+STATE_COOKIE = "plangate_setup_state"
+STATE_TTL = 3600  # GitHub's manifest codes live one hour too
+_STATE_KEY = secrets.token_bytes(32)  # per process: a state is valid only on the process that issued it
+_ORG = re.compile(r"[A-Za-z0-9](?:[A-Za-z0-9-]{0,38})")
+_CODE = re.compile(r"[A-Za-z0-9._-]{1,256}")
+_HOST = re.compile(r"[A-Za-z0-9.-]+(?::[0-9]{1,5})?|\[[0-9A-Fa-f:.]+\](?::[0-9]{1,5})?")
+
+
+def env_file_path() -> Path:
+    """Where the credentials go (PLANGATE_ENV_FILE, default ./.env); the lead may swap in Settings.env_file."""
+    return Path(os.environ.get("PLANGATE_ENV_FILE") or ".env")
+
+
+def public_url_setting() -> str | None:
+    """PLANGATE_PUBLIC_URL: plangate's external URL; when set, request headers are not consulted."""
+    return (os.environ.get("PLANGATE_PUBLIC_URL") or "").rstrip("/") or None
+
+
+def manifest_path() -> Path:
+    """PLANGATE_APP_MANIFEST, default app-manifest.yml at the repository root."""
+    return Path(os.environ.get("PLANGATE_APP_MANIFEST") or Path(__file__).resolve().parent.parent / "app-manifest.yml")
+
+
+def setup_active(settings: Settings) -> bool:
+    """True while no App setting is present at all; any one of them means someone configured an App."""
+    return settings.app_id is None and settings.private_key is None and settings.webhook_secret is None
+
+
+def github_web_url(api_url: str) -> str:
+    """The web host for an API URL: api.github.com → github.com, https://HOST/api/v3 → https://HOST."""
+    parts = urlsplit(api_url)
+    host, path = parts.netloc, parts.path.rstrip("/")
+    if path.endswith("/api/v3"):
+        path = path.removesuffix("/api/v3")
+    elif host.startswith("api."):
+        host = host.removeprefix("api.")
+    return urlunsplit((parts.scheme, host, path, "", ""))
+
+
+def public_base_url(request: Request) -> str:
+    """PLANGATE_PUBLIC_URL, else the URL the page was opened on, with X-Forwarded-Proto/-Host applied.
+
+    Forwarded headers are honoured without a trust setting: they shape only the answer to the request
+    that carries them (a page the operator reads before clicking, sent with Cache-Control: no-store),
+    exactly like the Host header does, and a TLS-terminating proxy in front is the normal deployment."""
+    configured = public_url_setting()
+    if configured:
+        return configured
+    proto = request.headers.get("x-forwarded-proto", "").split(",")[0].strip().lower()
+    host = request.headers.get("x-forwarded-host", "").split(",")[0].strip()
+    scheme = proto if proto in ("http", "https") else request.url.scheme
+    netloc = host if _HOST.fullmatch(host) else request.url.netloc
+    return f"{scheme}://{netloc}{request.scope.get('root_path', '')}".rstrip("/")
+
+
+def manifest(base_url: str) -> dict[str, Any]:
+    """app-manifest.yml with every "{base_url}" filled in."""
+    loaded = yaml.safe_load(manifest_path().read_text())
+    if not isinstance(loaded, dict):
+        raise ValueError(f"{manifest_path()} is not a mapping")
+    filled: dict[str, Any] = _fill(loaded, base_url)
+    return filled
+
+
+def _fill(value: Any, base_url: str) -> Any:
+    if isinstance(value, str):
+        return value.replace("{base_url}", base_url)
+    if isinstance(value, dict):
+        return {k: _fill(v, base_url) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_fill(v, base_url) for v in value]
+    return value
+
+
+def _sign(payload: str) -> str:
+    return hmac.new(_STATE_KEY, payload.encode(), hashlib.sha256).hexdigest()
+
+
+def issue_state(now: float) -> tuple[str, str]:
+    """A fresh random state for GitHub's round trip, and the signed cookie that binds it to this browser."""
+    state = secrets.token_urlsafe(24)
+    payload = f"{state}.{int(now)}"
+    return state, f"{payload}.{_sign(payload)}"
+
+
+def check_state(cookie: str | None, state: str | None, now: float) -> bool:
+    """The callback's state is the one this process issued to this browser, less than STATE_TTL ago."""
+    if not cookie or not state:
+        return False
+    parts = cookie.split(".")
+    if len(parts) != 3 or not parts[1].isdigit():
+        return False
+    value, issued, signature = parts
+    if not hmac.compare_digest(signature, _sign(f"{value}.{issued}")):
+        return False
+    return 0 <= now - int(issued) <= STATE_TTL and hmac.compare_digest(value.encode(), state.encode())
+
+
+class ExchangeError(Exception):
+    """The code did not become credentials; `status` is the page's HTTP status."""
+
+    def __init__(self, status: int, reason: str) -> None:
+        super().__init__(reason)
+        self.status = status
+        self.reason = reason
+
+
+async def exchange(api_url: str, code: str) -> dict[str, Any]:
+    """`POST /app-manifests/{code}/conversions` (no auth): the new App with its key and webhook secret."""
+    url = f"{api_url}/app-manifests/{quote(code, safe='')}/conversions"
+    headers = {"Accept": "application/vnd.github+json", "X-GitHub-Api-Version": "2022-11-28", "User-Agent": "plangate"}
+    try:
+        async with httpx.AsyncClient(timeout=15) as client:
+            response = await client.post(url, headers=headers)
+    except httpx.HTTPError as exc:
+        raise ExchangeError(502, f"GitHub at {api_url} could not be reached ({type(exc).__name__}).") from None
+    if response.status_code in (404, 422):
+        raise ExchangeError(
+            400,
+            f"GitHub refused the code (HTTP {response.status_code}): it is unknown, expired (codes last "
+            "one hour) or already used. Open /setup and create the App again.",
+        )
+    if not response.is_success:
+        raise ExchangeError(502, f"GitHub answered HTTP {response.status_code} to the code exchange.")
+    try:
+        body = response.json()
+    except ValueError:
+        body = None
+    if not isinstance(body, dict):
+        raise ExchangeError(502, "GitHub's answer to the code exchange is not a JSON object.")
+    return body
+
+
+def credentials(app: dict[str, Any]) -> dict[str, str]:
+    """The .env lines for the new App, checked by bot.settings exactly as `plangate web` will read them."""
+    app_id, pem, secret = app.get("id"), app.get("pem"), app.get("webhook_secret")
+    if isinstance(app_id, bool) or not isinstance(app_id, int) or not isinstance(pem, str):
+        raise ExchangeError(502, "GitHub's answer lacks the App's id or private key.")
+    values = {"GITHUB_APP_ID": str(app_id), "GITHUB_APP_PRIVATE_KEY": base64.b64encode(pem.encode()).decode()}
+    if isinstance(secret, str) and secret:
+        values["GITHUB_WEBHOOK_SECRET"] = secret
+    try:
+        settings_module.load(values, need_app=True, need_webhook="GITHUB_WEBHOOK_SECRET" in values)
+    except SettingsError as exc:
+        raise ExchangeError(502, f"GitHub's answer is not usable: {exc}.") from None
+    return values
+
+
+def _app_url(app: dict[str, Any], web_url: str) -> str:
+    html_url = app.get("html_url")
+    if isinstance(html_url, str) and urlsplit(html_url).scheme in ("http", "https"):
+        return html_url.rstrip("/")
+    return f"{web_url}/apps/{quote(str(app.get('slug') or ''), safe='')}"
+
+
+def _serving(request: Request) -> bool:
+    settings: Settings = request.app.state.settings
+    return setup_active(settings) and not getattr(request.app.state, "setup_done", False)
+
+
+def _existing_app(env_file: Path) -> Response | None:
+    """The refusal page when the .env already names an App (or cannot be read); None to go on."""
+    try:
+        return setup_pages.already_created(env_file) if envfile.holds_app(env_file) else None
+    except envfile.EnvFileError as exc:
+        return setup_pages.error(500, str(exc))
+
+
+def _not_found() -> Response:
+    return PlainTextResponse("Not Found", status_code=404)
+
+
+async def setup_page(request: Request) -> Response:
+    """The "Create GitHub App" button: a form POSTing the filled manifest to GitHub, with a fresh state."""
+    if not _serving(request):
+        return _not_found()
+    settings: Settings = request.app.state.settings
+    env_file = env_file_path()
+    existing = _existing_app(env_file)
+    if existing is not None:
+        return existing
+    org = request.query_params.get("org")
+    if org is not None and not _ORG.fullmatch(org):
+        return setup_pages.error(400, f"{org!r} is not a GitHub organization name.")
+    base = public_base_url(request)
+    web = github_web_url(settings.api_url)
+    try:
+        filled = manifest(base)
+    except (OSError, ValueError, yaml.YAMLError) as exc:
+        return setup_pages.error(500, f"The App manifest cannot be read: {exc}")
+    state, cookie = issue_state(time.time())
+    target = f"{web}/organizations/{quote(org)}/settings/apps/new" if org else f"{web}/settings/apps/new"
+    page = setup_pages.create(
+        action=f"{target}?{urlencode({'state': state})}",
+        manifest=filled,
+        account=f"the organization {org}" if org else "your personal account",
+        web_url=web,
+        env_file=env_file,
+    )
+    page.set_cookie(
+        STATE_COOKIE,
+        cookie,
+        max_age=STATE_TTL,
+        path=f"{urlsplit(base).path}/setup",
+        secure=base.startswith("https:"),
+        httponly=True,
+        samesite="lax",
+    )
+    return page
+
+
+async def setup_callback(request: Request) -> Response:
+    """GitHub's redirect after the App was created: check the state, exchange the code, write the .env."""
+    if not _serving(request):
+        return _not_found()
+    settings: Settings = request.app.state.settings
+    code, state = request.query_params.get("code"), request.query_params.get("state")
+    if not code or not _CODE.fullmatch(code):
+        return setup_pages.error(400, "The callback has no valid code. Open /setup and start again.")
+    if not check_state(request.cookies.get(STATE_COOKIE), state, time.time()):
+        return setup_pages.error(
+            400, "The state does not match the one this browser got from /setup (or it expired). Open /setup again."
+        )
+    env_file = env_file_path()
+    existing = _existing_app(env_file)
+    if existing is not None:
+        return existing
+    try:
+        app = await exchange(settings.api_url, code)
+    except ExchangeError as exc:
+        log.warning("setup: code exchange failed: %s", exc.reason)
+        return setup_pages.error(exc.status, exc.reason)
+    app_url = _app_url(app, github_web_url(settings.api_url))
+    try:
+        values = credentials(app)
+        envfile.write(env_file, values)
+    except (ExchangeError, envfile.EnvFileError) as exc:
+        log.error("setup: App %s was created but its credentials were not stored: %s", app_url, exc)
+        status = exc.status if isinstance(exc, ExchangeError) else 500
+        return setup_pages.orphaned(app_url, str(exc), status)
+    request.app.state.setup_done = True
+    log.info("setup: GitHub App %s (id %s) created; credentials written to %s", app_url, app.get("id"), env_file)
+    page = setup_pages.done(app_url, env_file, has_secret="GITHUB_WEBHOOK_SECRET" in values)
+    page.delete_cookie(STATE_COOKIE, path=f"{urlsplit(public_base_url(request)).path}/setup")
+    return page
+
+
+routes: list[Route] = [
+    Route("/setup", setup_page, methods=["GET"]),
+    Route("/setup/callback", setup_callback, methods=["GET"]),
+]
