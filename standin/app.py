@@ -51,7 +51,13 @@ async def _not_found(request: Request, exc: Exception) -> JSONResponse:
 
 def create_app(state: State) -> ASGIApp:
     app = Starlette(
-        routes=[*routes_apps.routes, *routes_repos.routes, *routes_contents.routes, *routes_issues.routes, *git_http.routes],
+        routes=[
+            *routes_apps.routes,
+            *routes_repos.routes,
+            *routes_contents.routes,
+            *routes_issues.routes,
+            *git_http.routes,
+        ],
         exception_handlers={404: _not_found},
     )
     app.state.standin = state
