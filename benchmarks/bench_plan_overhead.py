@@ -72,7 +72,8 @@ def main() -> int:
                 bare.append(_bare(tool, text, root))
                 started = time.perf_counter()
                 pr = gh.open_pr(repo, f"change-{round_}", "alice", "Change", {"infra/main.tf": text})
-                stack.wait_for("the plan", lambda pr=pr: _settled(stack, repo, pr.head_sha))
+                head = pr.head_sha
+                stack.wait_for("the plan", lambda: _settled(stack, repo, head))  # noqa: B023
                 bot.append(time.perf_counter() - started)
             before = len(gh.state.requests)
             sha = gh.push_pr(pr, {"infra/main.tf": _project(state, args.resources, "pushed")})
