@@ -10,9 +10,10 @@ from typing import Any
 from rq import Queue, RateLimit
 from rq.job import Dependency, Job, JobStatus
 
-from bot.enqueue import PLANS_QUEUE
-from workers import pr_plan
+from bot.enqueue import PLANS_QUEUE, enqueue_once
+from workers import pr_command, pr_plan
 from workers.context import context
+from workers.pr_command import CommandRequest
 from workers.pr_plan import PlanRequest
 from workers.projects import Project
 from workers.render import ProjectResult
@@ -28,7 +29,7 @@ def project_rate_limit(repo_id: int, project: str) -> RateLimit:
 def plan_pr(**kwargs: Any) -> list[str]:
     """Dispatch: find the PR's projects, enqueue one plan per project and the publish job after them."""
     ctx = context()
-    req = PlanRequest(**kwargs)
+    req = _request(kwargs)
     projects = asyncio.run(pr_plan.dispatch(ctx, req))
     if not projects:
         return []
@@ -53,8 +54,12 @@ def plan_pr(**kwargs: Any) -> list[str]:
     return ids
 
 
+def _request(data: dict[str, Any]) -> PlanRequest:
+    return PlanRequest(**{**data, "only": tuple(data.get("only", ()))})
+
+
 def plan_project(request: dict[str, Any], project: dict[str, Any]) -> ProjectResult:
-    return pr_plan.plan_project(context(), PlanRequest(**request), Project(**project))
+    return pr_plan.plan_project(context(), _request(request), Project(**project))
 
 
 def _result_of(job_id: str, request: PlanRequest) -> ProjectResult | None:
@@ -78,14 +83,20 @@ def _result_of(job_id: str, request: PlanRequest) -> ProjectResult | None:
 
 
 def publish_plan(request: dict[str, Any], job_ids: list[str]) -> None:
-    req = PlanRequest(**request)
+    req = _request(request)
     results = [r for r in (_result_of(i, req) for i in job_ids) if r is not None]
     asyncio.run(pr_plan.publish(context(), req, results))
 
 
-def handle_command(**kwargs: Any) -> None:
-    """Slash commands arrive with the gate (issue 4); until then they are logged and dropped."""
-    print(json.dumps({"command": kwargs.get("command"), "repo": kwargs.get("repo"), "outcome": "not-implemented"}))
+def handle_command(**kwargs: Any) -> str:
+    """A slash command; `/plan` re-plans the head SHA under a job id of its own."""
+    ctx = context()
+    outcome = asyncio.run(pr_command.handle(ctx, CommandRequest(**kwargs)))
+    if outcome.replan is not None:
+        req = outcome.replan
+        job_id = f"plan-{req['repo_id']}-{req['pr']}-{req['sha']}-{req['trigger']}"
+        enqueue_once(Queue(PLANS_QUEUE, connection=ctx.redis), "workers.jobs.plan_pr", job_id, req)
+    return outcome.reaction
 
 
 def apply_push(**kwargs: Any) -> None:

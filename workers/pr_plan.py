@@ -11,21 +11,25 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
-from dataclasses import asdict, dataclass, replace
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
 from gidgethub.abc import GitHubAPI
 
-from workers import vcs
+from workers import audit, gate_store, vcs
+from workers.approvals import coverage
 from workers.checkout import checkout, job_workdir
 from workers.config import ConfigError, RepoConfig, parse_config
 from workers.context import WorkerContext
+from workers.gate import destroy_keys
 from workers.github import installation_client
 from workers.plan import PlanError, parse_plan
-from workers.projects import Project, ProjectSelection, find_projects
+from workers.projects import Project, ProjectSelection, all_projects, find_projects
 from workers.render import ProjectResult, render_config_error, render_fork_refused, render_plan_comments
+from workers.render_replies import approval_status
 from workers.render_status import destroy_status, pending_status, plan_status
+from workers.repo_config import base_config
 from workers.runner import Terraform, TerraformError
 from workers.scan import scan
 
@@ -49,6 +53,7 @@ class PlanRequest:
     author: str
     fork: bool = False
     trigger: str = "push"
+    only: tuple[str, ...] = ()  # `/plan NAME ...`: plan these projects whether or not the PR changes them
 
     def head_key(self) -> str:
         return f"plangate:head:{self.repo_id}:{self.pr}"
@@ -62,7 +67,7 @@ def is_current(ctx: WorkerContext, req: PlanRequest) -> bool:
 
 async def dispatch(ctx: WorkerContext, req: PlanRequest) -> list[Project] | None:
     """Mark the SHA current, find the affected projects; None when there is nothing to plan."""
-    ctx.redis.set(req.head_key(), req.sha, ex=90 * 24 * 3600)
+    _take_head(ctx, req)
     async with installation_client(ctx.tokens, req.installation_id, ctx.settings.api_url) as gh:
         if req.fork and not await _forks_allowed(gh, req):
             await _refuse_fork(ctx, gh, req)
@@ -79,6 +84,9 @@ async def dispatch(ctx: WorkerContext, req: PlanRequest) -> list[Project] | None
             await _config_failed(ctx, gh, req, exc)
             return None
         selection = find_projects(config, changed, snapshot.all_files, snapshot.module_sources)
+        if req.only:
+            every = all_projects(config, snapshot.all_files, snapshot.module_sources)
+            selection = ProjectSelection(tuple(p for p in every if p.name in req.only))
         if not selection.projects:
             await vcs.set_status(gh, req.repo, req.sha, PLAN_CONTEXT, "success", "no Terraform project affected")
             await vcs.set_status(gh, req.repo, req.sha, DESTROY_CONTEXT, "success", "no destroys")
@@ -87,19 +95,24 @@ async def dispatch(ctx: WorkerContext, req: PlanRequest) -> list[Project] | None
         return list(selection.projects)
 
 
+def _take_head(ctx: WorkerContext, req: PlanRequest) -> None:
+    """This SHA is now the PR's head: approvals of the previous head are void (they are per SHA)."""
+    previous = ctx.redis.getset(req.head_key(), req.sha)
+    ctx.redis.expire(req.head_key(), gate_store.TTL)
+    if isinstance(previous, bytes) and previous.decode() != req.sha:
+        # a push after a head we knew: this SHA is new, so it has no approvals yet (after a Redis
+        # wipe nothing is assumed, and the approvals are rebuilt from the PR's comments instead)
+        gate_store.start_sha(ctx.redis, req.repo_id, req.pr, req.sha)
+        old = previous.decode()
+        if gate_store.cached_approvals(ctx.redis, req.repo_id, req.pr, old):
+            audit.record(ctx.redis, "voided", repo=req.repo, pr=req.pr, sha=old, new_sha=req.sha)
+
+
 async def _forks_allowed(gh: GitHubAPI, req: PlanRequest) -> bool:
-    """Read from the default branch: a fork must not be able to allow itself."""
+    """Read from the default branch: a fork must not be able to allow itself. Any doubt: no."""
     try:
-        item = await gh.getitem(
-            f"/repos/{req.repo}/contents/.plangate.yml?ref={req.default_branch}",
-            accept="application/vnd.github.raw+json",
-        )
+        return (await base_config(gh, req.repo, req.default_branch)).allow_fork_prs
     except Exception:
-        return False
-    text = item if isinstance(item, str) else ""
-    try:
-        return parse_config(text).allow_fork_prs
-    except ConfigError:
         return False
 
 
@@ -181,19 +194,38 @@ async def publish(ctx: WorkerContext, req: PlanRequest, results: list[ProjectRes
     patterns = [*ctx.settings.mask_patterns, *meta.get("mask_patterns", [])]
     note = "changes_unknown" if meta.get("changes_unknown") else ""
     bodies = render_plan_comments(results, pr=req.pr, sha=req.sha, mask_patterns=patterns, note=note)
-    _record_destroys(ctx, req, results)
+    record = gate_store.DestroysRecord(
+        destroys={r.name: list(destroy_keys(r.plan)) for r in results if r.plan is not None},
+        failed=[r.name for r in results if r.plan is None],
+    )
+    gate_store.save_destroys(ctx.redis, req.repo_id, req.pr, req.sha, record)
     async with installation_client(ctx.tokens, req.installation_id, ctx.settings.api_url) as gh:
         login = await _login(ctx)
         url = await vcs.upsert_comments(
             gh, ctx.redis, repo=req.repo, repo_id=req.repo_id, number=req.pr, login=login, kind="plan", bodies=bodies
         )
         await vcs.set_status(gh, req.repo, req.sha, PLAN_CONTEXT, *plan_status(results), url)
-        await vcs.set_status(gh, req.repo, req.sha, DESTROY_CONTEXT, *destroy_status(results), url)
+        gate = await _gate_status(ctx, gh, req, results, record, login)
+        await vcs.set_status(gh, req.repo, req.sha, DESTROY_CONTEXT, *gate, url)
     log.info(json.dumps({"repo": req.repo, "pr": req.pr, "sha": req.sha, "outcome": "published"}))
 
 
-def _record_destroys(ctx: WorkerContext, req: PlanRequest, results: list[ProjectResult]) -> None:
-    """The exact destroy set of this SHA's plans, for the gate to approve against."""
-    destroys = {r.name: [c.address for c in r.plan.destroys] for r in results if r.plan is not None}
-    key = f"plangate:destroys:{req.repo_id}:{req.pr}:{req.sha}"
-    ctx.redis.set(key, json.dumps({"destroys": destroys, "request": asdict(req)}), ex=90 * 24 * 3600)
+async def _gate_status(
+    ctx: WorkerContext,
+    gh: GitHubAPI,
+    req: PlanRequest,
+    results: list[ProjectResult],
+    record: gate_store.DestroysRecord,
+    login: str,
+) -> tuple[str, str]:
+    """plangate/destroy: failed plans fail; destroys pass only when approvals at this SHA cover them all."""
+    state, description = destroy_status(results)
+    if record.failed or not any(record.destroys.values()):
+        return state, description
+    approvals = await gate_store.load_approvals(
+        ctx.redis, gh, repo=req.repo, repo_id=req.repo_id, number=req.pr, sha=req.sha, bot_login=login
+    )
+    cov = coverage(record.destroys, approvals, sha=req.sha)
+    if not cov.complete:
+        audit.record(ctx.redis, "blocked", repo=req.repo, pr=req.pr, sha=req.sha, unapproved=len(cov.unapproved_pairs))
+    return approval_status(cov)

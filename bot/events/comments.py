@@ -40,9 +40,10 @@ async def slash_command(event: Event, delivery: Delivery) -> None:
         "is_pr": is_pr,
         "comment_id": int(comment["id"]),
         "commenter": str(comment["user"]["login"]),
+        "commenter_type": str(comment["user"].get("type") or "User"),
         "command": parsed.name if isinstance(parsed, Command) else None,
         "projects": list(parsed.projects) if isinstance(parsed, Command) else [],
-        "near_miss": parsed.suggestion if isinstance(parsed, NearMiss) else None,
+        "near_miss": [parsed.written, parsed.suggestion, parsed.reason] if isinstance(parsed, NearMiss) else None,
     }
     job_id = f"command-{kwargs['repo_id']}-{kwargs['comment_id']}"
     delivery.enqueue(delivery.commands, "workers.jobs.handle_command", job_id, kwargs)

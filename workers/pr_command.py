@@ -1,0 +1,172 @@
+"""Slash commands on a pull request: /approve-destroy, /plan, /help, and near misses.
+
+Every command gets an answer: `eyes` on receipt, then a reply comment and a reaction that
+says how it ended (+1 done, -1 not allowed, confused nothing to do or not a command).
+Approvals are judged against the default branch's policy and the latest plan of the head SHA.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from gidgethub.abc import GitHubAPI
+
+from bot.commands import NearMiss
+from workers import audit, gate_store, vcs
+from workers.approvals import Approval, Refusal, approval_for, coverage
+from workers.config import ConfigError, RepoConfig
+from workers.context import WorkerContext
+from workers.github import installation_client
+from workers.permissions import may_approve, may_plan
+from workers.render_replies import (
+    approval_status,
+    render_approved,
+    render_help,
+    render_near_miss,
+    render_not_allowed,
+    render_plan_running,
+    render_planning,
+    render_refusal,
+)
+from workers.repo_config import base_config
+
+DESTROY_CONTEXT = "plangate/destroy"
+
+
+@dataclass(frozen=True)
+class CommandRequest:
+    installation_id: int
+    repo_id: int
+    repo: str
+    clone_url: str
+    default_branch: str
+    number: int
+    is_pr: bool
+    comment_id: int
+    commenter: str
+    commenter_type: str
+    command: str | None
+    projects: list[str]
+    near_miss: list[str] | None
+
+
+@dataclass(frozen=True)
+class Outcome:
+    """What the command did: the reply body, the closing reaction, and a /plan to enqueue if any."""
+
+    reply: str
+    reaction: str
+    replan: dict[str, Any] | None = None
+
+
+async def handle(ctx: WorkerContext, req: CommandRequest) -> Outcome:
+    async with installation_client(ctx.tokens, req.installation_id, ctx.settings.api_url) as gh:
+        await _react(gh, req, "eyes")
+        outcome = await _decide(ctx, gh, req)
+        await vcs.post_comment(gh, req.repo, req.number, outcome.reply)
+        await _react(gh, req, outcome.reaction)
+    return outcome
+
+
+async def _react(gh: GitHubAPI, req: CommandRequest, content: str) -> None:
+    await gh.post(f"/repos/{req.repo}/issues/comments/{req.comment_id}/reactions", data={"content": content})
+
+
+async def _decide(ctx: WorkerContext, gh: GitHubAPI, req: CommandRequest) -> Outcome:
+    if req.near_miss is not None:
+        written, suggestion, reason = req.near_miss
+        return Outcome(render_near_miss(NearMiss(written, suggestion, reason), reply_to=req.comment_id), "confused")
+    if not req.is_pr:
+        text = "plangate commands work on pull requests (and on the issues plangate opens for blocked applies)."
+        return Outcome(render_refusal(text, command=req.command or "help", reply_to=req.comment_id), "confused")
+    pull = await gh.getitem(f"/repos/{req.repo}/pulls/{req.number}")
+    sha, author = str(pull["head"]["sha"]), str(pull["user"]["login"])
+    try:
+        policy = await base_config(gh, req.repo, req.default_branch)
+    except ConfigError as exc:
+        reason = f"the default branch's .plangate.yml is invalid ({exc}); fix it first"
+        return Outcome(render_refusal(reason, command=req.command or "help", reply_to=req.comment_id), "confused")
+    record = gate_store.load_destroys(ctx.redis, req.repo_id, req.number, sha)
+    if req.command == "help":
+        planned = sorted(record.destroys) if record else []
+        return Outcome(render_help(req.repo, policy, planned=planned, sha=sha, reply_to=req.comment_id), "+1")
+    if req.command == "plan":
+        return await _plan(gh, req, pull, sha)
+    return await _approve(ctx, gh, req, policy, record, sha, author)
+
+
+async def _plan(gh: GitHubAPI, req: CommandRequest, pull: dict[str, Any], sha: str) -> Outcome:
+    allowed = await may_plan(gh, req.repo, req.commenter, req.commenter_type)
+    if not allowed.allowed:
+        return Outcome(render_not_allowed(req.commenter, allowed.reason, command="plan", reply_to=req.comment_id), "-1")
+    head_repo = (pull["head"].get("repo") or {}).get("full_name")
+    replan = {
+        "installation_id": req.installation_id,
+        "repo_id": req.repo_id,
+        "repo": req.repo,
+        "clone_url": req.clone_url,
+        "default_branch": req.default_branch,
+        "pr": req.number,
+        "sha": sha,
+        "author": str(pull["user"]["login"]),
+        "fork": head_repo != req.repo,
+        "trigger": f"comment-{req.comment_id}",
+        "only": list(req.projects),
+    }
+    return Outcome(render_planning(sha, req.projects, reply_to=req.comment_id), "+1", replan=replan)
+
+
+async def _approve(
+    ctx: WorkerContext,
+    gh: GitHubAPI,
+    req: CommandRequest,
+    policy: RepoConfig,
+    record: gate_store.DestroysRecord | None,
+    sha: str,
+    author: str,
+) -> Outcome:
+    where = {"repo": req.repo, "pr": req.number, "sha": sha, "by": req.commenter}
+    if record is None:
+        return Outcome(render_plan_running(sha, reply_to=req.comment_id), "confused")
+    allowed = await may_approve(
+        gh,
+        repo=req.repo,
+        login=req.commenter,
+        user_type=req.commenter_type,
+        pr_author=author,
+        policy=policy.destroy_approvers,
+    )
+    if not allowed.allowed:
+        audit.record(ctx.redis, "refused", reason=allowed.reason, **where)
+        return Outcome(render_not_allowed(req.commenter, allowed.reason, reply_to=req.comment_id), "-1")
+    if record.failed:
+        failed = ", ".join(f"`{name}`" for name in record.failed)
+        reason = f"the plan failed at {sha[:7]} for {failed}; fix it and approve the new plan"
+        audit.record(ctx.redis, "refused", reason=reason, **where)
+        return Outcome(render_refusal(reason, reply_to=req.comment_id), "confused")
+    decision = approval_for(record.destroys, sha, req.commenter, req.projects)
+    if isinstance(decision, Refusal):
+        audit.record(ctx.redis, "refused", reason=decision.reason, **where)
+        return Outcome(render_refusal(decision.reason, reply_to=req.comment_id), "confused")
+    return await _record_approval(ctx, gh, req, record, decision, where)
+
+
+async def _record_approval(
+    ctx: WorkerContext,
+    gh: GitHubAPI,
+    req: CommandRequest,
+    record: gate_store.DestroysRecord,
+    approval: Approval,
+    where: dict[str, Any],
+) -> Outcome:
+    login = await vcs.bot_login(ctx.redis, ctx.app_id, ctx.private_key, ctx.settings.api_url)
+    known = await gate_store.load_approvals(
+        ctx.redis, gh, repo=req.repo, repo_id=req.repo_id, number=req.number, sha=approval.sha, bot_login=login
+    )
+    cov = coverage(record.destroys, [*known, approval], sha=approval.sha)
+    reply = render_approved(approval, cov, reply_to=req.comment_id)
+    gate_store.add_approval(ctx.redis, req.repo_id, req.number, approval.sha, known, approval)
+    audit.record(ctx.redis, "approved", destroys=len(approval.pairs), complete=cov.complete, **where)
+    await vcs.set_status(gh, req.repo, approval.sha, DESTROY_CONTEXT, *approval_status(cov))
+    return Outcome(reply, "+1")
