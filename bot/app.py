@@ -6,7 +6,7 @@ from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 
 import redis
-from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
+from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, generate_latest
 from rq import Queue
 from starlette.applications import Starlette
 from starlette.requests import Request
@@ -16,6 +16,7 @@ from starlette.routing import Route
 from bot import settings as settings_module
 from bot import setup
 from bot.enqueue import COMMANDS_QUEUE, PLANS_QUEUE
+from bot.metrics import GateDecisions
 from bot.settings import Settings
 from bot.webhook import webhook
 
@@ -31,6 +32,8 @@ def create_app(settings: Settings | None = None) -> Starlette:
         app.state.redis = conn
         app.state.commands = Queue(COMMANDS_QUEUE, connection=conn)
         app.state.plans = Queue(PLANS_QUEUE, connection=conn)
+        app.state.worker_metrics = CollectorRegistry(auto_describe=True)
+        app.state.worker_metrics.register(GateDecisions(conn))
         yield
         conn.close()
 
@@ -70,7 +73,9 @@ async def readyz(request: Request) -> Response:
 
 
 async def metrics(request: Request) -> Response:
-    return Response(generate_latest(), media_type=CONTENT_TYPE_LATEST)
+    """This process's metrics, then what workers counted in Redis."""
+    body = generate_latest() + generate_latest(request.app.state.worker_metrics)
+    return Response(body, media_type=CONTENT_TYPE_LATEST)
 
 
 app = create_app()

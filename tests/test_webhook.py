@@ -191,12 +191,16 @@ def test_redis_down_is_503(redis_url: str) -> None:
         assert c.get("/healthz").status_code == 200
 
 
-def test_metrics_and_readiness(client: TestClient) -> None:
+def test_metrics_and_readiness(client: TestClient, redis_conn: redis.Redis) -> None:
+    from workers import audit
+
+    audit.record(redis_conn, "approved", repo="acme/infra")
     post(client, "ping", load("ping.json"))
     assert client.get("/readyz").json() == {"ready": True}
     text = client.get("/metrics").text
     assert 'plangate_deliveries_total{event="ping",outcome="acknowledged"}' in text
     assert "plangate_enqueue_seconds_bucket" in text
+    assert 'plangate_gate_decisions_total{decision="approved"} 1.0' in text
 
 
 def test_each_delivery_is_one_structured_log_line(client: TestClient, caplog: pytest.LogCaptureFixture) -> None:
