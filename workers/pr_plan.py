@@ -24,12 +24,13 @@ from workers.config import ConfigError, RepoConfig, parse_config
 from workers.context import WorkerContext
 from workers.gate import destroy_keys
 from workers.github import installation_client
-from workers.plan import PlanError, parse_plan
+from workers.plan import PlanError, parse_plan, summary_line
 from workers.projects import Project, ProjectSelection, all_projects, find_projects
 from workers.render import ProjectResult, render_config_error, render_fork_refused, render_plan_comments
 from workers.render_replies import approval_status
 from workers.render_status import destroy_status, pending_status, plan_status
 from workers.repo_config import base_config
+from workers.runlog import record_run
 from workers.runner import Terraform, TerraformError
 from workers.scan import scan
 
@@ -207,6 +208,20 @@ async def publish(ctx: WorkerContext, req: PlanRequest, results: list[ProjectRes
         await vcs.set_status(gh, req.repo, req.sha, PLAN_CONTEXT, *plan_status(results), url)
         gate = await _gate_status(ctx, gh, req, results, record, login)
         await vcs.set_status(gh, req.repo, req.sha, DESTROY_CONTEXT, *gate, url)
+    for r in results:
+        summary = summary_line(r.plan) if r.plan is not None else f"plan failed: {(r.error or '')[:200]}"
+        record_run(
+            ctx.redis,
+            kind="plan",
+            repo=req.repo,
+            number=req.pr,
+            project=r.name,
+            sha=req.sha,
+            summary=summary,
+            gate=gate[0],
+            gate_description=gate[1],
+            url=url,
+        )
     log.info(json.dumps({"repo": req.repo, "pr": req.pr, "sha": req.sha, "outcome": "published"}))
 
 
