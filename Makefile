@@ -22,7 +22,7 @@ test: lint
 	$(BIN)/pytest -q -p no:cacheprovider
 
 demo: install
-	@echo 'make demo: the offline demo is not built yet (open issue: "Usable from the first minute").'
+	$(BIN)/plangate demo $(ARGS)
 
 clean:
 	rm -rf $(VENV) .mypy_cache .ruff_cache .pytest_cache

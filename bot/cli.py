@@ -75,6 +75,12 @@ def cmd_cron(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_demo(args: argparse.Namespace) -> int:
+    from bot.demo import run
+
+    return run(args)
+
+
 def parser() -> argparse.ArgumentParser:
     top = argparse.ArgumentParser(
         prog="plangate",
@@ -91,6 +97,11 @@ def parser() -> argparse.ArgumentParser:
     worker.set_defaults(func=cmd_worker)
     cron = sub.add_parser("cron", help="the RQ cron scheduler (drift checks, workdir sweeps)")
     cron.set_defaults(func=cmd_cron)
+    demo = sub.add_parser("demo", help="the whole loop offline: GitHub stand-in, sample repo, real terraform and Redis")
+    demo.add_argument("--no-serve", action="store_true", help="exit after the story instead of serving the status page")
+    demo.add_argument("--workdir", help="keep everything (state, logs, stand-in repos) in this directory")
+    demo.add_argument("--port", type=int, default=0, help="port of the web process (default: a free one)")
+    demo.set_defaults(func=cmd_demo)
     from workers.gate_cli import configure, run
 
     gate = configure(sub.add_parser("gate", help="the gate's verdict on one `show -json` plan, no GitHub needed"))

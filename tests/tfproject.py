@@ -8,18 +8,15 @@ import shutil
 import subprocess
 from pathlib import Path
 
+from standin.sample import main_tf
+
+__all__ = ["apply_directly", "main_tf", "state_addresses", "tool"]
+
 
 def tool() -> str:
     found = shutil.which("tofu") or shutil.which("terraform")
     assert found, "end-to-end tests need terraform or tofu on PATH"
     return found
-
-
-def main_tf(state_path: Path, resources: dict[str, str]) -> str:
-    blocks = [f'terraform {{\n  backend "local" {{\n    path = "{state_path}"\n  }}\n}}\n']
-    for name, value in resources.items():
-        blocks.append(f'resource "terraform_data" "{name}" {{\n  input = "{value}"\n}}\n')
-    return "\n".join(blocks)
 
 
 def apply_directly(workdir: Path, text: str) -> None:

@@ -3,19 +3,22 @@
 from __future__ import annotations
 
 import asyncio
-import json
 from dataclasses import asdict
 from typing import Any
 
+import redis
 from rq import Queue, RateLimit
 from rq.job import Dependency, Job, JobStatus
 
 from bot.enqueue import PLANS_QUEUE, enqueue_once
-from workers import pr_command, pr_plan
+from workers import apply_project as apply_project_module
+from workers import apply_store, pr_command, pr_plan, push_apply
+from workers.apply_project import Where
+from workers.command_types import CommandRequest
 from workers.context import context
-from workers.pr_command import CommandRequest
 from workers.pr_plan import PlanRequest
 from workers.projects import Project
+from workers.push_apply import PushRequest
 from workers.render import ProjectResult
 
 STEP_MARGIN = 120  # RQ's own timeout must only fire after the runner's SIGINT → SIGTERM → SIGKILL
@@ -92,6 +95,9 @@ def handle_command(**kwargs: Any) -> str:
     """A slash command; `/plan` re-plans the head SHA under a job id of its own."""
     ctx = context()
     outcome = asyncio.run(pr_command.handle(ctx, CommandRequest(**kwargs)))
+    for held in outcome.reapply:
+        where = Where(number=held.number, is_pr=held.is_pr, pr_author=held.pr_author, approved_on=held.approved_on)
+        enqueue_applies(ctx.redis, PushRequest(**held.push), [Project(**held.project)], where)
     if outcome.replan is not None:
         req = outcome.replan
         job_id = f"plan-{req['repo_id']}-{req['pr']}-{req['sha']}-{req['trigger']}"
@@ -99,6 +105,58 @@ def handle_command(**kwargs: Any) -> str:
     return outcome.reaction
 
 
-def apply_push(**kwargs: Any) -> None:
-    """Apply on merge arrives with issue 5; until then a push is logged and dropped."""
-    print(json.dumps({"push": kwargs.get("after"), "repo": kwargs.get("repo"), "outcome": "not-implemented"}))
+def apply_push(**kwargs: Any) -> list[str]:
+    """Dispatch a push to the default branch: one apply job per affected project, then the finish job."""
+    ctx = context()
+    req = PushRequest(**kwargs)
+    found = asyncio.run(push_apply.dispatch(ctx, req))
+    if found is None:
+        return []
+    pr = found.pr
+    where = Where(
+        number=pr.number if pr else None,
+        is_pr=pr is not None,
+        pr_author=pr.author if pr else None,
+        approved_on=pr.head_sha if pr else None,
+    )
+    return enqueue_applies(ctx.redis, req, found.projects, where)
+
+
+def enqueue_applies(conn: redis.Redis, req: PushRequest, projects: list[Project], where: Where) -> list[str]:
+    """Per project, in push order and one at a time (the project's RateLimit); then the combined status."""
+    queue = Queue(PLANS_QUEUE, connection=conn)
+    ids = []
+    for project in projects:
+        job = queue.enqueue(
+            "workers.jobs.apply_project",
+            kwargs={"push": asdict(req), "project": asdict(project), "where": asdict(where)},
+            rate_limit=project_rate_limit(req.repo_id, project.name),
+            job_timeout=int(context().settings.tf_timeout * 5 + STEP_MARGIN),
+            result_ttl=24 * 3600,
+            failure_ttl=7 * 24 * 3600,
+        )
+        ids.append(job.id)
+    queue.enqueue(
+        "workers.jobs.finish_apply",
+        kwargs={"push": asdict(req), "job_ids": ids, "where": asdict(where)},
+        depends_on=Dependency(jobs=ids, allow_failure=True),
+        job_timeout=600,
+    )
+    return ids
+
+
+def apply_project(push: dict[str, Any], project: dict[str, Any], where: dict[str, Any]) -> str:
+    return apply_project_module.run(context(), PushRequest(**push), Project(**project), Where(**where))
+
+
+def finish_apply(push: dict[str, Any], job_ids: list[str], where: dict[str, Any]) -> None:
+    """Jobs that died mid-apply are reported; then `plangate/apply` from every project's outcome at the SHA."""
+    ctx = context()
+    req = PushRequest(**push)
+    for job_id in job_ids:
+        job = Job.fetch(job_id, connection=ctx.redis)
+        if job.get_status() != JobStatus.FINISHED:
+            project = str(job.kwargs["project"]["name"])
+            died = ctx.redis.delete(apply_store.applying_key(req.repo_id, req.after, project))
+            push_apply.record_outcome(ctx, req, project, "error" if died else "failed")
+    asyncio.run(push_apply.finish(ctx, req, Where(**where)))

@@ -7,14 +7,14 @@ Approvals are judged against the default branch's policy and the latest plan of 
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Any
 
 from gidgethub.abc import GitHubAPI
 
 from bot.commands import NearMiss
-from workers import audit, gate_store, vcs
+from workers import apply_store, audit, gate_store, held_applies, vcs
 from workers.approvals import Approval, Refusal, approval_for, coverage
+from workers.command_types import CommandRequest, Outcome
 from workers.config import ConfigError, RepoConfig
 from workers.context import WorkerContext
 from workers.github import installation_client
@@ -34,32 +34,6 @@ from workers.repo_config import base_config
 DESTROY_CONTEXT = "plangate/destroy"
 
 
-@dataclass(frozen=True)
-class CommandRequest:
-    installation_id: int
-    repo_id: int
-    repo: str
-    clone_url: str
-    default_branch: str
-    number: int
-    is_pr: bool
-    comment_id: int
-    commenter: str
-    commenter_type: str
-    command: str | None
-    projects: list[str]
-    near_miss: list[str] | None
-
-
-@dataclass(frozen=True)
-class Outcome:
-    """What the command did: the reply body, the closing reaction, and a /plan to enqueue if any."""
-
-    reply: str
-    reaction: str
-    replan: dict[str, Any] | None = None
-
-
 async def handle(ctx: WorkerContext, req: CommandRequest) -> Outcome:
     async with installation_client(ctx.tokens, req.installation_id, ctx.settings.api_url) as gh:
         await _react(gh, req, "eyes")
@@ -77,6 +51,9 @@ async def _decide(ctx: WorkerContext, gh: GitHubAPI, req: CommandRequest) -> Out
     if req.near_miss is not None:
         written, suggestion, reason = req.near_miss
         return Outcome(render_near_miss(NearMiss(written, suggestion, reason), reply_to=req.comment_id), "confused")
+    held = apply_store.blocked_on(ctx.redis, req.repo_id, req.number)
+    if held and req.command in ("approve-destroy", "plan"):
+        return await held_applies.decide(ctx, gh, req, held)
     if not req.is_pr:
         text = "plangate commands work on pull requests (and on the issues plangate opens for blocked applies)."
         return Outcome(render_refusal(text, command=req.command or "help", reply_to=req.comment_id), "confused")

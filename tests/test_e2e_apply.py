@@ -1,0 +1,161 @@
+"""Apply on merge end to end; the local state file (outside every checkout) is the ground truth."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+import redis
+
+from standin.stack import Stack, running_stack
+from standin.state import Repo
+from tests.tfproject import apply_directly, main_tf, state_addresses
+
+pytestmark = pytest.mark.e2e
+BOT = "plangate[bot]"
+
+
+def _apply_state(stack: Stack, repo: Repo, sha: str, state: str, contains: str = "") -> str:
+    def probe() -> str | None:
+        status = stack.gh.statuses(repo, sha).get("plangate/apply")
+        if status and status.state == state and contains in (status.description or ""):
+            return status.description or ""
+        return None
+
+    return stack.wait_for(f"plangate/apply {state} on {sha[:7]}", probe, timeout=180)
+
+
+def _bot_bodies(stack: Stack, repo: Repo, number: int) -> list[str]:
+    return [c.body for c in stack.gh.comments_on(repo, number) if c.user.login == BOT]
+
+
+def _planned(stack: Stack, repo: Repo, sha: str) -> None:
+    def probe() -> bool:
+        status = stack.gh.statuses(repo, sha).get("plangate/destroy")
+        return status is not None
+
+    stack.wait_for(f"the PR plan of {sha[:7]}", probe)
+
+
+@pytest.fixture
+def world(tmp_path: Path) -> tuple[Path, Path]:
+    state = tmp_path / "state" / "terraform.tfstate"
+    apply_directly(tmp_path / "applied", main_tf(state, {"keep": "a", "doomed": "b"}))
+    return tmp_path, state
+
+
+def test_merges_apply_and_destroys_wait_for_approval(
+    world: tuple[Path, Path], redis_url: str, redis_conn: redis.Redis
+) -> None:
+    tmp_path, state = world
+    with running_stack(tmp_path, redis_url) as stack:
+        gh = stack.gh
+        repo = gh.create_repo("acme", "infra", {"infra/main.tf": main_tf(state, {"keep": "a", "doomed": "b"})})
+        gh.set_permission(repo, "alice", "write")
+        gh.set_permission(repo, "bob", "write")
+
+        adding = gh.open_pr(
+            repo, "add", "alice", "Add", {"infra/main.tf": main_tf(state, {"keep": "a", "doomed": "b", "fresh": "c"})}
+        )
+        _planned(stack, repo, adding.head_sha)
+        merged = gh.merge_pr(adding, method="merge")
+        _apply_state(stack, repo, merged, "success")
+        assert state_addresses(state) == {"terraform_data.keep", "terraform_data.doomed", "terraform_data.fresh"}
+        assert any("Apply complete!" in b for b in _bot_bodies(stack, repo, adding.number))
+
+        removing = gh.open_pr(
+            repo, "drop", "alice", "Drop", {"infra/main.tf": main_tf(state, {"keep": "a", "fresh": "c"})}
+        )
+        _planned(stack, repo, removing.head_sha)
+        merged = gh.merge_pr(removing, method="squash")
+        assert "blocked: 1 to destroy" in _apply_state(stack, repo, merged, "failure")
+        assert "terraform_data.doomed" in state_addresses(state)
+        blocked = [b for b in _bot_bodies(stack, repo, removing.number) if "plangate:apply-blocked" in b]
+        assert len(blocked) == 1 and "`terraform_data.doomed`" in blocked[0]
+
+        gh.comment(repo, removing.number, "alice", "/approve-destroy")  # the author may not
+        gh.comment(repo, removing.number, "bob", "/approve-destroy")
+        _apply_state(stack, repo, merged, "success")
+        assert state_addresses(state) == {"terraform_data.keep", "terraform_data.fresh"}
+
+
+def test_pr_approval_carries_over_unless_the_destroy_set_grew(
+    world: tuple[Path, Path], redis_url: str, redis_conn: redis.Redis
+) -> None:
+    tmp_path, state = world
+    with running_stack(tmp_path, redis_url) as stack:
+        gh = stack.gh
+        repo = gh.create_repo("acme", "infra", {"infra/main.tf": main_tf(state, {"keep": "a", "doomed": "b"})})
+        gh.set_permission(repo, "bob", "write")
+
+        pr = gh.open_pr(repo, "drop", "alice", "Drop", {"infra/main.tf": main_tf(state, {"keep": "a"})})
+        _planned(stack, repo, pr.head_sha)
+        gh.comment(repo, pr.number, "bob", "/approve-destroy")
+        stack.wait_for(
+            "the approval",
+            lambda: (s := gh.statuses(repo, pr.head_sha).get("plangate/destroy")) and s.state == "success",
+        )
+        merged = gh.merge_pr(pr, method="rebase")
+        _apply_state(stack, repo, merged, "success")
+        assert state_addresses(state) == {"terraform_data.keep"}
+
+        # state moves between approval and merge: the merge plan destroys one more thing
+        apply_directly(tmp_path / "applied", main_tf(state, {"keep": "a", "doomed": "b", "stray": "s"}))
+        pr2 = gh.open_pr(repo, "drop2", "alice", "Drop again", {"infra/main.tf": main_tf(state, {"keep": "a2"})})
+        _planned(stack, repo, pr2.head_sha)
+        apply_directly(tmp_path / "applied2", main_tf(state, {"keep": "a", "doomed": "b", "stray": "s", "late": "l"}))
+        gh.comment(repo, pr2.number, "bob", "/approve-destroy")
+        stack.wait_for(
+            "the approval reply", lambda: any("Approved by @bob" in b for b in _bot_bodies(stack, repo, pr2.number))
+        )
+        merged2 = gh.merge_pr(pr2, method="merge")
+        assert "blocked: 1 to destroy" in _apply_state(stack, repo, merged2, "failure")
+        blocked = next(b for b in _bot_bodies(stack, repo, pr2.number) if "plangate:apply-blocked" in b)
+        assert "`terraform_data.late`" in blocked
+        assert "terraform_data.late" in state_addresses(state)
+
+
+def test_direct_push_opens_an_issue_and_approval_there_applies(
+    world: tuple[Path, Path], redis_url: str, redis_conn: redis.Redis
+) -> None:
+    tmp_path, state = world
+    with running_stack(tmp_path, redis_url) as stack:
+        gh = stack.gh
+        repo = gh.create_repo("acme", "infra", {"infra/main.tf": main_tf(state, {"keep": "a", "doomed": "b"})})
+        gh.set_permission(repo, "bob", "write")
+        pushed = gh.push(repo, "main", {"infra/main.tf": main_tf(state, {"keep": "a"})}, "alice")
+        _apply_state(stack, repo, pushed, "failure", "blocked")
+
+        def issue() -> int | None:
+            found = [i for (rid, n), i in gh.state.issues.items() if rid == repo.id]
+            return found[0].number if found else None
+
+        number = stack.wait_for("the blocked-apply issue", issue)
+        title = gh.state.issues[(repo.id, number)].title
+        assert title == f"plangate: apply blocked on {pushed[:7]} (infra)"
+        gh.comment(repo, number, "bob", "/approve-destroy")
+        _apply_state(stack, repo, pushed, "success")
+        assert state_addresses(state) == {"terraform_data.keep"}
+        assert gh.state.issues[(repo.id, number)].state == "closed"
+
+
+def test_two_quick_pushes_apply_one_at_a_time_in_order(
+    world: tuple[Path, Path], redis_url: str, redis_conn: redis.Redis
+) -> None:
+    tmp_path, state = world
+    with running_stack(tmp_path, redis_url, workers=2) as stack:
+        gh = stack.gh
+        repo = gh.create_repo("acme", "infra", {"infra/main.tf": main_tf(state, {"keep": "a", "doomed": "b"})})
+        first = gh.push(repo, "main", {"infra/main.tf": main_tf(state, {"keep": "a", "doomed": "b", "one": "1"})}, "al")
+        second = gh.push(
+            repo, "main", {"infra/main.tf": main_tf(state, {"keep": "a", "doomed": "b", "one": "1", "two": "2"})}, "al"
+        )
+        _apply_state(stack, repo, second, "success")
+        assert {"terraform_data.one", "terraform_data.two"} <= state_addresses(state)
+        runs = [json.loads(r) for r in redis_conn.lrange("plangate:runs", 0, -1)]
+        applies = [r for r in reversed(runs) if r.get("kind") == "apply" and r.get("result") == "applied"]
+        order = [r["sha"] for r in applies]
+        assert order in ([first, second], [second]), order  # never the older one after the newer
+        serial = json.loads(state.read_text())["serial"]
+        assert serial >= 2

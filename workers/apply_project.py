@@ -1,0 +1,280 @@
+"""One project's apply at one pushed SHA: fresh plan → decide on its JSON → apply that plan file, or block.
+
+Runs under the project's RateLimit (one job at a time per project, in push order). Never retried:
+a job that dies mid-apply is reported by the finish job, and humans decide what happens next.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+from gidgethub.abc import GitHubAPI
+
+from workers import apply_store, audit, gate_store, vcs
+from workers.apply_store import BlockedApply
+from workers.approvals import approved_keys
+from workers.checkout import checkout, job_workdir
+from workers.context import WorkerContext
+from workers.gate import Apply, Block, Decision, decide_apply, unreadable
+from workers.github import installation_client
+from workers.plan import Plan, PlanError, parse_plan, summary_line
+from workers.pr_plan import CHECKOUT_TIMEOUT
+from workers.projects import Project
+from workers.push_apply import PushRequest, record_outcome
+from workers.render_apply import (
+    render_apply_result,
+    render_blocked,
+    render_blocked_issue_title,
+    render_not_applied,
+    render_superseded,
+)
+from workers.runlog import record_run
+from workers.runner import Terraform, TerraformError
+
+log = logging.getLogger("plangate.apply")
+
+
+@dataclass(frozen=True)
+class Where:
+    """Where this apply talks to humans: the merged PR, else the issue opened when it blocked."""
+
+    number: int | None
+    is_pr: bool
+    pr_author: str | None
+    approved_on: str | None
+
+
+@dataclass
+class Planned:
+    plan: Plan | None
+    text: str
+    decision: Decision
+    planfile: Path
+
+
+def run(ctx: WorkerContext, req: PushRequest, project: Project, where: Where) -> str:
+    """The job body; returns the project's outcome for the combined `plangate/apply` status."""
+    try:
+        outcome = asyncio.run(_run(ctx, req, project, where))
+    except Exception as exc:
+        log.warning(json.dumps({"repo": req.repo, "sha": req.after, "project": project.name, "error": str(exc)}))
+        outcome = "failed"
+    record_outcome(ctx, req, project.name, outcome)
+    return outcome
+
+
+async def _run(ctx: WorkerContext, req: PushRequest, project: Project, where: Where) -> str:
+    async with installation_client(ctx.tokens, req.installation_id, ctx.settings.api_url) as gh:
+        if await _superseded(ctx, gh, req, project):
+            return "not-applied"
+        tf = ctx.terraform(project.tool)
+        token = await ctx.tokens.token(req.installation_id)
+        with job_workdir(ctx.checkouts, req.repo_id, "push", req.after, project.name) as work:
+            await asyncio.to_thread(checkout, req.clone_url, req.after, work, token, timeout=CHECKOUT_TIMEOUT)
+            approved = await _approved(ctx, gh, req, project, where)
+            planned = await asyncio.to_thread(_plan, tf, work, project, approved)
+            if not project.apply_on_merge:
+                return await _report_only(gh, req, project, where, planned, "apply_on_merge is false")
+            if isinstance(planned.decision, Block):
+                return await _block(ctx, gh, req, project, where, planned)
+            if not isinstance(planned.decision, Apply):
+                return await _report_only(gh, req, project, where, planned, planned.decision.reason)
+            return await _apply(ctx, gh, req, project, where, planned, tf, work)
+
+
+def _plan(tf: Terraform, work: Path, project: Project, approved: frozenset[str]) -> Planned:
+    root, planfile = work / project.dir, work / "plangate.tfplan"
+    for step in (tf.init(root), tf.plan(root, planfile)):
+        if not step.ok:
+            return Planned(None, step.output, unreadable(f"{step.step} failed"), planfile)
+    try:
+        plan = parse_plan(tf.show_json(root, planfile))
+        text = tf.show_text(root, planfile)
+    except (TerraformError, PlanError) as exc:
+        return Planned(None, str(exc), unreadable(str(exc)), planfile)
+    return Planned(plan, text, decide_apply(plan, approved), planfile)
+
+
+async def _approved(
+    ctx: WorkerContext, gh: GitHubAPI, req: PushRequest, project: Project, where: Where
+) -> frozenset[str]:
+    """Destroy keys approved on the merged PR's last head, plus those approved on this blocked apply."""
+    login = await vcs.bot_login(ctx.redis, ctx.app_id, ctx.private_key, ctx.settings.api_url)
+    keys: set[str] = set()
+    if where.number is None:
+        return frozenset()
+    for sha in {s for s in (where.approved_on, req.after) if s}:
+        approvals = await gate_store.load_approvals(
+            ctx.redis, gh, repo=req.repo, repo_id=req.repo_id, number=where.number, sha=sha, bot_login=login
+        )
+        keys |= approved_keys(approvals, project.name, sha=sha)
+    return frozenset(keys)
+
+
+async def _superseded(ctx: WorkerContext, gh: GitHubAPI, req: PushRequest, project: Project) -> bool:
+    """An older push never applies over a newer one; a newer push closes the older blocked apply."""
+    blocked = apply_store.blocked_for_project(ctx.redis, req.repo_id, project.name)
+    if blocked is not None and blocked.push["after"] != req.after:
+        newer = await _is_newer(gh, req.repo, blocked.push["after"], req.after)
+        if not newer:
+            return True
+        await _close_blocked(ctx, gh, req, blocked)
+    applied = apply_store.last_applied(ctx.redis, req.repo_id, project.name)
+    return applied is not None and applied != req.after and not await _is_newer(gh, req.repo, applied, req.after)
+
+
+async def _is_newer(gh: GitHubAPI, repo: str, old: str, new: str) -> bool:
+    """Is `new` a descendant of `old` (or a force-push replacing it)? `behind` means it is older."""
+    compare = await gh.getitem(f"/repos/{repo}/compare/{old}...{new}")
+    return bool(compare.get("status") != "behind")
+
+
+async def _close_blocked(ctx: WorkerContext, gh: GitHubAPI, req: PushRequest, blocked: BlockedApply) -> None:
+    name, old = str(blocked.project["name"]), str(blocked.push["after"])
+    body = render_superseded(project=name, old_sha=old, new_sha=req.after)
+    await vcs.post_comment(gh, req.repo, blocked.number, body)
+    if not blocked.is_pr:
+        await gh.patch(f"/repos/{req.repo}/issues/{blocked.number}", data={"state": "closed"})
+    apply_store.clear_blocked(ctx.redis, blocked)
+    record_outcome(ctx, PushRequest(**blocked.push), name, "not-applied")
+    audit.record(ctx.redis, "voided", repo=req.repo, project=name, sha=old, superseded_by=req.after)
+
+
+async def _block(
+    ctx: WorkerContext, gh: GitHubAPI, req: PushRequest, project: Project, where: Where, planned: Planned
+) -> str:
+    decision = planned.decision
+    assert isinstance(decision, Block)
+    body = render_blocked(
+        project=project.name,
+        dir=project.dir,
+        sha=req.after,
+        block=decision,
+        plan=planned.plan,
+        plan_text=planned.text,
+        pr=where.number if where.is_pr else None,
+        approved_on=where.approved_on,
+        mask_patterns=list(ctx.settings.mask_patterns),
+    )
+    number, is_pr = where.number, where.is_pr
+    if number is None:
+        issue = await gh.post(
+            f"/repos/{req.repo}/issues",
+            data={"title": render_blocked_issue_title(req.after, project.name), "body": body},
+        )
+        number, is_pr, comment_id = int(issue["number"]), False, None
+    else:
+        comment_id = int((await vcs.post_comment(gh, req.repo, number, body))["id"])
+    if not decision.error:
+        apply_store.save_blocked(
+            ctx.redis,
+            BlockedApply(
+                push=asdict(req),
+                project=asdict(project),
+                number=number,
+                is_pr=is_pr,
+                pr_author=where.pr_author,
+                approved_on=where.approved_on,
+                destroys=list(decision.unapproved),
+                comment_id=comment_id,
+            ),
+        )
+    audit.record(
+        ctx.redis,
+        "apply-blocked",
+        repo=req.repo,
+        sha=req.after,
+        project=project.name,
+        unapproved=len(decision.unapproved),
+        error=decision.error,
+    )
+    _run_entry(ctx, req, project, number, planned, "blocked")
+    return f"blocked:{len(decision.unapproved)}" if not decision.error else "failed"
+
+
+async def _report_only(
+    gh: GitHubAPI, req: PushRequest, project: Project, where: Where, planned: Planned, reason: str
+) -> str:
+    if where.number is not None:
+        summary = summary_line(planned.plan) if planned.plan else "no plan"
+        body = render_not_applied(project=project.name, sha=req.after, summary=summary, reason=reason)
+        await vcs.post_comment(gh, req.repo, where.number, body)
+    return "noop" if project.apply_on_merge else "not-applied"
+
+
+async def _apply(
+    ctx: WorkerContext,
+    gh: GitHubAPI,
+    req: PushRequest,
+    project: Project,
+    where: Where,
+    planned: Planned,
+    tf: Terraform,
+    work: Path,
+) -> str:
+    key = apply_store.applying_key(req.repo_id, req.after, project.name)
+    ctx.redis.set(key, json.dumps({"number": where.number}), ex=7 * 24 * 3600)
+    step = await asyncio.to_thread(tf.apply, work / project.dir, planned.planfile)
+    ctx.redis.delete(key)
+    ok = step.ok
+    if ok:
+        apply_store.set_applied(ctx.redis, req.repo_id, project.name, req.after)
+        blocked = apply_store.blocked_for_project(ctx.redis, req.repo_id, project.name)
+        if blocked is not None and blocked.push["after"] == req.after:
+            apply_store.clear_blocked(ctx.redis, blocked)
+    approvers = sorted({a for a in _approvers(ctx, req, where, project)})
+    secrets = planned.plan.sensitive_values if planned.plan else ()
+    body = render_apply_result(
+        project=project.name,
+        dir=project.dir,
+        sha=req.after,
+        ok=ok,
+        output=step.output + ("\nSaved plan is stale: state moved since the plan." if step.stale_plan else ""),
+        summary=summary_line(planned.plan) if planned.plan else "",
+        approved_by=approvers,
+        mask_patterns=list(ctx.settings.mask_patterns),
+        secrets=secrets,
+    )
+    if where.number is not None:
+        await vcs.post_comment(gh, req.repo, where.number, body)
+        if not where.is_pr and ok:
+            await gh.patch(f"/repos/{req.repo}/issues/{where.number}", data={"state": "closed"})
+    audit.record(ctx.redis, "applied" if ok else "apply-failed", repo=req.repo, sha=req.after, project=project.name)
+    _run_entry(ctx, req, project, where.number, planned, "applied" if ok else "apply failed", approvers)
+    return "applied" if ok else "failed"
+
+
+def _approvers(ctx: WorkerContext, req: PushRequest, where: Where, project: Project) -> list[str]:
+    if where.number is None:
+        return []
+    found: list[str] = []
+    for sha in {s for s in (where.approved_on, req.after) if s}:
+        found += [a.approver for a in gate_store.cached_approvals(ctx.redis, req.repo_id, where.number, sha)]
+    return found
+
+
+def _run_entry(
+    ctx: WorkerContext,
+    req: PushRequest,
+    project: Project,
+    number: int | None,
+    planned: Planned,
+    result: str,
+    approvers: list[str] | None = None,
+) -> None:
+    record_run(
+        ctx.redis,
+        kind="apply",
+        repo=req.repo,
+        number=number,
+        project=project.name,
+        sha=req.after,
+        summary=summary_line(planned.plan) if planned.plan else "plan failed",
+        gate="success" if result == "applied" else "failure",
+        approver=", ".join(approvers or []),
+        result=result,
+    )

@@ -1,0 +1,76 @@
+"""Redis records of the apply pipeline: blocked applies awaiting approval, the last applied SHA,
+applies in flight. A lost record fails closed: nothing is applied without a fresh plan and check."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+import redis
+
+TTL = 90 * 24 * 3600
+
+
+@dataclass(frozen=True)
+class BlockedApply:
+    """One project's apply at one pushed SHA, held until /approve-destroy on `number`."""
+
+    push: dict[str, Any]  # the PushRequest, as plain values
+    project: dict[str, Any]  # the Project, as plain values
+    number: int  # the merged PR, or the issue plangate opened
+    is_pr: bool
+    pr_author: str | None
+    approved_on: str | None  # the PR head SHA whose approvals were checked
+    destroys: list[str] = field(default_factory=list)
+    comment_id: int | None = None
+
+
+def _by_number(repo_id: int, number: int) -> str:
+    return f"plangate:blocked:{repo_id}:{number}"
+
+
+def _by_project(repo_id: int, project: str) -> str:
+    return f"plangate:blocked-project:{repo_id}:{project}"
+
+
+def save_blocked(conn: redis.Redis, blocked: BlockedApply) -> None:
+    repo_id, name = int(blocked.push["repo_id"]), str(blocked.project["name"])
+    data = json.dumps(asdict(blocked))
+    with conn.pipeline() as pipe:
+        pipe.hset(_by_number(repo_id, blocked.number), name, data)
+        pipe.expire(_by_number(repo_id, blocked.number), TTL)
+        pipe.set(_by_project(repo_id, name), data, ex=TTL)
+        pipe.execute()
+
+
+def blocked_on(conn: redis.Redis, repo_id: int, number: int) -> list[BlockedApply]:
+    raw: Any = conn.hgetall(_by_number(repo_id, number))
+    return [BlockedApply(**json.loads(v)) for _, v in sorted(raw.items())]
+
+
+def blocked_for_project(conn: redis.Redis, repo_id: int, project: str) -> BlockedApply | None:
+    raw = conn.get(_by_project(repo_id, project))
+    return BlockedApply(**json.loads(raw)) if isinstance(raw, bytes) else None
+
+
+def clear_blocked(conn: redis.Redis, blocked: BlockedApply) -> None:
+    repo_id, name = int(blocked.push["repo_id"]), str(blocked.project["name"])
+    with conn.pipeline() as pipe:
+        pipe.hdel(_by_number(repo_id, blocked.number), name)
+        pipe.delete(_by_project(repo_id, name))
+        pipe.execute()
+
+
+def last_applied(conn: redis.Redis, repo_id: int, project: str) -> str | None:
+    raw = conn.get(f"plangate:applied:{repo_id}:{project}")
+    return raw.decode() if isinstance(raw, bytes) else None
+
+
+def set_applied(conn: redis.Redis, repo_id: int, project: str, sha: str) -> None:
+    conn.set(f"plangate:applied:{repo_id}:{project}", sha)
+
+
+def applying_key(repo_id: int, sha: str, project: str) -> str:
+    """Present while `terraform apply` runs: if the job dies, the finish job finds it and says so."""
+    return f"plangate:applying:{repo_id}:{sha}:{project}"

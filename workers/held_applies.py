@@ -1,0 +1,66 @@
+"""Commands on a PR or issue whose apply is held (blocked on destroys, or died mid-apply).
+
+`/approve-destroy` approves exactly the held destroy set at the pushed SHA and re-runs those
+applies: plan again, check the destroy set is still covered (state may have moved), apply.
+`/plan` re-runs them as they are (the route back after an apply died or failed).
+"""
+
+from __future__ import annotations
+
+from gidgethub.abc import GitHubAPI
+
+from workers import audit, gate_store, vcs
+from workers.apply_store import BlockedApply
+from workers.approvals import Refusal, approval_for, coverage
+from workers.command_types import CommandRequest, Outcome
+from workers.context import WorkerContext
+from workers.permissions import may_approve, may_plan
+from workers.render_replies import render_approved, render_not_allowed, render_planning, render_refusal
+from workers.repo_config import base_config
+
+
+async def decide(ctx: WorkerContext, gh: GitHubAPI, req: CommandRequest, held: list[BlockedApply]) -> Outcome:
+    sha = str(held[-1].push["after"])  # the latest held push; older ones are superseded by it
+    current = [b for b in held if b.push["after"] == sha]
+    if req.command == "plan":
+        allowed = await may_plan(gh, req.repo, req.commenter, req.commenter_type)
+        if not allowed.allowed:
+            return Outcome(
+                render_not_allowed(req.commenter, allowed.reason, command="plan", reply_to=req.comment_id), "-1"
+            )
+        names = [str(b.project["name"]) for b in current]
+        return Outcome(render_planning(sha, names, reply_to=req.comment_id), "+1", reapply=current)
+    return await _approve(ctx, gh, req, current, sha)
+
+
+async def _approve(
+    ctx: WorkerContext, gh: GitHubAPI, req: CommandRequest, held: list[BlockedApply], sha: str
+) -> Outcome:
+    where = {"repo": req.repo, "number": req.number, "sha": sha, "by": req.commenter, "held": True}
+    policy = await base_config(gh, req.repo, req.default_branch)
+    allowed = await may_approve(
+        gh,
+        repo=req.repo,
+        login=req.commenter,
+        user_type=req.commenter_type,
+        pr_author=held[0].pr_author,
+        policy=policy.destroy_approvers,
+    )
+    if not allowed.allowed:
+        audit.record(ctx.redis, "refused", reason=allowed.reason, **where)
+        return Outcome(render_not_allowed(req.commenter, allowed.reason, reply_to=req.comment_id), "-1")
+    destroys = {str(b.project["name"]): list(b.destroys) for b in held}
+    decision = approval_for(destroys, sha, req.commenter, req.projects)
+    if isinstance(decision, Refusal):
+        audit.record(ctx.redis, "refused", reason=decision.reason, **where)
+        return Outcome(render_refusal(decision.reason, reply_to=req.comment_id), "confused")
+    login = await vcs.bot_login(ctx.redis, ctx.app_id, ctx.private_key, ctx.settings.api_url)
+    known = await gate_store.load_approvals(
+        ctx.redis, gh, repo=req.repo, repo_id=req.repo_id, number=req.number, sha=sha, bot_login=login
+    )
+    gate_store.add_approval(ctx.redis, req.repo_id, req.number, sha, known, decision)
+    cov = coverage(destroys, [*known, decision], sha=sha)
+    audit.record(ctx.redis, "approved", destroys=len(decision.pairs), complete=cov.complete, **where)
+    approved_projects = {project for project, _ in decision.pairs}
+    rerun = [b for b in held if str(b.project["name"]) in approved_projects]
+    return Outcome(render_approved(decision, cov, reply_to=req.comment_id), "+1", reapply=rerun)

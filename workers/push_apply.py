@@ -1,0 +1,128 @@
+"""Apply on merge: a push to the default branch → per project, a fresh plan → gate → apply or block.
+
+Whatever way the commit arrived (merge, squash, rebase, direct push), the plan is made at the
+pushed SHA, the decision is taken on the JSON of that saved plan, and that saved plan file is
+what gets applied, in the same job. Destroys apply only when every one is covered by an
+approval: on the merged PR's last head SHA, or on the blocked apply itself.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from dataclasses import dataclass
+from typing import Any
+
+from gidgethub.abc import GitHubAPI
+
+from workers import audit, vcs
+from workers.checkout import checkout, job_workdir
+from workers.config import ConfigError, parse_config
+from workers.context import WorkerContext
+from workers.github import installation_client
+from workers.pr_plan import CHECKOUT_TIMEOUT
+from workers.projects import Project, find_projects
+from workers.render_apply import apply_pending, apply_status, render_apply_died
+from workers.scan import scan
+
+log = logging.getLogger("plangate.apply")
+APPLY_CONTEXT = "plangate/apply"
+ZERO_SHA = "0" * 40
+COMPARE_FILE_CAP = 300  # GitHub's compare API lists at most 300 files
+
+
+@dataclass(frozen=True)
+class PushRequest:
+    installation_id: int
+    repo_id: int
+    repo: str
+    clone_url: str
+    default_branch: str
+    before: str
+    after: str
+    forced: bool = False
+
+
+@dataclass(frozen=True)
+class MergedPR:
+    number: int
+    head_sha: str  # the PR's last head: where its approvals were given
+    author: str
+
+
+@dataclass(frozen=True)
+class Dispatch:
+    projects: list[Project]
+    pr: MergedPR | None
+
+
+async def dispatch(ctx: WorkerContext, req: PushRequest) -> Dispatch | None:
+    """Mark the SHA pending and find the affected projects and the merged PR; None: nothing to do."""
+    async with installation_client(ctx.tokens, req.installation_id, ctx.settings.api_url) as gh:
+        pr = await merged_pr(gh, req.repo, req.after)
+        changed = await _changed(gh, req)
+        token = await ctx.tokens.token(req.installation_id)
+        with job_workdir(ctx.checkouts, req.repo_id, "push", req.after, "_discovery") as work:
+            await asyncio.to_thread(checkout, req.clone_url, req.after, work, token, timeout=CHECKOUT_TIMEOUT)
+            snapshot = scan(work)
+        try:
+            config = parse_config(snapshot.config_text)
+        except ConfigError as exc:
+            await vcs.set_status(gh, req.repo, req.after, APPLY_CONTEXT, "failure", f"invalid .plangate.yml: {exc.key}")
+            if pr is not None:
+                await vcs.post_comment(gh, req.repo, pr.number, f"plangate did not apply {req.after[:7]}: {exc}")
+            return None
+        projects = list(find_projects(config, changed, snapshot.all_files, snapshot.module_sources).projects)
+        if not projects:
+            await vcs.set_status(gh, req.repo, req.after, APPLY_CONTEXT, "success", "no Terraform project affected")
+            return None
+        await vcs.set_status(gh, req.repo, req.after, APPLY_CONTEXT, *apply_pending(len(projects)))
+    return Dispatch(projects, pr)
+
+
+async def merged_pr(gh: GitHubAPI, repo: str, sha: str) -> MergedPR | None:
+    """The PR this commit merged (merge commit, squash, or fast-forward of its head), if any."""
+    candidates = [p async for p in gh.getiter(f"/repos/{repo}/commits/{sha}/pulls")]
+    merged = [p for p in candidates if p.get("merged_at")]
+    exact = [p for p in merged if sha in (p.get("merge_commit_sha"), p["head"]["sha"])]
+    chosen = (exact or merged or [None])[0]
+    if chosen is None:
+        return None
+    return MergedPR(int(chosen["number"]), str(chosen["head"]["sha"]), str(chosen["user"]["login"]))
+
+
+async def _changed(gh: GitHubAPI, req: PushRequest) -> list[str] | None:
+    """Files changed by the push; None (plan every project) for a new branch or a force push."""
+    if req.forced or req.before == ZERO_SHA:
+        return None
+    compare = await gh.getitem(f"/repos/{req.repo}/compare/{req.before}...{req.after}")
+    if compare.get("status") not in ("ahead", "identical"):
+        return None
+    files = [f["filename"] for f in compare.get("files", [])]
+    files += [f["previous_filename"] for f in compare.get("files", []) if f.get("previous_filename")]
+    return None if len(compare.get("files", [])) >= COMPARE_FILE_CAP else files
+
+
+def outcomes_key(repo_id: int, sha: str) -> str:
+    return f"plangate:apply-outcomes:{repo_id}:{sha}"
+
+
+def record_outcome(ctx: WorkerContext, req: PushRequest, project: str, outcome: str) -> None:
+    ctx.redis.hset(outcomes_key(req.repo_id, req.after), project, outcome)
+    ctx.redis.expire(outcomes_key(req.repo_id, req.after), 90 * 24 * 3600)
+
+
+def outcomes(ctx: WorkerContext, req: PushRequest) -> dict[str, str]:
+    raw: Any = ctx.redis.hgetall(outcomes_key(req.repo_id, req.after))
+    return {k.decode(): v.decode() for k, v in raw.items()}
+
+
+async def finish(ctx: WorkerContext, req: PushRequest, where: Any) -> None:
+    """`plangate/apply` on the pushed SHA from every project's outcome; a death mid-apply is told."""
+    found = outcomes(ctx, req)
+    async with installation_client(ctx.tokens, req.installation_id, ctx.settings.api_url) as gh:
+        for project, outcome in sorted(found.items()):
+            if outcome == "error" and where.number is not None:
+                await vcs.post_comment(gh, req.repo, where.number, render_apply_died(project=project, sha=req.after))
+                audit.record(ctx.redis, "apply-failed", repo=req.repo, sha=req.after, project=project, died=True)
+        await vcs.set_status(gh, req.repo, req.after, APPLY_CONTEXT, *apply_status(found))
