@@ -71,7 +71,13 @@ def _stop(procs: list[subprocess.Popen[bytes]]) -> None:
 
 @contextmanager
 def running_stack(
-    root: Path, redis_url: str, *, workers: int = 1, secret: str = "stand-in-webhook-secret", web_port: int = 0
+    root: Path,
+    redis_url: str,
+    *,
+    workers: int = 1,
+    secret: str = "stand-in-webhook-secret",
+    web_port: int = 0,
+    extra_env: dict[str, str] | None = None,
 ) -> Iterator[Stack]:
     """The stand-in (in this process), one web and `workers` worker processes; all stopped afterwards."""
     key = new_private_key_pem()
@@ -90,6 +96,7 @@ def running_stack(
             "REDIS_URL": redis_url,
             "PLANGATE_WORKDIR": str(root / "work"),
             "PLANGATE_TF_TIMEOUT": "300",
+            **(extra_env or {}),
         }
         cli = [sys.executable, "-m", "bot.cli"]
         web_log = (logs / "web.log").open("wb")

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 
 import pytest
@@ -10,7 +11,7 @@ import redis
 
 from standin.stack import Stack, running_stack
 from standin.state import Repo
-from tests.tfproject import apply_directly, main_tf, state_addresses
+from tests.tfproject import apply_directly, main_tf, state_addresses, tool
 
 pytestmark = pytest.mark.e2e
 BOT = "plangate[bot]"
@@ -159,3 +160,47 @@ def test_two_quick_pushes_apply_one_at_a_time_in_order(
         assert order in ([first, second], [second]), order  # never the older one after the newer
         serial = json.loads(state.read_text())["serial"]
         assert serial >= 2
+
+
+KILLER = """#!/bin/sh
+# terraform, except that the first `apply` kills the RQ work horse running it (a worker lost mid-apply)
+if [ "$1" = "apply" ] && [ ! -e "$KILLER_MARKER" ]; then
+  touch "$KILLER_MARKER"
+  kill -9 "$PPID"
+  exit 1
+fi
+exec {real} "$@"
+"""
+
+
+def test_apply_that_dies_is_reported_and_rerun_by_plan(
+    world: tuple[Path, Path], redis_url: str, redis_conn: redis.Redis
+) -> None:
+    tmp_path, state = world
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    wrapper = bin_dir / "terraform"
+    wrapper.write_text(KILLER.format(real=tool()))
+    wrapper.chmod(0o755)
+    env = {
+        "PATH": f"{bin_dir}:{os.environ['PATH']}",
+        "KILLER_MARKER": str(tmp_path / "killed-once"),
+        "PLANGATE_TF_ENV": "KILLER_MARKER",
+    }
+    with running_stack(tmp_path, redis_url, extra_env=env) as stack:
+        gh = stack.gh
+        repo = gh.create_repo("acme", "infra", {"infra/main.tf": main_tf(state, {"keep": "a", "doomed": "b"})})
+        gh.set_permission(repo, "bob", "write")
+        pr = gh.open_pr(
+            repo, "add", "alice", "Add", {"infra/main.tf": main_tf(state, {"keep": "a", "doomed": "b", "new": "n"})}
+        )
+        _planned(stack, repo, pr.head_sha)
+        merged = gh.merge_pr(pr)
+        assert "died" in _apply_state(stack, repo, merged, "error")
+        assert (tmp_path / "killed-once").exists()
+        died = [b for b in _bot_bodies(stack, repo, pr.number) if "plangate:apply-died" in b]
+        assert len(died) == 1 and "check the state" in died[0]
+
+        gh.comment(repo, pr.number, "bob", "/plan")
+        _apply_state(stack, repo, merged, "success")
+        assert "terraform_data.new" in state_addresses(state)

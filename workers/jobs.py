@@ -152,11 +152,14 @@ def apply_project(push: dict[str, Any], project: dict[str, Any], where: dict[str
 def finish_apply(push: dict[str, Any], job_ids: list[str], where: dict[str, Any]) -> None:
     """Jobs that died mid-apply are reported; then `plangate/apply` from every project's outcome at the SHA."""
     ctx = context()
-    req = PushRequest(**push)
+    req, at = PushRequest(**push), Where(**where)
+    died: list[Project] = []
     for job_id in job_ids:
         job = Job.fetch(job_id, connection=ctx.redis)
         if job.get_status() != JobStatus.FINISHED:
-            project = str(job.kwargs["project"]["name"])
-            died = ctx.redis.delete(apply_store.applying_key(req.repo_id, req.after, project))
-            push_apply.record_outcome(ctx, req, project, "error" if died else "failed")
-    asyncio.run(push_apply.finish(ctx, req, Where(**where)))
+            project = Project(**job.kwargs["project"])
+            in_apply = ctx.redis.delete(apply_store.applying_key(req.repo_id, req.after, project.name))
+            push_apply.record_outcome(ctx, req, project.name, "error" if in_apply else "failed")
+            if in_apply:
+                died.append(project)
+    asyncio.run(push_apply.finish(ctx, req, at, died))

@@ -10,12 +10,13 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from typing import Any
 
 from gidgethub.abc import GitHubAPI
 
-from workers import audit, vcs
+from workers import apply_store, audit, vcs
+from workers.apply_store import BlockedApply
 from workers.checkout import checkout, job_workdir
 from workers.config import ConfigError, parse_config
 from workers.context import WorkerContext
@@ -117,12 +118,29 @@ def outcomes(ctx: WorkerContext, req: PushRequest) -> dict[str, str]:
     return {k.decode(): v.decode() for k, v in raw.items()}
 
 
-async def finish(ctx: WorkerContext, req: PushRequest, where: Any) -> None:
-    """`plangate/apply` on the pushed SHA from every project's outcome; a death mid-apply is told."""
-    found = outcomes(ctx, req)
+async def finish(ctx: WorkerContext, req: PushRequest, where: Any, died: list[Project]) -> None:
+    """`plangate/apply` on the pushed SHA from every project's outcome; an apply that died is told,
+    and held so that `/plan` on the PR (or on the issue opened for it) runs plan → gate → apply again."""
     async with installation_client(ctx.tokens, req.installation_id, ctx.settings.api_url) as gh:
-        for project, outcome in sorted(found.items()):
-            if outcome == "error" and where.number is not None:
-                await vcs.post_comment(gh, req.repo, where.number, render_apply_died(project=project, sha=req.after))
-                audit.record(ctx.redis, "apply-failed", repo=req.repo, sha=req.after, project=project, died=True)
-        await vcs.set_status(gh, req.repo, req.after, APPLY_CONTEXT, *apply_status(found))
+        for project in died:
+            body = render_apply_died(project=project.name, sha=req.after)
+            number, is_pr = where.number, where.is_pr
+            if number is None:
+                title = f"plangate: apply died on {req.after[:7]} ({project.name})"
+                number, is_pr = (
+                    int((await gh.post(f"/repos/{req.repo}/issues", data={"title": title, "body": body}))["number"]),
+                    False,
+                )
+            else:
+                await vcs.post_comment(gh, req.repo, number, body)
+            held = BlockedApply(
+                push=asdict(req),
+                project=asdict(project),
+                number=number,
+                is_pr=is_pr,
+                pr_author=where.pr_author,
+                approved_on=where.approved_on,
+            )
+            apply_store.save_blocked(ctx.redis, held)
+            audit.record(ctx.redis, "apply-failed", repo=req.repo, sha=req.after, project=project.name, died=True)
+        await vcs.set_status(gh, req.repo, req.after, APPLY_CONTEXT, *apply_status(outcomes(ctx, req)))
