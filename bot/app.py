@@ -14,7 +14,7 @@ from starlette.responses import JSONResponse, PlainTextResponse, RedirectRespons
 from starlette.routing import Route
 
 from bot import settings as settings_module
-from bot import setup
+from bot import setup, status_page
 from bot.enqueue import COMMANDS_QUEUE, PLANS_QUEUE
 from bot.metrics import GateDecisions
 from bot.settings import Settings
@@ -44,6 +44,7 @@ def create_app(settings: Settings | None = None) -> Starlette:
             Route("/readyz", readyz),
             Route("/metrics", metrics),
             *setup.routes,
+            *status_page.routes,
         ],
         lifespan=lifespan,
     )

@@ -56,12 +56,13 @@ def cmd_worker(args: argparse.Namespace) -> int:
 
     conn = redis.Redis.from_url(settings.redis_url)
     worker = Worker(list(QUEUE_NAMES), connection=conn)
-    worker.work(burst=args.burst, logging_level="INFO")
+    worker.work(burst=args.burst, logging_level="INFO", with_scheduler=True)  # runs jittered drift checks
     return 0
 
 
 def cmd_cron(args: argparse.Namespace) -> int:
     import redis
+    from rq import Queue
     from rq.cron import CronScheduler
 
     from bot.enqueue import PLANS_QUEUE
@@ -69,8 +70,14 @@ def cmd_cron(args: argparse.Namespace) -> int:
 
     settings = _settings(need_app=True)
     _logging()
-    scheduler = CronScheduler(connection=redis.Redis.from_url(settings.redis_url), logging_level="INFO")
+    from workers import jobs
+
+    conn = redis.Redis.from_url(settings.redis_url)
+    scheduler = CronScheduler(connection=conn, logging_level="INFO")
     scheduler.register(maintenance.sweep_workdirs, PLANS_QUEUE, cron="17 * * * *", name="sweep-workdirs")
+    scheduler.register(jobs.refresh_drift_targets, PLANS_QUEUE, cron="7 * * * *", name="drift-targets")
+    scheduler.register(jobs.drift_tick, PLANS_QUEUE, cron="* * * * *", name="drift-tick")
+    Queue(PLANS_QUEUE, connection=conn).enqueue(jobs.refresh_drift_targets)  # know the targets from the start
     scheduler.start()  # type: ignore[no-untyped-call]
     return 0
 

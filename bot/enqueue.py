@@ -32,11 +32,13 @@ class Enqueued:
     duplicate: bool
 
 
-def enqueue_once(queue: Queue, func: str, job_id: str, kwargs: dict[str, Any], *, timeout: int = 3 * 3600) -> Enqueued:
+def enqueue_once(
+    queue: Queue, func: str, job_id: str, kwargs: dict[str, Any], *, timeout: int = 3 * 3600, result_ttl: int = 3600
+) -> Enqueued:
     """Enqueue unless a job with this id already exists (a redelivery or duplicate event)."""
     started = time.perf_counter()
     try:
-        queue.enqueue(func, kwargs=kwargs, job_id=job_id, unique=True, job_timeout=timeout, result_ttl=3600)
+        queue.enqueue(func, kwargs=kwargs, job_id=job_id, unique=True, job_timeout=timeout, result_ttl=result_ttl)
     except DuplicateJobError:
         return Enqueued(job_id, duplicate=True)
     finally:

@@ -14,6 +14,8 @@ from urllib.parse import urlparse
 from cryptography.hazmat.primitives.asymmetric.rsa import RSAPrivateKey
 from cryptography.hazmat.primitives.serialization import load_pem_private_key
 
+from workers.drift_schedule import validate_schedule
+
 DEFAULT_API_URL = "https://api.github.com"
 DEFAULT_REDIS_URL = "redis://127.0.0.1:6379/0"
 
@@ -38,6 +40,7 @@ class Settings:
     tf_timeout: float
     tf_memory_mb: int
     mask_patterns: tuple[str, ...]
+    drift_schedule: str | None  # server-wide drift schedule for repos that configure none
 
     def __repr__(self) -> str:
         return f"Settings(app_id={self.app_id}, api_url={self.api_url!r}, workdir={str(self.workdir)!r})"
@@ -107,6 +110,16 @@ def _patterns(env: Mapping[str, str]) -> tuple[str, ...]:
     return patterns
 
 
+def _cron(env: Mapping[str, str], name: str) -> str | None:
+    value = (env.get(name) or "").strip()
+    if not value:
+        return None
+    try:
+        return validate_schedule(value, name)
+    except ValueError as exc:
+        raise SettingsError(name, str(exc).removeprefix(f"{name}: ")) from None
+
+
 def load(env: Mapping[str, str] | None = None, *, need_webhook: bool = False, need_app: bool = False) -> Settings:
     """Read every setting; `need_*` make the settings a process cannot run without mandatory."""
     env = os.environ if env is None else env
@@ -139,4 +152,5 @@ def load(env: Mapping[str, str] | None = None, *, need_webhook: bool = False, ne
         tf_timeout=_positive(env, "PLANGATE_TF_TIMEOUT", 1800.0),
         tf_memory_mb=int(_positive(env, "PLANGATE_TF_MEMORY_MB", 4096)),
         mask_patterns=_patterns(env),
+        drift_schedule=_cron(env, "PLANGATE_DRIFT_SCHEDULE"),
     )

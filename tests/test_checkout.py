@@ -231,3 +231,27 @@ def test_job_workdir_is_fresh_and_removed_afterwards(tmp_path: Path) -> None:
     with pytest.raises(RuntimeError, match="boom"), job_workdir(*args) as three:
         raise RuntimeError("boom")
     assert not three.exists()
+
+
+def test_remote_head_reads_the_branch_tip(tmp_path: Path) -> None:
+    from workers.checkout import remote_head
+
+    bare = tmp_path / "origin.git"
+    subprocess.run(["git", "init", "--bare", "-q", "-b", "main", str(bare)], check=True)
+    work = tmp_path / "work"
+    subprocess.run(["git", "clone", "-q", str(bare), str(work)], check=True, capture_output=True)
+    (work / "f").write_text("x")
+    git_env = {
+        **os.environ,
+        "GIT_AUTHOR_NAME": "a",
+        "GIT_AUTHOR_EMAIL": "a@x",
+        "GIT_COMMITTER_NAME": "a",
+        "GIT_COMMITTER_EMAIL": "a@x",
+    }
+    subprocess.run(["git", "-C", str(work), "add", "f"], check=True)
+    subprocess.run(["git", "-C", str(work), "commit", "-qm", "c"], check=True, env=git_env)
+    subprocess.run(["git", "-C", str(work), "push", "-q", "origin", "HEAD:main"], check=True, capture_output=True)
+    tip = subprocess.run(["git", "-C", str(work), "rev-parse", "HEAD"], capture_output=True, text=True).stdout.strip()
+    assert remote_head(f"file://{bare}", "main", None, timeout=30) == tip
+    with pytest.raises(CheckoutError, match="not found"):
+        remote_head(f"file://{bare}", "nope", None, timeout=30)

@@ -29,6 +29,16 @@ PLAN_FIXTURES = {
     "pull_request.ready_for_review.json",
 }
 PUSH_FIXTURES = {"push.new-branch-default.json", "push.no-username-committer.json"}
+INSTALLATION_FIXTURES = {
+    "installation.created.json",
+    "installation.created.with-requester.json",
+    "installation.deleted.json",
+    "installation.new_permissions_accepted.json",
+    "installation.suspend.json",
+    "installation.unsuspend.json",
+    "installation_repositories.added.json",
+    "installation_repositories.removed.json",
+}
 
 
 @pytest.fixture
@@ -59,6 +69,9 @@ def test_every_published_example_is_accepted(client: TestClient, redis_conn: red
     elif fixture in PUSH_FIXTURES:
         assert status == 202, answer
         assert len(jobs[PLANS_QUEUE]) == 1 and jobs[PLANS_QUEUE][0].startswith("push-")
+    elif fixture in INSTALLATION_FIXTURES:
+        assert status == 202, answer
+        assert jobs[PLANS_QUEUE] == ["drift-targets-refresh"]
     else:
         assert status == 200, answer
         assert jobs == {PLANS_QUEUE: [], COMMANDS_QUEUE: []}
@@ -189,6 +202,13 @@ def test_redis_down_is_503(redis_url: str) -> None:
         assert status == 503, answer
         assert c.get("/readyz").status_code == 503
         assert c.get("/healthz").status_code == 200
+
+
+def test_installation_events_queue_one_drift_refresh(client: TestClient, redis_conn: redis.Redis) -> None:
+    assert post(client, "installation", load("installation.created.json"))[0] == 202
+    status, answer = post(client, "installation_repositories", load("installation_repositories.added.json"))
+    assert (status, answer["outcome"]) == (200, "duplicate")
+    assert queued(redis_conn)[PLANS_QUEUE] == ["drift-targets-refresh"]
 
 
 def test_metrics_and_readiness(client: TestClient, redis_conn: redis.Redis) -> None:

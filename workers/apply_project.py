@@ -193,7 +193,7 @@ async def _block(
         error=decision.error,
     )
     _run_entry(ctx, req, project, number, planned, "blocked")
-    return f"blocked:{len(decision.unapproved)}" if not decision.error else "failed"
+    return "blocked:0" if decision.error else f"blocked:{len(decision.unapproved)}"
 
 
 async def _report_only(

@@ -101,6 +101,21 @@ def checkout(clone_url: str, sha: str, dest: Path, token: str | None, *, timeout
         raise CheckoutError(f"checked out {got}, expected {sha}")
 
 
+def remote_head(clone_url: str, branch: str, token: str | None, *, timeout: float) -> str:
+    """The SHA `branch` points at on the remote (`git ls-remote`), authenticated like a fetch."""
+    deadline = time.monotonic() + timeout
+    with tempfile.TemporaryDirectory(prefix="plangate-git-home-") as home:
+        header = {f"http.{_origin(clone_url)}.extraHeader": _auth_header(token)} if token else {}
+        env = _git_env(Path(home), header)
+        ref = f"refs/heads/{branch}"
+        out = _git(["ls-remote", "--", clone_url, ref], cwd=Path(home), env=env, deadline=deadline, token=token)
+    for line in out.stdout.decode().splitlines():
+        sha, _, name = line.partition("\t")
+        if name == ref and _SHA.fullmatch(sha):
+            return sha
+    raise CheckoutError(f"branch {branch!r} not found on the remote")
+
+
 def _safe(part: str) -> str:
     """A path component for any string: readable, and distinct for distinct inputs."""
     digest = hashlib.sha256(part.encode()).hexdigest()[:8]

@@ -33,3 +33,4 @@ class Outcome:
     reaction: str
     replan: dict[str, Any] | None = None
     reapply: list[BlockedApply] = field(default_factory=list)  # held applies to plan, check and apply again
+    redrift: dict[str, Any] | None = None  # a drift target (one project) to check again

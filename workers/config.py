@@ -15,7 +15,8 @@ from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
 import yaml
-from croniter import croniter
+
+from workers.drift_schedule import is_valid_schedule
 
 # Atlantis' default, plus the lock file (a provider upgrade changes the plan). Relative to the project dir.
 DEFAULT_WHEN_MODIFIED = ("**/*.tf*", "**/.terraform.lock.hcl")
@@ -161,7 +162,7 @@ def _drift(m: Mapping[str, object], path: str) -> str | None:
         return None
     drift = _mapping(m["drift"], path, ("schedule",))
     schedule = _typed(drift, "schedule", f"{path}.schedule", str, "a cron expression string", "")
-    if not schedule.strip() or not croniter.is_valid(schedule):
+    if not is_valid_schedule(schedule):
         raise ConfigError(f"{path}.schedule", f'invalid cron expression "{schedule}"')
     return schedule
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 from dataclasses import asdict
+from datetime import UTC, datetime
 from typing import Any
 
 import redis
@@ -12,10 +13,11 @@ from rq.job import Dependency, Job, JobStatus
 
 from bot.enqueue import PLANS_QUEUE, enqueue_once
 from workers import apply_project as apply_project_module
-from workers import apply_store, pr_command, pr_plan, push_apply
+from workers import apply_store, drift, pr_command, pr_plan, push_apply
 from workers.apply_project import Where
 from workers.command_types import CommandRequest
 from workers.context import context
+from workers.drift_schedule import DriftTarget
 from workers.pr_plan import PlanRequest
 from workers.projects import Project
 from workers.push_apply import PushRequest
@@ -98,6 +100,9 @@ def handle_command(**kwargs: Any) -> str:
     for held in outcome.reapply:
         where = Where(number=held.number, is_pr=held.is_pr, pr_author=held.pr_author, approved_on=held.approved_on)
         enqueue_applies(ctx.redis, PushRequest(**held.push), [Project(**held.project)], where)
+    if outcome.redrift is not None:
+        queue = Queue(PLANS_QUEUE, connection=ctx.redis)
+        queue.enqueue("workers.jobs.drift_check", kwargs={"target": outcome.redrift})
     if outcome.replan is not None:
         req = outcome.replan
         job_id = f"plan-{req['repo_id']}-{req['pr']}-{req['sha']}-{req['trigger']}"
@@ -163,3 +168,35 @@ def finish_apply(push: dict[str, Any], job_ids: list[str], where: dict[str, Any]
             if in_apply:
                 died.append(project)
     asyncio.run(push_apply.finish(ctx, req, at, died))
+
+
+def refresh_drift_targets() -> int:
+    """Which repositories and projects have drift checks, from the App's installations."""
+    return len(asyncio.run(drift.refresh(context())))
+
+
+def drift_tick() -> list[str]:
+    """Every minute (RQ cron): enqueue the drift checks due now, spread out per installation."""
+    return drift.tick(context(), datetime.now(UTC))
+
+
+def drift_check(target: dict[str, Any]) -> list[str]:
+    """One repository's check: resolve the default branch head, then one job per project."""
+    ctx = context()
+    goal = DriftTarget.from_plain(target)
+    sha, projects = asyncio.run(drift.projects_due(ctx, goal))
+    queue = Queue(PLANS_QUEUE, connection=ctx.redis)
+    ids = []
+    for project in projects:
+        job = queue.enqueue(
+            "workers.jobs.drift_project",
+            kwargs={"target": target, "project": asdict(project), "sha": sha},
+            rate_limit=project_rate_limit(goal.repo_id, project.name),
+            job_timeout=int(ctx.settings.tf_timeout * 4 + STEP_MARGIN),
+        )
+        ids.append(job.id)
+    return ids
+
+
+def drift_project(target: dict[str, Any], project: dict[str, Any], sha: str) -> str:
+    return drift.check_project(context(), DriftTarget.from_plain(target), Project(**project), sha)

@@ -7,12 +7,13 @@ Approvals are judged against the default branch's policy and the latest plan of 
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 from gidgethub.abc import GitHubAPI
 
 from bot.commands import NearMiss
-from workers import apply_store, audit, gate_store, held_applies, vcs
+from workers import apply_store, audit, drift, gate_store, held_applies, vcs
 from workers.approvals import Approval, Refusal, approval_for, coverage
 from workers.command_types import CommandRequest, Outcome
 from workers.config import ConfigError, RepoConfig
@@ -54,6 +55,10 @@ async def _decide(ctx: WorkerContext, gh: GitHubAPI, req: CommandRequest) -> Out
     held = apply_store.blocked_on(ctx.redis, req.repo_id, req.number)
     if held and req.command in ("approve-destroy", "plan"):
         return await held_applies.decide(ctx, gh, req, held)
+    if not req.is_pr and req.command == "plan":
+        watched = ctx.redis.get(drift.by_issue_key(req.repo_id, req.number))
+        if isinstance(watched, bytes):
+            return await _recheck_drift(gh, req, json.loads(watched))
     if not req.is_pr:
         text = "plangate commands work on pull requests (and on the issues plangate opens for blocked applies)."
         return Outcome(render_refusal(text, command=req.command or "help", reply_to=req.comment_id), "confused")
@@ -92,6 +97,16 @@ async def _plan(gh: GitHubAPI, req: CommandRequest, pull: dict[str, Any], sha: s
         "only": list(req.projects),
     }
     return Outcome(render_planning(sha, req.projects, reply_to=req.comment_id), "+1", replan=replan)
+
+
+async def _recheck_drift(gh: GitHubAPI, req: CommandRequest, watched: dict[str, Any]) -> Outcome:
+    """`/plan` in a drift issue: check that project again now."""
+    allowed = await may_plan(gh, req.repo, req.commenter, req.commenter_type)
+    if not allowed.allowed:
+        return Outcome(render_not_allowed(req.commenter, allowed.reason, command="plan", reply_to=req.comment_id), "-1")
+    target = {**watched["target"], "project": watched["project"]["name"]}
+    reply = render_planning(req.default_branch, [target["project"]], reply_to=req.comment_id)
+    return Outcome(reply, "+1", redrift=target)
 
 
 async def _approve(

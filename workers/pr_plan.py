@@ -158,15 +158,13 @@ def plan_project(ctx: WorkerContext, req: PlanRequest, project: Project) -> Proj
         token = asyncio.run(ctx.tokens.token(req.installation_id))
         with job_workdir(ctx.checkouts, req.repo_id, f"pr-{req.pr}", req.sha, project.name) as work:
             checkout(req.clone_url, req.sha, work, token, timeout=CHECKOUT_TIMEOUT)
-            return _run_terraform(terraform, work, project, base, tool)
+            return run_terraform(terraform, work, project, base, tool)
     except Exception as exc:  # any failure is reported on the PR, never swallowed
         log.warning(json.dumps({"repo": req.repo, "pr": req.pr, "project": project.name, "error": str(exc)}))
         return ProjectResult(**base, tool=tool, plan=None, error=f"{type(exc).__name__}: {exc}")
 
 
-def _run_terraform(
-    terraform: Terraform, work: Path, project: Project, base: dict[str, Any], tool: str
-) -> ProjectResult:
+def run_terraform(terraform: Terraform, work: Path, project: Project, base: dict[str, Any], tool: str) -> ProjectResult:
     root = work / project.dir
     if project.workspace != "default":
         terraform = replace(terraform, env={**terraform.env, "TF_WORKSPACE": project.workspace})

@@ -288,7 +288,7 @@ def apply_status(outcomes: Mapping[str, str]) -> tuple[State, str]:
             raise ValueError(f"unknown apply outcome {outcome!r} for {project!r}")
         by.setdefault(kind, []).append(project)
     if "error" in by:
-        return "error", describe(f"apply died in {_names(by['error'], 300)} — check the state")
+        return "error", describe(f"apply died in {_names(by['error'], 90)} — check the state")
     if "failed" in by:
         return "failure", describe(f"apply failed in {_names(by['failed'], 110)}")
     if "untrusted" in by:

@@ -18,8 +18,10 @@ class Delivery:
     jobs: list[str] = field(default_factory=list)
     reason: str = ""
 
-    def enqueue(self, queue: Queue, func: str, job_id: str, kwargs: dict[str, Any]) -> Enqueued:
-        result = enqueue_once(queue, func, job_id, kwargs)
+    def enqueue(
+        self, queue: Queue, func: str, job_id: str, kwargs: dict[str, Any], *, result_ttl: int = 3600
+    ) -> Enqueued:
+        result = enqueue_once(queue, func, job_id, kwargs, result_ttl=result_ttl)
         self.jobs.append(job_id)
         if result.duplicate:
             if self.outcome != "enqueued":

@@ -1,4 +1,4 @@
-"""installation, installation_repositories, ping: acknowledged; nothing to enqueue."""
+"""installation, installation_repositories: refresh the drift targets; ping: acknowledged."""
 
 from __future__ import annotations
 
@@ -11,7 +11,16 @@ router = Router()
 
 
 @router.register("ping")
-@router.register("installation")
-@router.register("installation_repositories")
 async def acknowledge(event: Event, delivery: Delivery) -> None:
     delivery.outcome = "acknowledged"
+
+
+@router.register("installation")
+@router.register("installation_repositories")
+async def refresh_drift_targets(event: Event, delivery: Delivery) -> None:
+    """The set of installed repositories changed: re-read which ones have drift checks.
+
+    One refresh waiting in the queue covers every event that arrives meanwhile (unique id; the
+    finished job keeps no result, so the next change enqueues a new one).
+    """
+    delivery.enqueue(delivery.plans, "workers.jobs.refresh_drift_targets", "drift-targets-refresh", {}, result_ttl=0)

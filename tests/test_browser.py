@@ -1,0 +1,101 @@
+"""The status page in a real headless Chromium, after a real PR that destroys something went through the stack."""
+
+from __future__ import annotations
+
+import shutil
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+import redis
+from playwright.sync_api import Browser, sync_playwright
+
+from standin.stack import Stack, running_stack
+from tests.tfproject import apply_directly, main_tf
+from workers.runlog import recent_runs, record_run
+
+pytestmark = pytest.mark.e2e
+
+CHROMIUM_FLAGS = [
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--no-first-run",
+    "--disable-sync",
+]
+HOSTILE = "<script>window.pwned=1</script><img src=x onerror=window.pwned=2>"
+
+
+@pytest.fixture(scope="module")
+def browser() -> Iterator[Browser]:
+    chromium = shutil.which("chromium")
+    assert chromium, "the browser test needs Debian's chromium: apt-get install -y chromium"
+    with sync_playwright() as playwright:
+        launched = playwright.chromium.launch(executable_path=chromium, args=CHROMIUM_FLAGS)
+        yield launched
+        launched.close()
+
+
+def _gated(stack: Stack, repo: object, sha: str) -> bool:
+    states = {ctx: s.state for ctx, s in stack.gh.statuses(repo, sha).items()}  # type: ignore[arg-type]
+    return states.get("plangate/destroy") == "failure" and states.get("plangate/plan") == "success"
+
+
+def test_a_person_sees_the_gated_pr_on_the_status_page(
+    tmp_path: Path, redis_url: str, redis_conn: redis.Redis, browser: Browser
+) -> None:
+    state = tmp_path / "state" / "terraform.tfstate"
+    base = main_tf(state, {"keep": "a", "doomed": "b"})
+    apply_directly(tmp_path / "applied", base)
+    with running_stack(tmp_path, redis_url) as stack:
+        gh = stack.gh
+        repo = gh.create_repo("acme", "infra", {"infra/main.tf": base})
+        pr = gh.open_pr(repo, "remove", "alice", "Remove a resource", {"infra/main.tf": main_tf(state, {"keep": "a"})})
+        stack.wait_for("the destroy gate on the PR", lambda: _gated(stack, repo, pr.head_sha))
+        stack.wait_for("the run in the run log", lambda: recent_runs(redis_conn, 5))
+
+        context = browser.new_context(java_script_enabled=False)  # readable without JavaScript
+        page = context.new_page()
+        csp_reports: list[str] = []
+        page.on("console", lambda message: csp_reports.append(message.text))
+        response = page.goto(stack.web_url + "/")
+        assert response is not None and response.status == 200
+        assert "default-src 'none'" in response.headers["content-security-policy"]
+        seen = page.inner_text("body")
+        assert "acme/infra" in seen
+        assert f"#{pr.number}" in seen
+        assert pr.head_sha[:7] in seen
+        assert "0 to add, 0 to change, 1 to destroy" in seen
+        assert "1 to destroy" in page.inner_text(".state-failure >> xpath=..")
+        assert page.inner_text(".state-failure").strip() == "failure"
+        assert "plangate/destroy" in seen
+        runs_table = page.inner_text("h2:has-text('Recent runs') + table")
+        assert "infra" in runs_table.split("acme/infra", 1)[1]  # the project column, after the repo
+        queues = page.inner_text("h2:has-text('Queues') + table")
+        assert "plangate-plans" in queues and "plangate-commands" in queues
+        assert page.inner_text("h2:has-text('Workers') + table").count("plangate-") >= 1
+        comment_url = gh.statuses(repo, pr.head_sha)["plangate/destroy"].target_url
+        assert comment_url and page.get_attribute("a:has-text('comment')", "href") == comment_url
+        # The CSP's style hash matches the page's own stylesheet: the gate state is red, not unstyled.
+        color = page.eval_on_selector(".state-failure", "e => getComputedStyle(e).color")
+        assert color == "rgb(207, 34, 46)"
+        assert not [m for m in csp_reports if "Content Security Policy" in m]
+
+        shot = tmp_path / "status.png"
+        page.screenshot(path=str(shot), full_page=True)
+        data = shot.read_bytes()
+        assert data.startswith(b"\x89PNG\r\n\x1a\n") and len(data) > 1000
+        context.close()
+
+        record_run(redis_conn, kind="plan", repo=HOSTILE, number=1, project=HOSTILE, sha="f" * 40, summary=HOSTILE)
+        scripted = browser.new_context()
+        page = scripted.new_page()
+        dialogs: list[str] = []
+        page.on("dialog", lambda dialog: dialogs.append(dialog.message))
+        page.goto(stack.web_url + "/")
+        assert HOSTILE in page.inner_text("body")
+        assert page.evaluate("window.pwned") is None and not dialogs
+        assert page.locator("script").count() == 0 and page.locator("img").count() == 0
+        scripted.close()

@@ -1,0 +1,204 @@
+"""The status page: the pure renderer (escaping, empty states, gate derivation) and the route on real Redis."""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import re
+from html.parser import HTMLParser
+from typing import Any
+
+import redis
+from hypothesis import given
+from hypothesis import strategies as st
+from rq import Queue, Worker
+from starlette.applications import Starlette
+from starlette.testclient import TestClient
+
+from bot import status_page
+from bot.enqueue import COMMANDS_QUEUE, PLANS_QUEUE
+from bot.status_page import gate_states, render_status_page
+from standin.local_redis import free_port
+from workers.runlog import record_run
+
+NOW = 1_700_000_000.0
+SHA = "0123456789abcdef0123456789abcdef01234567"
+ALLOWED_TAGS = {
+    "html", "head", "meta", "title", "style", "body", "h1", "h2", "p", "table", "thead", "tbody",
+    "tr", "th", "td", "code", "span", "br", "a", "strong",
+}  # fmt: skip
+
+
+def run(**fields: Any) -> dict[str, Any]:
+    base: dict[str, Any] = {
+        "at": NOW - 30,
+        "kind": "plan",
+        "repo": "acme/infra",
+        "number": 7,
+        "project": "infra",
+        "sha": SHA,
+        "summary": "0 to add, 0 to change, 1 to destroy",
+        "gate": "failure",
+        "gate_description": "1 to destroy — comment /approve-destroy",
+        "url": "https://github.com/acme/infra/pull/7#issuecomment-1",
+    }
+    return {**base, **fields}
+
+
+class Parsed(HTMLParser):
+    """What a browser builds: tags with attributes, and the text a person reads."""
+
+    def __init__(self, page: str) -> None:
+        super().__init__(convert_charrefs=True)
+        self.tags: list[tuple[str, dict[str, str | None]]] = []
+        self.text: list[str] = []
+        self.feed(page)
+        self.close()
+
+    def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
+        self.tags.append((tag, dict(attrs)))
+
+    def handle_data(self, data: str) -> None:
+        self.text.append(data)
+
+    def joined(self) -> str:
+        return "".join(self.text)
+
+
+def test_empty_state_says_so() -> None:
+    page = render_status_page([], {COMMANDS_QUEUE: 0, PLANS_QUEUE: 0}, [], NOW)
+    text = Parsed(page).joined()
+    assert "No runs yet." in text
+    assert "No gate decisions yet." in text
+    assert "No workers running" in text
+    assert COMMANDS_QUEUE in text and PLANS_QUEUE in text
+    assert '<meta http-equiv="refresh" content="10">' in page
+
+
+def test_a_plan_run_shows_every_column() -> None:
+    page = render_status_page([run()], {PLANS_QUEUE: 3}, [], NOW)
+    parsed = Parsed(page)
+    text = parsed.joined()
+    for shown in ("acme/infra", "#7", "infra", SHA[:7], "0 to add, 0 to change, 1 to destroy", "failure", "30 s ago"):
+        assert shown in text
+    assert "1 to destroy — comment /approve-destroy" in text
+    assert SHA not in text  # the full SHA is only in the tooltip
+    links = [attrs["href"] for tag, attrs in parsed.tags if tag == "a"]
+    assert links == ["https://github.com/acme/infra/pull/7#issuecomment-1"]
+    assert re.search(rf"<td>{PLANS_QUEUE}</td><td>3</td>", page)
+
+
+def test_apply_run_shows_approver_and_result() -> None:
+    applied = run(kind="apply", approver="alice, bob", result="applied", gate="success", url=None, number=None)
+    del applied["gate_description"]
+    text = Parsed(render_status_page([applied], {}, [], NOW)).joined()
+    assert "alice, bob" in text and "applied" in text and "plangate/apply" in text
+
+
+def test_workers_are_listed_with_their_job() -> None:
+    workers: list[dict[str, Any]] = [
+        {"name": "w1", "state": "busy", "job": "plan:1", "queues": [PLANS_QUEUE], "heartbeat": NOW - 3},
+        {"name": "w2", "state": "idle", "job": None, "queues": [COMMANDS_QUEUE, PLANS_QUEUE], "heartbeat": None},
+    ]
+    text = Parsed(render_status_page([], {}, workers, NOW)).joined()
+    assert "w1" in text and "busy" in text and "plan:1" in text and "3 s ago" in text
+    assert "w2" in text and "idle" in text and f"{COMMANDS_QUEUE}, {PLANS_QUEUE}" in text
+    assert "No workers running" not in text
+
+
+def test_only_http_links_are_clickable() -> None:
+    runs = [run(url="javascript:alert(1)"), run(url="data:text/html,x"), run(url=None), run(url=42)]
+    parsed = Parsed(render_status_page(runs, {}, [], NOW))
+    assert not [tag for tag, _ in parsed.tags if tag == "a"]
+
+
+def test_script_in_a_repo_name_is_inert() -> None:
+    evil = '<script>alert("x")</script>'
+    page = render_status_page([run(repo=evil, project=evil, summary=evil)], {evil: 1}, [{"name": evil}], NOW)
+    assert "<script" not in page.lower()
+    assert evil in Parsed(page).joined()
+
+
+@given(st.text(), st.text(), st.text(), st.text())
+def test_any_value_renders_as_text_never_as_markup(repo: str, project: str, summary: str, approver: str) -> None:
+    runs = [run(repo=repo, project=project, summary=summary, approver=approver, gate_description=approver)]
+    page = render_status_page(runs, {repo: 1}, [{"name": project, "state": summary, "job": approver}], NOW)
+    parsed = Parsed(page)
+    assert {tag for tag, _ in parsed.tags} <= ALLOWED_TAGS
+    assert not [a for _, attrs in parsed.tags for a in attrs if a.startswith("on")]
+    text = parsed.joined()
+    for value in (repo, project, summary, approver):
+        # The parser normalizes CR like a browser does; everything else must come back verbatim.
+        assert value.replace("\r\n", "\n").replace("\r", "\n") in text.replace("\r\n", "\n").replace("\r", "\n")
+
+
+def test_gate_states_newest_run_wins_per_commit_and_context() -> None:
+    runs = [
+        run(at=NOW - 1, project="dns", gate="success", gate_description="Destroys approved by @alice"),
+        run(at=NOW - 2, project="net", gate="success", gate_description="Destroys approved by @alice"),
+        run(at=NOW - 5, project="dns", gate="failure"),
+        run(at=NOW - 6, kind="apply", project="dns", gate="success", gate_description=None, result="applied"),
+        run(at=NOW - 7, sha="f" * 40, project="dns", gate="failure"),
+        run(at=NOW - 8, repo="acme/other", project="dns", gate="pending"),
+        run(at=NOW - 9, gate=None),
+    ]
+    gates = gate_states(runs)
+    assert [(g.repo, g.sha[:1], g.context, g.state) for g in gates] == [
+        ("acme/infra", "0", "plangate/destroy", "success"),
+        ("acme/infra", "0", "plangate/apply", "success"),
+        ("acme/infra", "f", "plangate/destroy", "failure"),
+        ("acme/other", "0", "plangate/destroy", "pending"),
+    ]
+    assert gates[0].projects == ["dns", "net"]  # the gate-less run adds nothing
+    assert gates[0].description == "Destroys approved by @alice"
+
+
+def test_malformed_entries_do_not_break_the_page() -> None:
+    odd: list[dict[str, Any]] = [{}, {"at": "yesterday", "number": None, "sha": None}, {"at": True, "gate": "weird"}]
+    text = Parsed(render_status_page(odd, {}, [{}], NOW)).joined()
+    assert "weird" in text and "Recent runs" in text
+
+
+def _app(conn: redis.Redis) -> Starlette:
+    app = Starlette(routes=status_page.routes)
+    app.state.redis = conn
+    return app
+
+
+def test_route_reads_runs_queues_and_workers_from_redis(redis_conn: redis.Redis) -> None:
+    record_run(redis_conn, **{k: v for k, v in run().items() if k != "at"})
+    Queue(PLANS_QUEUE, connection=redis_conn).enqueue("workers.jobs.plan_pr", kwargs={}, job_id="plan-1")
+    worker = Worker([PLANS_QUEUE], name="status-page-test-worker", connection=redis_conn)
+    worker.register_birth()  # type: ignore[no-untyped-call]
+    try:
+        response = TestClient(_app(redis_conn)).get("/")
+    finally:
+        worker.register_death()  # type: ignore[no-untyped-call]
+    assert response.status_code == 200
+    assert response.headers["content-type"].startswith("text/html")
+    text = Parsed(response.text).joined()
+    assert "acme/infra" in text and "0 to add, 0 to change, 1 to destroy" in text and "0 s ago" in text
+    assert re.search(rf"<td>{PLANS_QUEUE}</td><td>1</td>", response.text)
+    assert re.search(rf"<td>{COMMANDS_QUEUE}</td><td>0</td>", response.text)
+    assert "status-page-test-worker" in text
+
+
+def test_route_sends_a_strict_csp_that_still_allows_its_own_style(redis_conn: redis.Redis) -> None:
+    response = TestClient(_app(redis_conn)).get("/")
+    csp = response.headers["content-security-policy"]
+    assert "default-src 'none'" in csp and "unsafe" not in csp and "script-src" not in csp
+    assert "frame-ancestors 'none'" in csp
+    style = re.search(r"<style>(.*?)</style>", response.text, re.S)
+    assert style
+    digest = base64.b64encode(hashlib.sha256(style.group(1).encode()).digest()).decode()
+    assert f"style-src 'sha256-{digest}'" in csp
+    assert response.headers["x-content-type-options"] == "nosniff"
+    assert "No runs yet." in response.text
+
+
+def test_route_answers_503_when_redis_is_down() -> None:
+    down = redis.Redis(port=free_port(), socket_connect_timeout=1)
+    response = TestClient(_app(down)).get("/")
+    assert response.status_code == 503
+    assert "Redis unavailable" in response.text
+    assert "default-src 'none'" in response.headers["content-security-policy"]
