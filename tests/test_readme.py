@@ -1,0 +1,30 @@
+"""The README's process table and `plangate --help` describe the same commands and options."""
+
+from __future__ import annotations
+
+import argparse
+import re
+from pathlib import Path
+
+from bot.cli import parser
+
+README = (Path(__file__).parent.parent / "README.md").read_text()
+
+
+def _subparsers() -> dict[str, argparse.ArgumentParser]:
+    action = next(a for a in parser()._actions if isinstance(a, argparse._SubParsersAction))
+    return dict(action.choices)
+
+
+def test_every_command_is_documented_with_its_options() -> None:
+    documented = dict(re.findall(r"^\| `plangate (\w+)([^`]*)` \|", README, re.M))
+    commands = _subparsers()
+    assert set(documented) == set(commands)
+    for name, sub in commands.items():
+        flags = {o for a in sub._actions for o in a.option_strings if o.startswith("--") and o != "--help"}
+        assert flags == set(re.findall(r"--[\w-]+", documented[name])), name
+
+
+def test_the_two_commands_come_first() -> None:
+    first_block = README.split("```")[1]
+    assert "make demo" in first_block and "make test" in first_block
