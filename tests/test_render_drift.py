@@ -13,7 +13,6 @@ from hypothesis import strategies as st
 from workers.plan import KNOWN_ACTIONS, Plan, ResourceChange, parse_plan, summary_line
 from workers.render_drift import (
     GITHUB_LIMIT,
-    MIN_LIMIT,
     drift_issue_title,
     has_drift,
     render_drift_failed,
@@ -21,7 +20,7 @@ from workers.render_drift import (
     render_drift_resolved,
 )
 from workers.render_marker import parse_marker
-from workers.render_mask import MASK
+from workers.render_mask import MASK, MIN_LIMIT
 
 SHA = "0123456789abcdef0123456789abcdef01234567"
 AT = datetime(2024, 5, 6, 3, 0, 12, 345, tzinfo=UTC)

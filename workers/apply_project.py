@@ -9,7 +9,7 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 from pathlib import Path
 
 from gidgethub.abc import GitHubAPI
@@ -170,19 +170,8 @@ async def _block(
     else:
         comment_id = int((await vcs.post_comment(gh, req.repo, number, body))["id"])
     if not decision.error:
-        apply_store.save_blocked(
-            ctx.redis,
-            BlockedApply(
-                push=asdict(req),
-                project=asdict(project),
-                number=number,
-                is_pr=is_pr,
-                pr_author=where.pr_author,
-                approved_on=where.approved_on,
-                destroys=list(decision.unapproved),
-                comment_id=comment_id,
-            ),
-        )
+        held = apply_store.hold(req, project, where, number, is_pr, list(decision.unapproved), comment_id)
+        apply_store.save_blocked(ctx.redis, held)
     audit.record(
         ctx.redis,
         "apply-blocked",

@@ -26,6 +26,22 @@ class BlockedApply:
     comment_id: int | None = None
 
 
+def hold(
+    push: Any, project: Any, where: Any, number: int, is_pr: bool, destroys: list[str], comment_id: int | None = None
+) -> BlockedApply:
+    """Record an apply held on `number` (the PR, or an issue plangate opened) until a human answers."""
+    return BlockedApply(
+        push=asdict(push),
+        project=asdict(project),
+        number=number,
+        is_pr=is_pr,
+        pr_author=where.pr_author,
+        approved_on=where.approved_on,
+        destroys=destroys,
+        comment_id=comment_id,
+    )
+
+
 def _by_number(repo_id: int, number: int) -> str:
     return f"plangate:blocked:{repo_id}:{number}"
 

@@ -10,13 +10,12 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 from typing import Any
 
 from gidgethub.abc import GitHubAPI
 
 from workers import apply_store, audit, vcs
-from workers.apply_store import BlockedApply
 from workers.checkout import checkout, job_workdir
 from workers.config import ConfigError, parse_config
 from workers.context import WorkerContext
@@ -133,14 +132,6 @@ async def finish(ctx: WorkerContext, req: PushRequest, where: Any, died: list[Pr
                 )
             else:
                 await vcs.post_comment(gh, req.repo, number, body)
-            held = BlockedApply(
-                push=asdict(req),
-                project=asdict(project),
-                number=number,
-                is_pr=is_pr,
-                pr_author=where.pr_author,
-                approved_on=where.approved_on,
-            )
-            apply_store.save_blocked(ctx.redis, held)
+            apply_store.save_blocked(ctx.redis, apply_store.hold(req, project, where, number, is_pr, []))
             audit.record(ctx.redis, "apply-failed", repo=req.repo, sha=req.after, project=project.name, died=True)
         await vcs.set_status(gh, req.repo, req.after, APPLY_CONTEXT, *apply_status(outcomes(ctx, req)))

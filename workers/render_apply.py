@@ -9,19 +9,18 @@ A blocked apply names every condemned resource, or says exactly how many did not
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 
 from workers.gate import Block, destroy_key
 from workers.plan import Plan, ResourceChange
 from workers.render_destroys import action_label, reason_label
 from workers.render_marker import marker
-from workers.render_mask import Masker
+from workers.render_mask import Masker, fit_masked
 from workers.render_replies import destroy_item
 from workers.render_status import State, describe
-from workers.render_text import code, code_block, diff_lines, fence_for, head_tail, one_line, plain_lines
+from workers.render_text import code, code_block, collapsed, diff_lines, one_line, plain_lines
 
 GITHUB_LIMIT = 65_536
-MIN_LIMIT = 4_096
 ERROR_LINES = 60
 PLAN_ROOM = 4_000  # kept for the collapsed plan/output when a destroy list would fill the comment
 _SLACK = 64
@@ -32,27 +31,6 @@ CUT_NOTE = (
     "`plangate gate PLAN.json` on the saved plan lists them all."
 )
 OUTCOMES = ("applied", "noop", "not-applied", "failed", "error")  # and "blocked:<n>"
-
-
-def _fit(build: Callable[[int], str], limit: int, m: Masker) -> str:
-    """`build(budget)` masked whole (a secret may span two pieces) and shrunk until it fits `limit`."""
-    if limit < MIN_LIMIT:
-        raise ValueError(f"limit must be at least {MIN_LIMIT}")
-    budget = limit
-    for _ in range(5):
-        head, _, rest = build(budget).partition("\n")
-        body = f"{head}\n{m(rest)}"
-        if len(body) <= limit:
-            return body
-        budget -= 2 * (len(body) - limit)
-    raise RuntimeError("comment does not fit the limit")  # fail closed rather than post a 422
-
-
-def _collapsed(summary: str, lines: list[str], lang: str, budget: int) -> str:
-    """`lines` in a <details> code block, head and tail kept to fit `budget` (an exact omitted count)."""
-    opening, closing = f"<details><summary>{summary}</summary>\n\n", "\n</details>"
-    room = budget - len(opening) - len(closing) - 2 * len(fence_for(lines)) - len(lang) - 2
-    return f"{opening}{code_block(head_tail(lines, max(room, 0)), lang)}{closing}"
 
 
 def _item(key: str, change: ResourceChange | None, m: Masker) -> str:
@@ -158,10 +136,10 @@ def render_blocked(
         fixed = len(head) + sum(len(line) + 1 for line in top + bottom) + _SLACK
         listing = _listing(sections, budget - fixed - (PLAN_ROOM if lines else 0))
         body = "\n".join([*top, *([listing, ""] if listing else []), *bottom])
-        plan_part = _collapsed("Show plan", lines, "diff", budget - len(head) - len(body) - 8) if lines else ""
+        plan_part = collapsed("Show plan", lines, "diff", budget - len(head) - len(body) - 8) if lines else ""
         return f"{head}\n{body}\n" + (f"\n{plan_part}\n" if plan_part else "")
 
-    return _fit(build, limit, m)
+    return fit_masked(build, limit, m)
 
 
 def render_blocked_issue_title(sha: str, project: str) -> str:
@@ -227,10 +205,10 @@ def render_apply_result(
             note = f"Last {len(tail)} of {len(lines)} lines:" if len(tail) < len(lines) else "Output:"
             body = "\n\n".join([body, note, code_block(tail), retry])
         rest = budget - len(head) - len(body) - 8
-        details = _collapsed("Show apply output", lines, "", rest) if lines and rest > 200 else ""
+        details = collapsed("Show apply output", lines, "", rest) if lines and rest > 200 else ""
         return f"{head}\n{body}\n" + (f"\n{details}\n" if details else "")
 
-    return _fit(build, limit, m)
+    return fit_masked(build, limit, m)
 
 
 def render_apply_died(*, project: str, sha: str) -> str:

@@ -17,18 +17,25 @@ neither are output changes alone: outputs hold no infrastructure.
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from datetime import UTC, datetime
 
 from workers.plan import Plan, ResourceChange, summary_line
 from workers.render_destroys import action_label, reason_label
 from workers.render_marker import marker
-from workers.render_mask import Masker
-from workers.render_text import code, code_block, diff_lines, fence_for, fit_items, head_tail, one_line, plain_lines
+from workers.render_mask import Masker, fit_masked
+from workers.render_text import (
+    code,
+    code_block,
+    collapsed,
+    diff_lines,
+    fit_items,
+    one_line,
+    plain_lines,
+)
 
 DRIFT_LABEL = "plangate:drift"
 GITHUB_LIMIT = 65_536
-MIN_LIMIT = 4_096
 ERROR_LINES = 60
 PLAN_ROOM = 4_000  # kept for the collapsed plan when the lists would fill the body
 _SLACK = 64
@@ -62,26 +69,6 @@ def _planned(change: ResourceChange) -> bool:
 def has_drift(plan: Plan) -> bool:
     """Real infrastructure and code disagree (see the module docstring for what counts)."""
     return bool(_drifted(plan)) or any(c.is_destroy or _planned(c) for c in plan.changes)
-
-
-def _fit(build: Callable[[int], str], limit: int, m: Masker) -> str:
-    """`build(budget)` masked whole (a secret may span two pieces) and shrunk until it fits `limit`."""
-    if limit < MIN_LIMIT:
-        raise ValueError(f"limit must be at least {MIN_LIMIT}")
-    budget = limit
-    for _ in range(5):
-        head, _, rest = build(budget).partition("\n")
-        body = f"{head}\n{m(rest)}"
-        if len(body) <= limit:
-            return body
-        budget -= 2 * (len(body) - limit)
-    raise RuntimeError("body does not fit the limit")  # fail closed rather than post a 422
-
-
-def _collapsed(summary: str, lines: list[str], lang: str, budget: int) -> str:
-    opening, closing = f"<details><summary>{summary}</summary>\n\n", "\n</details>"
-    room = budget - len(opening) - len(closing) - 2 * len(fence_for(lines)) - len(lang) - 2
-    return f"{opening}{code_block(head_tail(lines, max(room, 0)), lang)}{closing}"
 
 
 def _drift_item(change: ResourceChange) -> str:
@@ -189,10 +176,10 @@ def render_drift_report(
         fixed = len(head) + sum(len(line) + 1 for line in top + bottom) + _SLACK
         listing = _sections(sections, budget - fixed - (PLAN_ROOM if lines else 0))
         body = "\n".join([*top, *[part + "\n" for part in listing], *bottom])
-        plan_part = _collapsed("Show plan", lines, "diff", budget - len(head) - len(body) - 8) if lines else ""
+        plan_part = collapsed("Show plan", lines, "diff", budget - len(head) - len(body) - 8) if lines else ""
         return f"{head}\n{body}\n" + (f"\n{plan_part}\n" if plan_part else "")
 
-    return _fit(build, limit, m)
+    return fit_masked(build, limit, m)
 
 
 def render_drift_failed(
@@ -229,7 +216,7 @@ def render_drift_failed(
         note = f"Last {len(tail)} of {len(lines)} lines of output:" if len(tail) < len(lines) else "Output:"
         return f"{head}\n" + "\n\n".join([body, note, code_block(tail), bottom]) + "\n"
 
-    return _fit(build, limit, m)
+    return fit_masked(build, limit, m)
 
 
 def render_drift_resolved(*, project: str, sha: str, checked_at: datetime) -> str:

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 
 MASK = "(sensitive value)"
 MIN_SECRET_LEN = 4
@@ -59,3 +59,21 @@ class Masker:
 def mask(text: str, secrets: Iterable[str], patterns: Iterable[str] = ()) -> str:
     """`text` with each secret and each non-empty match of the regex `patterns` replaced by `MASK`."""
     return Masker(secrets, patterns)(text)
+
+
+MIN_LIMIT = 4_096  # below this no comment layout holds a headline, a list and a code block
+
+
+def fit_masked(build: Callable[[int], str], limit: int, m: Masker) -> str:
+    """`build(budget)` masked whole (a secret may span two pieces; the marker line is kept) and
+    shrunk until it fits `limit`: fail closed rather than post a body GitHub rejects with a 422."""
+    if limit < MIN_LIMIT:
+        raise ValueError(f"limit must be at least {MIN_LIMIT}")
+    budget = limit
+    for _ in range(5):
+        head, _, rest = build(budget).partition("\n")
+        body = f"{head}\n{m(rest)}"
+        if len(body) <= limit:
+            return body
+        budget -= 2 * (len(body) - limit)
+    raise RuntimeError("body does not fit the limit")

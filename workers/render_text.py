@@ -129,3 +129,10 @@ def code_block(lines: Sequence[str], lang: str = "") -> str:
     fence = fence_for(lines)
     body = "\n".join(lines)
     return f"{fence}{lang}\n{body}\n{fence}" if lines else f"{fence}{lang}\n{fence}"
+
+
+def collapsed(summary: str, lines: list[str], lang: str, budget: int) -> str:
+    """`lines` in a <details> code block, head and tail kept to fit `budget` (an exact omitted count)."""
+    opening, closing = f"<details><summary>{summary}</summary>\n\n", "\n</details>"
+    room = budget - len(opening) - len(closing) - 2 * len(fence_for(lines)) - len(lang) - 2
+    return f"{opening}{code_block(head_tail(lines, max(room, 0)), lang)}{closing}"
