@@ -28,7 +28,7 @@ from workers.runlog import recent_runs
 RUNS_SHOWN = 50
 REFRESH_SECONDS = 10
 _KNOWN_STATES = {"success", "failure", "pending", "error"}
-_CONTEXTS = {"plan": "plangate/destroy", "apply": "plangate/apply"}
+_CONTEXTS = {"plan": "plangate/destroy", "approval": "plangate/destroy", "apply": "plangate/apply"}
 _STYLE = (
     "body{font-family:system-ui,sans-serif;margin:1.5rem;line-height:1.4;color:#1f2328}"
     "table{border-collapse:collapse;margin-bottom:1.5rem}"
@@ -93,7 +93,7 @@ def render_status_page(
     """The whole document. Pure: the same inputs give the same page. `runs` newest first (as runlog stores them)."""
     body = (
         f'<h1>plangate</h1><p class="muted">As of {_e(_utc(now))}; refreshes every {REFRESH_SECONDS} s.</p>'
-        f"{_gates_section(gate_states(runs), now)}{_runs_section(runs, now)}"
+        f"{_gates_section(gate_states(runs), now)}{_drift_section(runs, now)}{_runs_section(runs, now)}"
         f"{_queues_section(queues)}{_workers_section(workers, now)}"
     )
     return (
@@ -148,6 +148,28 @@ def _run_row(r: Mapping[str, Any], now: float) -> str:
 def _queues_section(queues: Mapping[str, int]) -> str:
     rows = [_row(_e(name), _e(str(count))) for name, count in queues.items()]
     return "<h2>Queues</h2>" + _table(("Queue", "Waiting jobs"), rows)
+
+
+def _drift_section(runs: Sequence[Mapping[str, Any]], now: float) -> str:
+    """The last drift check of each (repo, project): runs are newest first, so the first one seen."""
+    latest: dict[tuple[str, str], Mapping[str, Any]] = {}
+    for run in runs:
+        if run.get("kind") == "drift":
+            latest.setdefault((_text(run.get("repo")), _text(run.get("project"))), run)
+    if not latest:
+        return ""
+    rows = [
+        _row(
+            _e(repo),
+            _e(project),
+            _sha(_text(run.get("sha"))),
+            _state(_text(run.get("gate")), _text(run.get("result"))),
+            _number(run.get("number")),
+            _when(run.get("at"), now),
+        )
+        for (repo, project), run in sorted(latest.items())
+    ]
+    return "<h2>Drift checks</h2>" + _table(("Repository", "Project", "Commit", "Result", "Issue", "Checked"), rows)
 
 
 def _workers_section(workers: Sequence[Mapping[str, Any]], now: float) -> str:

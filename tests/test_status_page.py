@@ -202,3 +202,31 @@ def test_route_answers_503_when_redis_is_down() -> None:
     assert response.status_code == 503
     assert "Redis unavailable" in response.text
     assert "default-src 'none'" in response.headers["content-security-policy"]
+
+
+def test_last_drift_check_per_project() -> None:
+    runs = [
+        {
+            "kind": "drift",
+            "repo": "acme/infra",
+            "project": "app",
+            "sha": "b" * 40,
+            "gate": "success",
+            "result": "clean",
+            "at": 200.0,
+        },
+        {
+            "kind": "drift",
+            "repo": "acme/infra",
+            "project": "app",
+            "sha": "a" * 40,
+            "gate": "failure",
+            "result": "drift",
+            "number": 7,
+            "at": 100.0,
+        },
+    ]
+    page = render_status_page(runs, {}, [], now=300.0)
+    section = page.split("<h2>Drift checks</h2>")[1].split("<h2>")[0]
+    assert section.count("<tr>") == 2  # header row + the newest check only
+    assert "bbbbbbb" in section and "clean" in section and "aaaaaaa" not in section

@@ -31,6 +31,7 @@ from workers.render_replies import (
     render_refusal,
 )
 from workers.repo_config import base_config
+from workers.runlog import record_run
 
 DESTROY_CONTEXT = "plangate/destroy"
 
@@ -160,5 +161,18 @@ async def _record_approval(
     reply = render_approved(approval, cov, reply_to=req.comment_id)
     gate_store.add_approval(ctx.redis, req.repo_id, req.number, approval.sha, known, approval)
     audit.record(ctx.redis, "approved", destroys=len(approval.pairs), complete=cov.complete, **where)
-    await vcs.set_status(gh, req.repo, approval.sha, DESTROY_CONTEXT, *approval_status(cov))
+    state, description = approval_status(cov)
+    await vcs.set_status(gh, req.repo, approval.sha, DESTROY_CONTEXT, state, description)
+    record_run(
+        ctx.redis,
+        kind="approval",
+        repo=req.repo,
+        number=req.number,
+        project=", ".join(sorted(approval.addresses())),
+        sha=approval.sha,
+        summary=f"{len(approval.pairs)} destroy{'s' if len(approval.pairs) != 1 else ''} approved",
+        gate=state,
+        gate_description=description,
+        approver=req.commenter,
+    )
     return Outcome(reply, "+1")
