@@ -204,3 +204,36 @@ def test_apply_that_dies_is_reported_and_rerun_by_plan(
         gh.comment(repo, pr.number, "bob", "/plan")
         _apply_state(stack, repo, merged, "success")
         assert "terraform_data.new" in state_addresses(state)
+
+
+def test_newer_push_supersedes_a_blocked_one_and_report_only_projects_never_apply(
+    world: tuple[Path, Path], redis_url: str, redis_conn: redis.Redis
+) -> None:
+    tmp_path, state = world
+    with running_stack(tmp_path, redis_url) as stack:
+        gh = stack.gh
+        base = main_tf(state, {"keep": "a", "doomed": "b"})
+        repo = gh.create_repo("acme", "infra", {"infra/main.tf": base})
+        blocked_sha = gh.push(repo, "main", {"infra/main.tf": main_tf(state, {"keep": "a"})}, "alice")
+        _apply_state(stack, repo, blocked_sha, "failure", "blocked")
+        number = stack.wait_for(
+            "the blocked issue", lambda: next((n for (rid, n) in gh.state.issues if rid == repo.id), None)
+        )
+
+        newer = gh.push(
+            repo, "main", {"infra/main.tf": main_tf(state, {"keep": "a", "doomed": "b", "more": "m"})}, "al"
+        )
+        _apply_state(stack, repo, newer, "success")
+        assert state_addresses(state) == {"terraform_data.keep", "terraform_data.doomed", "terraform_data.more"}
+        issue = gh.state.issues[(repo.id, number)]
+        assert issue.state == "closed"
+        assert any("plangate:apply-superseded" in b for b in _bot_bodies(stack, repo, number))
+
+        report_only = "version: 1\nprojects:\n  - name: infra\n    dir: infra\n    apply_on_merge: false\n"
+        files: dict[str, str | None] = {
+            ".plangate.yml": report_only,
+            "infra/main.tf": main_tf(state, {"keep": "a", "doomed": "b", "more": "m", "x": "x"}),
+        }
+        held = gh.push(repo, "main", files, "alice")
+        assert "not applied" in _apply_state(stack, repo, held, "success")
+        assert "terraform_data.x" not in state_addresses(state)
