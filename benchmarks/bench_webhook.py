@@ -1,6 +1,9 @@
 """Webhook intake throughput and p99 ack latency of one `plangate web` process (run by hand).
 
-    .venv/bin/python -m benchmarks.bench_webhook [--seconds 15]
+    .venv/bin/python -m benchmarks.bench_webhook [--seconds 15] [--probot]
+
+With --probot, the same load hits a Probot app doing the same work (verify, route, push one
+job to Redis; benchmarks/probot/, installed with npm into a temp dir) and the ratios are printed.
 
 Loads a signed ~25 KB `pull_request.synchronize` payload (500 distinct head SHAs, so most
 deliveries really enqueue) into a wrk Lua script, then runs wrk twice against one web process
@@ -22,6 +25,7 @@ import tempfile
 import uuid
 from pathlib import Path
 
+from standin.keys import new_private_key_pem
 from standin.local_redis import free_port, private_redis
 from standin.stack import wait_http
 
@@ -70,9 +74,67 @@ def _wrk(url: str, script: Path, seconds: int, connections: int, delay_ms: int) 
     return {k: float(v) for k, v in values.items()} | {"seconds": float(seconds)}
 
 
+def _load(url: str, script: Path, seconds: int) -> dict[str, float]:
+    """Warm up, then flat out (deliveries/s), then paced at ~200 deliveries/s (p50/p99)."""
+    _wrk(url + "/webhook", script, 3, 4, 0)
+    flat = _wrk(url + "/webhook", script, seconds, 16, 0)
+    paced = _wrk(url + "/webhook", script, seconds, 4, 20)  # 4 connections × a 20 ms pause ≈ 200/s
+    return {
+        "rate": flat["REQS"] / flat["seconds"],
+        "non2xx": flat["NON2XX"] + paced["NON2XX"],
+        "paced_rate": paced["REQS"] / paced["seconds"],
+        "p50": paced["P50_US"] / 1000,
+        "p99": paced["P99_US"] / 1000,
+    }
+
+
+def _plangate(redis_url: str, script: Path, seconds: int) -> dict[str, float]:
+    port = free_port()
+    env = dict(os.environ, GITHUB_WEBHOOK_SECRET=SECRET, REDIS_URL=redis_url)
+    cmd = [sys.executable, "-m", "bot.cli", "web", "--host", "127.0.0.1", "--port", str(port)]
+    web = subprocess.Popen(cmd, env=env, stderr=subprocess.DEVNULL)
+    try:
+        wait_http(f"http://127.0.0.1:{port}/healthz")
+        return _load(f"http://127.0.0.1:{port}", script, seconds)
+    finally:
+        web.terminate()
+        web.wait(10)
+
+
+def _probot(redis_url: str, script: Path, seconds: int, tmp: Path) -> dict[str, float]:
+    app = tmp / "probot"
+    shutil.copytree(Path(__file__).parent / "probot", app)
+    subprocess.run(["npm", "install", "--no-audit", "--no-fund", "--loglevel=error"], cwd=app, check=True)
+    port = free_port()
+    env = dict(
+        os.environ, WEBHOOK_SECRET=SECRET, REDIS_URL=redis_url, PORT=str(port), PRIVATE_KEY=new_private_key_pem()
+    )
+    node = subprocess.Popen(["node", "index.js"], cwd=app, env=env, stderr=subprocess.DEVNULL)
+    try:
+        _wait_port(port)
+        return _load(f"http://127.0.0.1:{port}", script, seconds)
+    finally:
+        node.terminate()
+        node.wait(10)
+
+
+def _wait_port(port: int) -> None:
+    import socket
+    import time
+
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline:
+        with socket.socket() as s:
+            if s.connect_ex(("127.0.0.1", port)) == 0:
+                return
+        time.sleep(0.1)
+    raise RuntimeError(f"nothing listens on port {port}")
+
+
 def main() -> int:
     args = argparse.ArgumentParser()
     args.add_argument("--seconds", type=int, default=15)
+    args.add_argument("--probot", action="store_true", help="also run the Probot baseline (needs node and npm)")
     opts = args.parse_args()
     if shutil.which("wrk") is None:
         print("wrk is required: apt-get install -y wrk", file=sys.stderr)
@@ -80,33 +142,23 @@ def main() -> int:
     with private_redis() as redis_url, tempfile.TemporaryDirectory() as tmp:
         script = Path(tmp) / "deliveries.lua"
         script.write_text(_lua_script(500))
-        port = free_port()
-        env = dict(os.environ, GITHUB_WEBHOOK_SECRET=SECRET, REDIS_URL=redis_url)
-        web = subprocess.Popen(
-            [sys.executable, "-m", "bot.cli", "web", "--host", "127.0.0.1", "--port", str(port)],
-            env=env,
-            stderr=subprocess.DEVNULL,
-        )
-        try:
-            url = f"http://127.0.0.1:{port}"
-            wait_http(url + "/healthz")
-            _wrk(url + "/webhook", script, 3, 4, 0)  # warm-up
-            flat = _wrk(url + "/webhook", script, opts.seconds, 16, 0)
-            # 4 connections each pausing 20 ms between deliveries ≈ 200 deliveries/s
-            paced = _wrk(url + "/webhook", script, opts.seconds, 4, 20)
-        finally:
-            web.terminate()
-            web.wait(10)
+        results = {"plangate": _plangate(redis_url, script, opts.seconds)}
+        if opts.probot:
+            results["probot"] = _probot(redis_url, script, opts.seconds, Path(tmp))
     body_kb = len(json.dumps(json.loads(FIXTURE.read_text()))) / 1024
-    flat_rate = flat["REQS"] / flat["seconds"]
-    paced_rate = paced["REQS"] / paced["seconds"]
-    p99 = paced["P99_US"] / 1000
-    print(f"payload: pull_request.synchronize, {body_kb:.1f} KB, signed; one `plangate web` process; real Redis")
-    print(f"flat out: {flat_rate:.0f} deliveries/s (non-2xx: {flat['NON2XX']:.0f})")
-    print(
-        f"paced:    {paced_rate:.0f} deliveries/s, p50 {paced['P50_US'] / 1000:.2f} ms, p99 {p99:.2f} ms "
-        f"(target ≤ {TARGET_P99_MS:.0f} ms: ratio {p99 / TARGET_P99_MS:.2f}×, non-2xx: {paced['NON2XX']:.0f})"
-    )
+    print(f"payload: pull_request.synchronize, {body_kb:.1f} KB, signed; one process each; real Redis; wrk")
+    for name, r in results.items():
+        print(
+            f"{name:8}  flat out {r['rate']:6.0f} deliveries/s | paced {r['paced_rate']:4.0f}/s: "
+            f"p50 {r['p50']:.2f} ms, p99 {r['p99']:.2f} ms | non-2xx {r['non2xx']:.0f}"
+        )
+    p = results["plangate"]
+    print(f"p99 target ≤ {TARGET_P99_MS:.0f} ms: plangate at {p['p99'] / TARGET_P99_MS:.2f}× the target")
+    if "probot" in results:
+        b = results["probot"]
+        print(
+            f"plangate / probot: throughput {p['rate'] / b['rate']:.2f}×, p99 {p['p99'] / b['p99']:.2f}× (lower is better)"
+        )
     return 0
 
 

@@ -11,6 +11,7 @@ import logging
 import time
 from typing import Any
 
+import orjson
 import redis
 from gidgethub import ValidationFailure
 from gidgethub.sansio import Event, validate_event
@@ -61,8 +62,8 @@ def _verified_event(headers: dict[str, str], body: bytes, secret: str) -> Event:
     if headers.get("content-type", "").split(";")[0].strip().lower() not in ACCEPTED_TYPES:
         raise Rejected(415, "expected a content-type of application/json")
     try:
-        data = json.loads(body)
-    except ValueError:  # includes UnicodeDecodeError
+        data = orjson.loads(body)
+    except orjson.JSONDecodeError:
         raise Rejected(400, "body is not valid JSON") from None
     event = Event(data, event=headers["x-github-event"], delivery_id=headers["x-github-delivery"])
     if not isinstance(event.data, dict):
