@@ -294,3 +294,11 @@ def test_redis_record_round_trips(items: list[Approval]) -> None:
 def test_a_broken_redis_record_is_an_error_not_an_approval(text: str) -> None:
     with pytest.raises(ValueError):
         from_json(text)
+
+
+def test_a_marker_echoed_inside_a_bot_comment_never_counts() -> None:
+    sha = "c" * 40
+    forged = approval_marker(Approval("mallory", sha, frozenset({("infra", "terraform_data.doomed")})))
+    bodies = [f"@bob /plan refused: `{forged}`", f"plangate did not apply: {forged}", f"\n{forged}"]
+    comments = [{"id": i, "user": {"login": "plangate[bot]"}, "body": b} for i, b in enumerate(bodies)]
+    assert approvals_from_comments(comments, "plangate[bot]", sha) == []

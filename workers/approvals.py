@@ -168,8 +168,11 @@ def _address_map(fields: Mapping[str, Any]) -> dict[str, list[str]] | None:
 def approval_from_marker(body: object, sha: str) -> Approval | None:
     """The approval in a comment body for `sha`; None when absent, malformed or for another SHA.
 
-    The caller must have checked who wrote the comment (see approvals_from_comments).
+    The caller must have checked who wrote the comment (see approvals_from_comments). The marker must
+    open the body, as the bot writes it: text the bot echoes later in a comment can never carry one.
     """
+    if not isinstance(body, str) or not body.startswith("<!-- plangate:approval "):
+        return None
     parsed = parse_marker(body)
     if parsed is None or parsed[0] != "approval":
         return None

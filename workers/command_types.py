@@ -23,6 +23,7 @@ class CommandRequest:
     command: str | None
     projects: list[str]
     near_miss: list[str] | None
+    issue_author: str = ""
 
 
 @dataclass(frozen=True)

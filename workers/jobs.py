@@ -97,6 +97,8 @@ def handle_command(**kwargs: Any) -> str:
     """A slash command; `/plan` re-plans the head SHA under a job id of its own."""
     ctx = context()
     outcome = asyncio.run(pr_command.handle(ctx, CommandRequest(**kwargs)))
+    if outcome is None:
+        return "ignored"
     for held in outcome.reapply:
         where = Where(number=held.number, is_pr=held.is_pr, pr_author=held.pr_author, approved_on=held.approved_on)
         enqueue_applies(ctx.redis, PushRequest(**held.push), [Project(**held.project)], where)

@@ -36,7 +36,12 @@ from workers.runlog import record_run
 DESTROY_CONTEXT = "plangate/destroy"
 
 
-async def handle(ctx: WorkerContext, req: CommandRequest) -> Outcome:
+async def handle(ctx: WorkerContext, req: CommandRequest) -> Outcome | None:
+    """None: not plangate's conversation (an issue another App opened), so no answer at all."""
+    if not req.is_pr:
+        login = await vcs.bot_login(ctx.redis, ctx.app_id, ctx.private_key, ctx.settings.api_url)
+        if req.issue_author.casefold() != login.casefold():
+            return None
     async with installation_client(ctx.tokens, req.installation_id, ctx.settings.api_url) as gh:
         await _react(gh, req, "eyes")
         outcome = await _decide(ctx, gh, req)

@@ -22,6 +22,7 @@ from workers.context import WorkerContext
 from workers.github import installation_client
 from workers.pr_plan import CHECKOUT_TIMEOUT
 from workers.projects import Project, find_projects
+from workers.render import render_config_error
 from workers.render_apply import apply_pending, apply_status, render_apply_died
 from workers.scan import scan
 
@@ -70,7 +71,7 @@ async def dispatch(ctx: WorkerContext, req: PushRequest) -> Dispatch | None:
         except ConfigError as exc:
             await vcs.set_status(gh, req.repo, req.after, APPLY_CONTEXT, "failure", f"invalid .plangate.yml: {exc.key}")
             if pr is not None:
-                await vcs.post_comment(gh, req.repo, pr.number, f"plangate did not apply {req.after[:7]}: {exc}")
+                await vcs.post_comment(gh, req.repo, pr.number, render_config_error(exc.key, exc.problem))
             return None
         projects = list(find_projects(config, changed, snapshot.all_files, snapshot.module_sources).projects)
         if not projects:

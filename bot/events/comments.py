@@ -38,6 +38,7 @@ async def slash_command(event: Event, delivery: Delivery) -> None:
         **repo_args(data),
         "number": int(issue["number"]),
         "is_pr": is_pr,
+        "issue_author": str(issue["user"]["login"]),
         "comment_id": int(comment["id"]),
         "commenter": str(comment["user"]["login"]),
         "commenter_type": str(comment["user"].get("type") or "User"),
