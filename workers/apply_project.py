@@ -92,8 +92,8 @@ def _plan(tf: Terraform, work: Path, project: Project, approved: frozenset[str])
         if not step.ok:
             return Planned(None, step.output, unreadable(f"{step.step} failed"), planfile)
     try:
-        plan = parse_plan(tf.show_json(root, planfile))
-        text = tf.show_text(root, planfile)
+        raw, text = tf.show_both(root, planfile)
+        plan = parse_plan(raw)
     except (TerraformError, PlanError) as exc:
         return Planned(None, str(exc), unreadable(str(exc)), planfile)
     return Planned(plan, text, decide_apply(plan, approved), planfile)

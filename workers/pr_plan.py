@@ -176,8 +176,8 @@ def run_terraform(terraform: Terraform, work: Path, project: Project, base: dict
     if not plan.ok:
         return ProjectResult(**base, tool=tool, plan=None, error=f"{tool} plan failed:\n{plan.output}")
     try:
-        parsed = parse_plan(terraform.show_json(root, planfile))
-        text = terraform.show_text(root, planfile)
+        raw, text = terraform.show_both(root, planfile)
+        parsed = parse_plan(raw)
     except (TerraformError, PlanError) as exc:
         return ProjectResult(**base, tool=tool, plan=None, error=str(exc))
     return ProjectResult(**base, tool=tool, plan=parsed, plan_text=text)
