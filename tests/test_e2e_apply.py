@@ -234,6 +234,8 @@ def test_newer_push_supersedes_a_blocked_one_and_report_only_projects_never_appl
             ".plangate.yml": report_only,
             "infra/main.tf": main_tf(state, {"keep": "a", "doomed": "b", "more": "m", "x": "x"}),
         }
+        feature = gh.push(repo, "feature", {"infra/main.tf": main_tf(state, {"keep": "a"})}, "alice")
         held = gh.push(repo, "main", files, "alice")
         assert "not applied" in _apply_state(stack, repo, held, "success")
         assert "terraform_data.x" not in state_addresses(state)
+        assert gh.statuses(repo, feature) == {}, "only the apply branch applies"  # its job ran first (FIFO)

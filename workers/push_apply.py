@@ -24,6 +24,7 @@ from workers.pr_plan import CHECKOUT_TIMEOUT
 from workers.projects import Project, find_projects
 from workers.render import render_config_error
 from workers.render_apply import apply_pending, apply_status, render_apply_died
+from workers.repo_config import base_config
 from workers.scan import scan
 
 log = logging.getLogger("plangate.apply")
@@ -42,6 +43,7 @@ class PushRequest:
     before: str
     after: str
     forced: bool = False
+    branch: str = ""  # the pushed branch; applies happen only on the apply branch
 
 
 @dataclass(frozen=True)
@@ -60,6 +62,8 @@ class Dispatch:
 async def dispatch(ctx: WorkerContext, req: PushRequest) -> Dispatch | None:
     """Mark the SHA pending and find the affected projects and the merged PR; None: nothing to do."""
     async with installation_client(ctx.tokens, req.installation_id, ctx.settings.api_url) as gh:
+        if not await _is_apply_branch(gh, req):
+            return None
         pr = await merged_pr(gh, req.repo, req.after)
         changed = await _changed(gh, req)
         token = await ctx.tokens.token(req.installation_id)
@@ -79,6 +83,18 @@ async def dispatch(ctx: WorkerContext, req: PushRequest) -> Dispatch | None:
             return None
         await vcs.set_status(gh, req.repo, req.after, APPLY_CONTEXT, *apply_pending(len(projects)))
     return Dispatch(projects, pr)
+
+
+async def _is_apply_branch(gh: GitHubAPI, req: PushRequest) -> bool:
+    """`apply_branch` from the default branch's config (the default branch itself when unset).
+    An unreadable config applies nothing: the push to the default branch is then marked failed."""
+    try:
+        config = await base_config(gh, req.repo, req.default_branch)
+    except ConfigError as exc:
+        if req.branch == req.default_branch:
+            await vcs.set_status(gh, req.repo, req.after, APPLY_CONTEXT, "failure", f"invalid .plangate.yml: {exc.key}")
+        return False
+    return req.branch == (config.apply_branch or req.default_branch)
 
 
 async def merged_pr(gh: GitHubAPI, repo: str, sha: str) -> MergedPR | None:

@@ -1,4 +1,9 @@
-"""push to the default branch: fresh plan at `after`, gate, apply (workers.jobs.apply_push)."""
+"""push to a branch: fresh plan at `after`, gate, apply (workers.jobs.apply_push).
+
+Which branch applies is `apply_branch` in the default branch's `.plangate.yml` (default: the
+default branch). Only the job can read that, so every branch push is enqueued and the job drops
+pushes to other branches after one API call; tags and deletions never are.
+"""
 
 from __future__ import annotations
 
@@ -18,9 +23,9 @@ async def apply_push(event: Event, delivery: Delivery) -> None:
     if "installation" not in data:
         delivery.ignore("no installation in the payload")
         return
-    default_branch = data["repository"].get("default_branch")
-    if data.get("ref") != f"refs/heads/{default_branch}":
-        delivery.ignore("not the apply branch")
+    ref = str(data.get("ref") or "")
+    if not ref.startswith("refs/heads/"):
+        delivery.ignore("not a branch")
         return
     if data.get("deleted") or data.get("after") == ZERO_SHA:
         delivery.ignore("branch deleted")
@@ -30,6 +35,7 @@ async def apply_push(event: Event, delivery: Delivery) -> None:
         "before": str(data.get("before") or ZERO_SHA),
         "after": str(data["after"]),
         "forced": bool(data.get("forced")),
+        "branch": ref.removeprefix("refs/heads/"),
     }
     job_id = f"push-{kwargs['repo_id']}-{kwargs['after']}"
     delivery.enqueue(delivery.plans, "workers.jobs.apply_push", job_id, kwargs)
