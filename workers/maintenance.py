@@ -12,14 +12,14 @@ STALE_AFTER = 6 * 3600  # a checkout older than any job timeout belongs to a wor
 
 
 def sweep_workdirs(root: str | None = None, now: float | None = None) -> int:
-    """Remove checkouts left behind by killed workers; returns how many were removed."""
-    base = Path(root) if root else settings_module.load().workdir
+    """Remove per-job checkouts (`checkouts/…/run-*`) left behind by killed workers; returns how many."""
+    base = (Path(root) if root else settings_module.load().workdir) / "checkouts"
     if not base.is_dir():
         return 0
     cutoff = (now or time.time()) - STALE_AFTER
     removed = 0
-    for entry in base.iterdir():
-        if entry.is_dir() and entry.stat().st_mtime < cutoff:
-            shutil.rmtree(entry, ignore_errors=True)
+    for run in base.glob("*/*/*/*/run-*"):
+        if run.is_dir() and run.stat().st_mtime < cutoff:
+            shutil.rmtree(run, ignore_errors=True)
             removed += 1
     return removed

@@ -1,0 +1,24 @@
+"""The checkout sweep removes only stale per-job checkouts, never the shared home or plugin cache."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+from workers.checkout import workdir_for
+from workers.maintenance import STALE_AFTER, sweep_workdirs
+
+
+def test_sweep_removes_only_stale_runs(tmp_path: Path) -> None:
+    now = 1_000_000.0
+    old = workdir_for(tmp_path / "checkouts", 1, "pr-1", "a" * 40, "dns") / "run-old"
+    fresh = workdir_for(tmp_path / "checkouts", 1, "pr-2", "b" * 40, "dns") / "run-new"
+    shared = [tmp_path / "home", tmp_path / "plugin-cache"]
+    for path in (old, fresh, *shared):
+        path.mkdir(parents=True)
+        (path / "f").write_text("x")
+    for path in (old, *shared, tmp_path / "checkouts"):
+        os.utime(path, (now - STALE_AFTER - 10, now - STALE_AFTER - 10))
+    os.utime(fresh, (now - 60, now - 60))
+    assert sweep_workdirs(str(tmp_path), now=now) == 1
+    assert not old.exists() and fresh.exists() and all(p.exists() for p in shared)
