@@ -247,3 +247,25 @@ def test_plan_errors_and_failed_show_are_reported(tmp_path: Path) -> None:
     with pytest.raises(TerraformError, match="show -json failed") as err:
         tf.show_json(config, tmp_path / "p.plan")
     assert err.value.result.returncode != 0
+
+
+def test_init_lock_serializes_inits(tmp_path: Path) -> None:
+    """Two inits sharing a plugin cache never overlap: the second waits for the first's lock."""
+    import threading
+
+    script = tmp_path / "bin" / "terraform"
+    script.parent.mkdir()
+    script.write_text(
+        '#!/bin/sh\necho "start $(date +%s%N)" >> "$LOG"\nsleep 0.3\necho "end $(date +%s%N)" >> "$LOG"\n'
+    )
+    script.chmod(0o755)
+    log = tmp_path / "log"
+    env = {"PATH": f"{script.parent}:/usr/bin:/bin", "LOG": str(log)}
+    tf = Terraform(tool="terraform", env=env, memory_limit_bytes=None, init_lock=tmp_path / "init.lock")
+    threads = [threading.Thread(target=tf.init, args=(tmp_path,)) for _ in range(2)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    events = log.read_text().split()
+    assert events == ["start", "end", "start", "end"]

@@ -46,6 +46,7 @@ class WorkerContext:
             env=env,
             timeout=self.settings.tf_timeout,
             memory_limit_bytes=self.settings.tf_memory_mb * 1024 * 1024,
+            init_lock=cache_dir / ".plangate-init.lock",
         )
 
     @property

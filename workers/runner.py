@@ -16,6 +16,7 @@ trampoline in the child instead of `preexec_fn`, which is unsafe when the worker
 from __future__ import annotations
 
 import contextlib
+import fcntl
 import os
 import selectors
 import shutil
@@ -220,6 +221,7 @@ class Terraform:
     grace: float = 10.0
     max_output: int = DEFAULT_MAX_OUTPUT
     max_json: int = 512 * 1024 * 1024  # show -json must be read whole, or not at all
+    init_lock: Path | None = None  # held around `init`: the shared plugin cache is unsafe for concurrent inits
 
     def _run(self, workdir: Path, args: list[str], max_output: int | None = None) -> RunResult:
         return run(
@@ -233,7 +235,11 @@ class Terraform:
         )
 
     def init(self, workdir: Path) -> StepResult:
-        return StepResult("init", self._run(workdir, ["init", "-input=false", "-no-color"]))
+        if self.init_lock is None:
+            return StepResult("init", self._run(workdir, ["init", "-input=false", "-no-color"]))
+        with self.init_lock.open("a") as lock:
+            fcntl.flock(lock, fcntl.LOCK_EX)  # released when the file closes, even if the job dies
+            return StepResult("init", self._run(workdir, ["init", "-input=false", "-no-color"]))
 
     def plan(self, workdir: Path, out: Path) -> StepResult:
         """`plan -detailed-exitcode`: 0 no changes, 2 changes, anything else (1) an error."""
