@@ -156,9 +156,8 @@ def main() -> int:
     print(f"p99 target ≤ {TARGET_P99_MS:.0f} ms: plangate at {p['p99'] / TARGET_P99_MS:.2f}× the target")
     if "probot" in results:
         b = results["probot"]
-        print(
-            f"plangate / probot: throughput {p['rate'] / b['rate']:.2f}×, p99 {p['p99'] / b['p99']:.2f}× (lower is better)"
-        )
+        ratio = f"throughput {p['rate'] / b['rate']:.2f}× (higher is better), p99 {p['p99'] / b['p99']:.2f}×"
+        print(f"plangate / probot: {ratio} (lower is better)")
     return 0
 
 
