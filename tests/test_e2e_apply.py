@@ -39,6 +39,13 @@ def _planned(stack: Stack, repo: Repo, sha: str) -> None:
     stack.wait_for(f"the PR plan of {sha[:7]}", probe)
 
 
+def _infra(stack: Stack, state: Path) -> Repo:
+    """acme/infra as main was last applied (keep, doomed), with @bob as a writer."""
+    repo = stack.gh.create_repo("acme", "infra", {"infra/main.tf": main_tf(state, {"keep": "a", "doomed": "b"})})
+    stack.gh.set_permission(repo, "bob", "write")
+    return repo
+
+
 @pytest.fixture
 def world(tmp_path: Path) -> tuple[Path, Path]:
     state = tmp_path / "state" / "terraform.tfstate"
@@ -52,7 +59,7 @@ def test_merges_apply_and_destroys_wait_for_approval(
     tmp_path, state = world
     with running_stack(tmp_path, redis_url) as stack:
         gh = stack.gh
-        repo = gh.create_repo("acme", "infra", {"infra/main.tf": main_tf(state, {"keep": "a", "doomed": "b"})})
+        repo = _infra(stack, state)
         gh.set_permission(repo, "alice", "write")
         gh.set_permission(repo, "bob", "write")
 
@@ -87,8 +94,7 @@ def test_pr_approval_carries_over_unless_the_destroy_set_grew(
     tmp_path, state = world
     with running_stack(tmp_path, redis_url) as stack:
         gh = stack.gh
-        repo = gh.create_repo("acme", "infra", {"infra/main.tf": main_tf(state, {"keep": "a", "doomed": "b"})})
-        gh.set_permission(repo, "bob", "write")
+        repo = _infra(stack, state)
 
         pr = gh.open_pr(repo, "drop", "alice", "Drop", {"infra/main.tf": main_tf(state, {"keep": "a"})})
         _planned(stack, repo, pr.head_sha)
@@ -123,8 +129,7 @@ def test_direct_push_opens_an_issue_and_approval_there_applies(
     tmp_path, state = world
     with running_stack(tmp_path, redis_url) as stack:
         gh = stack.gh
-        repo = gh.create_repo("acme", "infra", {"infra/main.tf": main_tf(state, {"keep": "a", "doomed": "b"})})
-        gh.set_permission(repo, "bob", "write")
+        repo = _infra(stack, state)
         pushed = gh.push(repo, "main", {"infra/main.tf": main_tf(state, {"keep": "a"})}, "alice")
         _apply_state(stack, repo, pushed, "failure", "blocked")
 
@@ -147,7 +152,7 @@ def test_two_quick_pushes_apply_one_at_a_time_in_order(
     tmp_path, state = world
     with running_stack(tmp_path, redis_url, workers=2) as stack:
         gh = stack.gh
-        repo = gh.create_repo("acme", "infra", {"infra/main.tf": main_tf(state, {"keep": "a", "doomed": "b"})})
+        repo = _infra(stack, state)
         first = gh.push(repo, "main", {"infra/main.tf": main_tf(state, {"keep": "a", "doomed": "b", "one": "1"})}, "al")
         second = gh.push(
             repo, "main", {"infra/main.tf": main_tf(state, {"keep": "a", "doomed": "b", "one": "1", "two": "2"})}, "al"
@@ -189,8 +194,7 @@ def test_apply_that_dies_is_reported_and_rerun_by_plan(
     }
     with running_stack(tmp_path, redis_url, extra_env=env) as stack:
         gh = stack.gh
-        repo = gh.create_repo("acme", "infra", {"infra/main.tf": main_tf(state, {"keep": "a", "doomed": "b"})})
-        gh.set_permission(repo, "bob", "write")
+        repo = _infra(stack, state)
         pr = gh.open_pr(
             repo, "add", "alice", "Add", {"infra/main.tf": main_tf(state, {"keep": "a", "doomed": "b", "new": "n"})}
         )
