@@ -71,12 +71,12 @@ def test_drift_opens_updates_and_closes_one_issue(tmp_path: Path, redis_url: str
         (issue,) = _issues(stack, repo)
         assert issue.title == "Drift in app" and issue.state == "open"
         assert "`terraform_data.other`" in (issue.body or "")
-        first_body = issue.body
 
         gh.comment(repo, issue.number, "bob", "/plan")  # a second check, by hand
         assert _wait_runs(stack, redis_conn, 2)["result"] == "drift"
         assert len(_issues(stack, repo)) == 1, "later checks edit the same issue"
-        assert _issues(stack, repo)[0].body != first_body  # edited in place (new time)
+        edits = [r for r in gh.state.requests if r.method == "PATCH" and r.path.endswith(f"/issues/{issue.number}")]
+        assert len(edits) == 1 and "`terraform_data.other`" in (_issues(stack, repo)[0].body or "")  # edited in place
 
         apply_directly(tmp_path / "applied", text)  # drift resolved by hand
         queue.enqueue("workers.jobs.drift_check", kwargs={"target": targets[0]})
