@@ -15,11 +15,13 @@ from dataclasses import asdict
 from datetime import UTC, datetime, timedelta
 
 from gidgethub.abc import GitHubAPI
+from rq import Queue
 from rq.exceptions import DuplicateJobError
 
+from bot.enqueue import PLANS_QUEUE
 from workers import vcs
 from workers.checkout import checkout, job_workdir, remote_head
-from workers.config import ConfigError
+from workers.config import ConfigError, parse_config
 from workers.context import WorkerContext
 from workers.drift_schedule import DriftTarget, delays, due, targets_for
 from workers.github import app_client, installation_client
@@ -77,10 +79,6 @@ async def _repo_targets(
 
 def tick(ctx: WorkerContext, now: datetime) -> list[str]:
     """Enqueue the checks due this minute, each installation's spread over a window (jitter)."""
-    from rq import Queue
-
-    from bot.enqueue import PLANS_QUEUE
-
     raw = ctx.redis.get(TARGETS_KEY)
     targets = [DriftTarget.from_plain(t) for t in json.loads(raw)] if isinstance(raw, bytes) else []
     minute = now.astimezone(UTC).replace(second=0, microsecond=0)
@@ -112,8 +110,6 @@ async def projects_due(ctx: WorkerContext, target: DriftTarget) -> tuple[str, li
     with job_workdir(ctx.checkouts, target.repo_id, "drift", sha, "_discovery") as work:
         await asyncio.to_thread(checkout, target.clone_url, sha, work, token, timeout=CHECKOUT_TIMEOUT)
         snapshot = scan(work)
-    from workers.config import parse_config
-
     config = parse_config(snapshot.config_text)
     every = all_projects(config, snapshot.all_files, snapshot.module_sources)
     return sha, [p for p in every if target.project is None or p.name == target.project]
