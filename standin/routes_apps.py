@@ -9,7 +9,7 @@ from starlette.routing import Route
 from standin import shapes
 from standin.auth import error, not_found, require_jwt, require_token
 from standin.state import iso, utcnow
-from standin.web import base_of, paginate, state_of
+from standin.web import base_of, page_response, paginate, state_of
 
 
 async def get_app(request: Request) -> Response:
@@ -28,10 +28,7 @@ async def list_installations(request: Request) -> Response:
     base = base_of(request)
     with state.lock:
         items = [shapes.installation(i, state.app, base) for i in state.installations.values()]
-    page = paginate(request, items)
-    if isinstance(page, JSONResponse):
-        return page
-    return JSONResponse(list(page[0]), headers=page[1])
+    return page_response(request, items)
 
 
 async def create_token(request: Request) -> Response:

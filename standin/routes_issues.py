@@ -11,7 +11,7 @@ from starlette.routing import Route
 from standin import shapes
 from standin.auth import not_found
 from standin.state import Comment, Issue, Reaction, Repo, State, iso, utcnow
-from standin.web import base_of, json_body, paginate, repo_access, state_of, validation_failed
+from standin.web import base_of, json_body, page_response, repo_access, state_of, validation_failed
 
 MAX_BODY = 65536
 REACTIONS = ("+1", "-1", "laugh", "confused", "heart", "hooray", "rocket", "eyes")
@@ -42,10 +42,7 @@ async def list_comments(request: Request) -> Response:
             for c in sorted(state.comments.values(), key=lambda c: c.id)
             if c.repo_id == repo.id and c.number == number
         ]
-    page = paginate(request, items)
-    if isinstance(page, JSONResponse):
-        return page
-    return JSONResponse(list(page[0]), headers=page[1])
+    return page_response(request, items)
 
 
 async def create_comment(request: Request) -> Response:
@@ -173,10 +170,7 @@ async def issues_collection(request: Request) -> Response:
             if not wanted_labels <= {label["name"] for label in shown["labels"]}:
                 continue
             items.append(shown)
-    page = paginate(request, items)
-    if isinstance(page, JSONResponse):
-        return page
-    return JSONResponse(list(page[0]), headers=page[1])
+    return page_response(request, items)
 
 
 async def issue_item(request: Request) -> Response:

@@ -11,7 +11,7 @@ from starlette.routing import Route
 from standin import gitops, pulls, shapes
 from standin.auth import DOCS, error, not_found, require_token
 from standin.state import Status, utcnow
-from standin.web import base_of, json_body, paginate, repo_access, state_of, validation_failed
+from standin.web import base_of, json_body, page_response, repo_access, state_of, validation_failed
 
 FULL_SHA = re.compile(r"^[0-9a-f]{40}$")
 STATES = ("error", "failure", "pending", "success")
@@ -40,10 +40,7 @@ async def pull_files(request: Request) -> Response:
         if pr is None:
             return not_found()
         items = [pulls.file_json(c, repo, pr.head_sha, base_of(request)) for c in pulls.files(state, repo, pr)]
-    page = paginate(request, items)
-    if isinstance(page, JSONResponse):
-        return page
-    return JSONResponse(list(page[0]), headers=page[1])
+    return page_response(request, items)
 
 
 async def commit_pulls(request: Request) -> Response:

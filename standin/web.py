@@ -7,7 +7,7 @@ from collections.abc import Sequence
 from typing import Any, TypeVar
 
 from starlette.requests import Request
-from starlette.responses import JSONResponse
+from starlette.responses import JSONResponse, Response
 
 from standin.auth import error, not_found, require_token
 from standin.state import Repo, State
@@ -81,3 +81,11 @@ def paginate(request: Request, items: Sequence[T]) -> tuple[Sequence[T], dict[st
         links.append(f'<{url(1)}>; rel="first"')
     headers = {"Link": ", ".join(links)} if links else {}
     return items[(page - 1) * per_page : page * per_page], headers
+
+
+def page_response(request: Request, items: Sequence[Any]) -> Response:
+    """A paginated JSON array answer, as GitHub's list endpoints give it."""
+    page = paginate(request, items)
+    if isinstance(page, JSONResponse):
+        return page
+    return JSONResponse(list(page[0]), headers=page[1])
