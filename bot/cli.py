@@ -4,18 +4,26 @@ from __future__ import annotations
 
 import argparse
 import logging
+import os
 import sys
+from typing import NoReturn
 
 from bot import settings as settings_module
-from bot.settings import Settings, SettingsError
+from bot.settings import Settings, SettingsError, forget_secrets
 
 
-def _settings(*, need_webhook: bool = False, need_app: bool = False) -> Settings:
+def _settings(*, need_webhook: bool = False, need_app: bool = False, need_redis_password: bool = False) -> Settings:
     try:
-        return settings_module.load(need_webhook=need_webhook, need_app=need_app)
+        return settings_module.load(
+            need_webhook=need_webhook, need_app=need_app, need_redis_password=need_redis_password
+        )
     except SettingsError as exc:
-        print(f"plangate: {exc}", file=sys.stderr)
-        raise SystemExit(2) from None
+        _stop(str(exc))
+
+
+def _stop(line: str) -> NoReturn:
+    print(f"plangate: {line}", file=sys.stderr)
+    raise SystemExit(2)
 
 
 def _logging() -> None:
@@ -35,6 +43,7 @@ def cmd_web(args: argparse.Namespace) -> int:
         app = create_setup_app(settings)
     else:
         app = create_app(_settings(need_webhook=True))
+    forget_secrets(os.environ)
     uvicorn.run(app, host=args.host, port=args.port, access_log=False, log_level="warning")
     return 0
 
@@ -45,14 +54,26 @@ def cmd_worker(args: argparse.Namespace) -> int:
 
     from bot.enqueue import QUEUE_NAMES
 
-    settings = _settings(need_app=True)
+    settings = _settings(need_app=True, need_redis_password=True)
     _logging()
     import workers.jobs  # noqa: F401  (loaded once here, so each forked work horse starts warm)
     from workers.context import context
     from workers.github import app_jwt, tls_context
+    from workers.sandbox import SandboxError, describe
 
+    try:
+        ctx = context()  # settings, sealed records and the probed sandbox, inherited by every work horse
+    except SandboxError as exc:
+        _stop(str(exc))
+    forget_secrets(os.environ)  # no child (git, bwrap, terraform) can inherit them now
     tls_context()
-    app_jwt(context().app_id, context().private_key)  # parses the key once, before the forks
+    app_jwt(ctx.app_id, ctx.private_key)  # parses the key once, before the forks
+    log = logging.getLogger("plangate.worker")
+    if ctx.sandbox.enabled:
+        log.info("sandbox: %s", describe(ctx.sandbox))
+    else:
+        log.warning("!!! SANDBOX OFF: terraform runs the pull request's code with this worker's view of the host")
+    ctx.record_sandbox()
 
     conn = redis.Redis.from_url(settings.redis_url)
     worker = Worker(list(QUEUE_NAMES), connection=conn)
@@ -73,6 +94,7 @@ def cmd_cron(args: argparse.Namespace) -> int:
     from workers import jobs
 
     conn = redis.Redis.from_url(settings.redis_url)
+    forget_secrets(os.environ)
     scheduler = CronScheduler(connection=conn, logging_level="INFO")
     scheduler.register(maintenance.sweep_workdirs, PLANS_QUEUE, cron="17 * * * *", name="sweep-workdirs")
     scheduler.register(jobs.refresh_drift_targets, PLANS_QUEUE, cron="7 * * * *", name="drift-targets")

@@ -120,14 +120,19 @@ class Story:
         say(f"  state after:  {', '.join(_state(state))}")
 
 
+def _install(command: str, package: str, why: str) -> None:
+    """Debian's package for a missing command when we may (root, apt); else the caller's check says so."""
+    if shutil.which(command) is None and os.geteuid() == 0 and shutil.which("apt-get"):
+        say(f"{command} is missing ({why}): installing Debian's {package}")
+        subprocess.run(["apt-get", "install", "-y", "-qq", package], check=True, stdout=subprocess.DEVNULL)
+
+
 @contextmanager
 def _redis() -> Iterator[str]:
     if os.environ.get("REDIS_URL"):
         yield os.environ["REDIS_URL"]
         return
-    if shutil.which("redis-server") is None and os.geteuid() == 0 and shutil.which("apt-get"):
-        say("redis-server is missing: installing Debian's package")
-        subprocess.run(["apt-get", "install", "-y", "-qq", "redis-server"], check=True, stdout=subprocess.DEVNULL)
+    _install("redis-server", "redis-server", "the queue")
     with private_redis() as url:
         yield url
 
@@ -136,6 +141,10 @@ def run(args: argparse.Namespace) -> int:
     """`plangate demo [--no-serve] [--workdir DIR] [--port P]` (arguments defined in bot.cli)."""
     if shutil.which("tofu") is None and shutil.which("terraform") is None:
         print("plangate demo: neither tofu nor terraform is on PATH", file=sys.stderr)
+        return 2
+    _install("bwrap", "bubblewrap", "terraform runs in its sandbox")
+    if shutil.which("bwrap") is None:
+        print("plangate demo: bwrap is not installed (Debian: apt-get install bubblewrap)", file=sys.stderr)
         return 2
     root = Path(args.workdir or tempfile.mkdtemp(prefix="plangate-demo-")).resolve()
     root.mkdir(parents=True, exist_ok=True)

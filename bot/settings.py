@@ -9,15 +9,27 @@ import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from urllib.parse import urlparse
+from urllib.parse import quote, urlparse
 
 from cryptography.hazmat.primitives.asymmetric.rsa import RSAPrivateKey
 from cryptography.hazmat.primitives.serialization import load_pem_private_key
 
 from workers.drift_schedule import validate_schedule
+from workers.render_mask import PatternError, compile_pattern
+from workers.sandbox import MODES, Grant, parse_grants
 
 DEFAULT_API_URL = "https://api.github.com"
 DEFAULT_REDIS_URL = "redis://127.0.0.1:6379/0"
+# Read once at start-up, then removed from the process environment (see `forget_secrets`): no child
+# process (git, bwrap, terraform) can inherit them, whatever env a caller hands it.
+SECRET_VARIABLES = (
+    "GITHUB_APP_PRIVATE_KEY",
+    "GITHUB_WEBHOOK_SECRET",
+    "GITHUB_CLIENT_SECRET",
+    "REDIS_URL",
+    "REDIS_PASSWORD",
+    "PLANGATE_STATUS_TOKEN",
+)
 
 
 class SettingsError(Exception):
@@ -41,9 +53,24 @@ class Settings:
     tf_memory_mb: int
     mask_patterns: tuple[str, ...]
     drift_schedule: str | None  # server-wide drift schedule for repos that configure none
+    sandbox: str = "bwrap"  # "bwrap" | "off"
+    sandbox_paths: tuple[Grant, ...] = ()
+    tf_env_plan: tuple[str, ...] = ()  # added to tf_env for PR plans and drift checks
+    tf_env_apply: tuple[str, ...] = ()  # added to tf_env for the post-merge plan and apply
+    secret_files: tuple[Path, ...] = ()  # files secrets were read from: never visible in the sandbox
 
     def __repr__(self) -> str:
         return f"Settings(app_id={self.app_id}, api_url={self.api_url!r}, workdir={str(self.workdir)!r})"
+
+    @property
+    def redis_password(self) -> str | None:
+        return urlparse(self.redis_url).password or None
+
+    @property
+    def secrets(self) -> tuple[str, ...]:
+        """Every secret this process holds, for the backstop mask of what it posts."""
+        found = (self.private_key, self.webhook_secret, self.redis_password)
+        return tuple(s for s in found if s)
 
 
 def _decode_private_key(raw: str, name: str) -> str:
@@ -63,6 +90,64 @@ def _decode_private_key(raw: str, name: str) -> str:
     if not isinstance(key, RSAPrivateKey):
         raise SettingsError(name, "GitHub App keys are RSA; this PEM holds another key type")
     return text + "\n"
+
+
+def _read_secret(env: Mapping[str, str], name: str) -> str | None:
+    """`NAME` from the environment, else the file `NAME_PATH` names (a mounted secret); None if neither."""
+    if env.get(name):
+        return env[name]
+    path = env.get(f"{name}_PATH")
+    if not path:
+        return None
+    try:
+        return Path(path).read_text().strip() or None
+    except OSError as exc:
+        raise SettingsError(f"{name}_PATH", f"cannot read {path}: {exc.strerror}") from None
+
+
+def _redis_url(env: Mapping[str, str]) -> str:
+    """REDIS_URL, with REDIS_PASSWORD(_PATH) put into it when given separately."""
+    url = _url(env, "REDIS_URL", DEFAULT_REDIS_URL, ("redis", "rediss", "unix"))
+    password = _read_secret(env, "REDIS_PASSWORD")
+    if password is None:
+        return url
+    parsed = urlparse(url)
+    if parsed.scheme == "unix":
+        joiner = "&" if parsed.query else "?"
+        return f"{url}{joiner}password={quote(password, safe='')}"
+    netloc = f"{parsed.username or ''}:{quote(password, safe='')}@{parsed.hostname}"
+    netloc += f":{parsed.port}" if parsed.port else ""
+    return parsed._replace(netloc=netloc).geturl()
+
+
+def _names(env: Mapping[str, str], name: str) -> tuple[str, ...]:
+    names = tuple(n.strip() for n in env.get(name, "").split(",") if n.strip())
+    for item in names:
+        if not re.fullmatch(r"[A-Za-z_*?\[\]!][A-Za-z0-9_*?\[\]!]*", item):
+            raise SettingsError(name, f"{item!r} is not a variable name or glob")
+    return names
+
+
+def _sandbox(env: Mapping[str, str]) -> tuple[str, tuple[Grant, ...]]:
+    mode = (env.get("PLANGATE_SANDBOX") or "bwrap").strip()
+    if mode not in MODES:
+        raise SettingsError("PLANGATE_SANDBOX", f"must be one of {', '.join(MODES)}, got {mode!r}")
+    try:
+        grants = parse_grants(env.get("PLANGATE_SANDBOX_PATHS", ""))
+    except ValueError as exc:
+        raise SettingsError("PLANGATE_SANDBOX_PATHS", str(exc)) from None
+    return mode, grants
+
+
+def _secret_files(env: Mapping[str, str]) -> tuple[Path, ...]:
+    names = ("GITHUB_APP_PRIVATE_KEY_PATH", "GITHUB_WEBHOOK_SECRET_PATH", "REDIS_PASSWORD_PATH", "PLANGATE_ENV_FILE")
+    return tuple(Path(env[n]) for n in names if env.get(n))
+
+
+def forget_secrets(environ: dict[str, str] | os._Environ[str]) -> None:
+    """Drop the secret variables from this process's environment once the settings hold them."""
+    for name in SECRET_VARIABLES:
+        environ.pop(name, None)
 
 
 def _private_key(env: Mapping[str, str]) -> str | None:
@@ -95,7 +180,8 @@ def _url(env: Mapping[str, str], name: str, default: str, schemes: tuple[str, ..
     value = env.get(name) or default
     parsed = urlparse(value)
     if parsed.scheme not in schemes or not (parsed.netloc or (parsed.scheme == "unix" and parsed.path)):
-        raise SettingsError(name, f"must be a {' or '.join(schemes)} URL, got {value!r}")
+        shown = f"{parsed.scheme}://…" if "@" in value else repr(value)  # never echo a password
+        raise SettingsError(name, f"must be a {' or '.join(schemes)} URL, got {shown}")
     return value.rstrip("/")
 
 
@@ -104,8 +190,8 @@ def _patterns(env: Mapping[str, str]) -> tuple[str, ...]:
     patterns = tuple(p for p in raw.split("\n") if p.strip())
     for pattern in patterns:
         try:
-            re.compile(pattern)
-        except re.error as exc:
+            compile_pattern(pattern)
+        except PatternError as exc:
             raise SettingsError("PLANGATE_MASK_PATTERNS", f"invalid regex {pattern!r}: {exc}") from None
     return patterns
 
@@ -120,7 +206,13 @@ def _cron(env: Mapping[str, str], name: str) -> str | None:
         raise SettingsError(name, str(exc).removeprefix(f"{name}: ")) from None
 
 
-def load(env: Mapping[str, str] | None = None, *, need_webhook: bool = False, need_app: bool = False) -> Settings:
+def load(
+    env: Mapping[str, str] | None = None,
+    *,
+    need_webhook: bool = False,
+    need_app: bool = False,
+    need_redis_password: bool = False,
+) -> Settings:
     """Read every setting; `need_*` make the settings a process cannot run without mandatory."""
     env = os.environ if env is None else env
     raw_id = env.get("GITHUB_APP_ID", "").strip()
@@ -128,7 +220,7 @@ def load(env: Mapping[str, str] | None = None, *, need_webhook: bool = False, ne
         raise SettingsError("GITHUB_APP_ID", f"must be the App's numeric id, got {raw_id!r}")
     app_id = int(raw_id) if raw_id else None
     private_key = _private_key(env)
-    secret = env.get("GITHUB_WEBHOOK_SECRET") or None
+    secret = _read_secret(env, "GITHUB_WEBHOOK_SECRET")
     if need_webhook and secret is None:
         raise SettingsError("GITHUB_WEBHOOK_SECRET", "is required: webhooks cannot be verified without it")
     if need_app and app_id is None:
@@ -137,20 +229,29 @@ def load(env: Mapping[str, str] | None = None, *, need_webhook: bool = False, ne
         raise SettingsError(
             "GITHUB_APP_PRIVATE_KEY", "is required (or GITHUB_APP_PRIVATE_KEY_PATH) to sign the App JWT"
         )
-    tf_env = tuple(n.strip() for n in env.get("PLANGATE_TF_ENV", "").split(",") if n.strip())
-    for name in tf_env:
-        if not re.fullmatch(r"[A-Za-z_*?\[\]!][A-Za-z0-9_*?\[\]!]*", name):
-            raise SettingsError("PLANGATE_TF_ENV", f"{name!r} is not a variable name or glob")
+    sandbox, grants = _sandbox(env)
+    redis_url = _redis_url(env)
+    if need_redis_password and not urlparse(redis_url).password and not redis_url.startswith("unix:"):
+        raise SettingsError(
+            "REDIS_URL",
+            "has no password: terraform shares the worker's network and must not reach an open Redis "
+            "(redis://:PASSWORD@HOST:6379/0, or REDIS_PASSWORD_PATH)",
+        )
     return Settings(
         app_id=app_id,
         private_key=private_key,
         webhook_secret=secret,
         api_url=_url(env, "GITHUB_API_URL", DEFAULT_API_URL, ("http", "https")),
-        redis_url=_url(env, "REDIS_URL", DEFAULT_REDIS_URL, ("redis", "rediss", "unix")),
+        redis_url=redis_url,
         workdir=Path(env.get("PLANGATE_WORKDIR") or "/tmp/plangate").resolve(),
-        tf_env=tf_env,
+        tf_env=_names(env, "PLANGATE_TF_ENV"),
         tf_timeout=_positive(env, "PLANGATE_TF_TIMEOUT", 1800.0),
         tf_memory_mb=int(_positive(env, "PLANGATE_TF_MEMORY_MB", 4096)),
         mask_patterns=_patterns(env),
         drift_schedule=_cron(env, "PLANGATE_DRIFT_SCHEDULE"),
+        sandbox=sandbox,
+        sandbox_paths=grants,
+        tf_env_plan=_names(env, "PLANGATE_TF_ENV_PLAN"),
+        tf_env_apply=_names(env, "PLANGATE_TF_ENV_APPLY"),
+        secret_files=_secret_files(env),
     )

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import datetime as dt
 import secrets
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -11,6 +12,7 @@ import httpx
 
 from standin import delivery, gitops, payloads, pulls
 from standin.delivery import Delivery
+from standin.gitops import FileContent
 from standin.keys import public_key_of
 from standin.state import App, Comment, PullRequest, Repo, State, Status, User, utcnow
 
@@ -94,7 +96,7 @@ class StandIn:
         return gitops.rev(repo.path, f"refs/heads/{branch}")
 
     def commit(
-        self, repo: Repo, branch: str, files: dict[str, str | None], message: str = "Update", author: str = "dev"
+        self, repo: Repo, branch: str, files: Mapping[str, FileContent], message: str = "Update", author: str = "dev"
     ) -> str:
         """A new commit on `branch` (created from the default branch if missing); sends no webhook."""
         with self.state.lock:
@@ -107,7 +109,7 @@ class StandIn:
         self,
         repo: Repo,
         branch: str,
-        files: dict[str, str | None],
+        files: Mapping[str, FileContent],
         pusher: str,
         message: str = "Update",
         deliver: bool = True,
@@ -125,7 +127,7 @@ class StandIn:
         head_branch: str,
         author: str,
         title: str,
-        files: dict[str, str | None] | None = None,
+        files: Mapping[str, FileContent] | None = None,
         *,
         body: str | None = None,
         base: str | None = None,
@@ -163,7 +165,7 @@ class StandIn:
         return pr
 
     def push_pr(
-        self, pr: PullRequest, files: dict[str, str | None], message: str = "Update", deliver: bool = True
+        self, pr: PullRequest, files: Mapping[str, FileContent], message: str = "Update", deliver: bool = True
     ) -> str:
         """A new commit on the PR's head branch and the `synchronize` webhook."""
         state = self.state

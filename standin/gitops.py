@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import subprocess
 import tempfile
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -20,6 +21,31 @@ _IDENTITY = {
 
 class GitError(RuntimeError):
     pass
+
+
+@dataclass(frozen=True)
+class Symlink:
+    """A symlink in a commit (mode 120000) pointing at `target`."""
+
+    target: str
+
+
+@dataclass(frozen=True)
+class Executable:
+    """An executable file in a commit (mode 100755)."""
+
+    text: str
+
+
+FileContent = str | Symlink | Executable | None  # None deletes the path
+
+
+def _entry(content: str | Symlink | Executable) -> tuple[str, bytes]:
+    if isinstance(content, Symlink):
+        return "120000", content.target.encode()
+    if isinstance(content, Executable):
+        return "100755", content.text.encode()
+    return "100644", content.encode()
 
 
 def git(repo: Path, *args: str, input: bytes | None = None, env: dict[str, str] | None = None) -> str:
@@ -49,7 +75,7 @@ def rev(repo: Path, ref: str) -> str | None:
 
 
 def commit_files(
-    repo: Path, parent: str | None, files: dict[str, str | None], message: str, author: str = "standin"
+    repo: Path, parent: str | None, files: Mapping[str, FileContent], message: str, author: str = "standin"
 ) -> str:
     """A new commit on top of `parent` with `files` written (None deletes); returns its SHA."""
     with tempfile.TemporaryDirectory() as tmp:
@@ -64,8 +90,9 @@ def commit_files(
             if content is None:  # mode 0 removes the entry
                 lines.append(f"0 {'0' * 40}\t{path}\n")
                 continue
-            blob = git(repo, "hash-object", "-w", "--stdin", input=content.encode(), env=env).strip()
-            lines.append(f"100644 {blob}\t{path}\n")
+            mode, data = _entry(content)
+            blob = git(repo, "hash-object", "-w", "--stdin", input=data, env=env).strip()
+            lines.append(f"{mode} {blob}\t{path}\n")
         git(repo, "update-index", "--index-info", input="".join(lines).encode(), env=env)
         tree = git(repo, "write-tree", env=env).strip()
         parents = ["-p", parent] if parent else []

@@ -1,7 +1,12 @@
-"""A private, throwaway redis-server on a free loopback port (tests, benchmarks, the demo)."""
+"""A private, throwaway redis-server on a free loopback port (tests, benchmarks, the demo).
+
+It requires a password, as every Redis plangate uses must: terraform shares the worker's network.
+The password goes to redis-server on stdin (`redis-server -`), never on its command line.
+"""
 
 from __future__ import annotations
 
+import secrets
 import shutil
 import socket
 import subprocess
@@ -27,12 +32,17 @@ def private_redis() -> Iterator[str]:
     if server is None:
         raise RuntimeError("redis-server is not installed (Debian: apt-get install -y redis-server)")
     port = free_port()
+    password = secrets.token_hex(16)
     tmp = tempfile.mkdtemp(prefix="plangate-redis-")
     proc = subprocess.Popen(
-        [server, "--port", str(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no", "--dir", tmp],
+        [server, "-", "--port", str(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no", "--dir", tmp],
+        stdin=subprocess.PIPE,
         stdout=subprocess.DEVNULL,
     )
-    url = f"redis://127.0.0.1:{port}/0"
+    assert proc.stdin is not None
+    proc.stdin.write(f"requirepass {password}\n".encode())
+    proc.stdin.close()
+    url = f"redis://:{password}@127.0.0.1:{port}/0"
     try:
         client = redis.Redis.from_url(url)
         deadline = time.monotonic() + 10

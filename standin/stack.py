@@ -28,6 +28,7 @@ T = TypeVar("T")
 @dataclass
 class Stack:
     gh: StandIn
+    private_key: str
     web_url: str
     env: dict[str, str]
     logs: Path
@@ -78,24 +79,38 @@ def running_stack(
     secret: str = "stand-in-webhook-secret",
     web_port: int = 0,
     extra_env: dict[str, str] | None = None,
+    key_file: bool = False,
 ) -> Iterator[Stack]:
-    """The stand-in (in this process), one web and `workers` worker processes; all stopped afterwards."""
+    """The stand-in (in this process), one web and `workers` worker processes; all stopped afterwards.
+
+    `key_file`: hand the App key over as GITHUB_APP_PRIVATE_KEY_PATH (a 0600 file) instead of the env.
+    """
     key = new_private_key_pem()
     gh = StandIn(root / "github", key, app_id=4242, slug="plangate", webhook_secret=secret)
     logs = root / "logs"
     logs.mkdir(parents=True, exist_ok=True)
     with start(gh) as server:
         port = web_port or free_port()
+        key_setting = {"GITHUB_APP_PRIVATE_KEY": key}
+        if key_file:
+            path = root / "secrets" / "app.pem"
+            path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+            path.write_text(key)
+            path.chmod(0o600)
+            key_setting = {"GITHUB_APP_PRIVATE_KEY_PATH": str(path)}
         env = {
             "PATH": os.environ["PATH"],
             "HOME": str(root),
             "GITHUB_APP_ID": str(gh.app.id),
-            "GITHUB_APP_PRIVATE_KEY": key,
+            **key_setting,
             "GITHUB_WEBHOOK_SECRET": secret,
             "GITHUB_API_URL": server.base_url,
             "REDIS_URL": redis_url,
             "PLANGATE_WORKDIR": str(root / "work"),
             "PLANGATE_TF_TIMEOUT": "300",
+            # The sample projects keep their local state here, outside every checkout: the one host
+            # path the sandboxed terraform may write besides its checkout.
+            "PLANGATE_SANDBOX_PATHS": f"{root / 'state'}:rw",
             **(extra_env or {}),
         }
         cli = [sys.executable, "-m", "bot.cli"]
@@ -115,6 +130,6 @@ def running_stack(
             web_url = f"http://127.0.0.1:{port}"
             wait_http(web_url + "/readyz")
             gh.app.webhook_url = web_url + "/webhook"
-            yield Stack(gh=gh, web_url=web_url, env=env, logs=logs, workers=procs[1:])
+            yield Stack(gh=gh, private_key=key, web_url=web_url, env=env, logs=logs, workers=procs[1:])
         finally:
             _stop(procs)

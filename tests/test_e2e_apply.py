@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import signal
 from pathlib import Path
 
 import pytest
@@ -167,15 +168,30 @@ def test_two_quick_pushes_apply_one_at_a_time_in_order(
         assert serial >= 2
 
 
-KILLER = """#!/bin/sh
-# terraform, except that the first `apply` kills the RQ work horse running it (a worker lost mid-apply)
+SLOW_FIRST_APPLY = """#!/bin/sh
+# terraform, except that the first `apply` says so and hangs: the test then kills the RQ work horse
+# running it (a worker lost mid-apply). From inside the sandbox it could not kill the horse itself.
 if [ "$1" = "apply" ] && [ ! -e "$KILLER_MARKER" ]; then
   touch "$KILLER_MARKER"
-  kill -9 "$PPID"
+  sleep 120
   exit 1
 fi
 exec {real} "$@"
 """
+
+
+def _kill_the_horse_running(marker: str) -> None:
+    """SIGKILL the work horse whose sandbox (bwrap) runs a command naming `marker`."""
+    for proc in Path("/proc").iterdir():
+        try:
+            argv = (proc / "cmdline").read_bytes().split(b"\0")
+            ppid = int((proc / "stat").read_text().rsplit(") ", 1)[1].split()[1])
+        except (OSError, ValueError, IndexError):
+            continue
+        if argv and argv[0].endswith(b"bwrap") and any(marker.encode() in a for a in argv):
+            os.kill(ppid, signal.SIGKILL)
+            return
+    raise AssertionError(f"no sandbox running {marker}")
 
 
 def test_apply_that_dies_is_reported_and_rerun_by_plan(
@@ -185,11 +201,12 @@ def test_apply_that_dies_is_reported_and_rerun_by_plan(
     bin_dir = tmp_path / "bin"
     bin_dir.mkdir()
     wrapper = bin_dir / "terraform"
-    wrapper.write_text(KILLER.format(real=tool()))
+    wrapper.write_text(SLOW_FIRST_APPLY.format(real=tool()))
     wrapper.chmod(0o755)
+    marker = tmp_path / "state" / "killed-once"  # inside the sandbox's granted path
     env = {
         "PATH": f"{bin_dir}:{os.environ['PATH']}",
-        "KILLER_MARKER": str(tmp_path / "killed-once"),
+        "KILLER_MARKER": str(marker),
         "PLANGATE_TF_ENV": "KILLER_MARKER",
     }
     with running_stack(tmp_path, redis_url, extra_env=env) as stack:
@@ -200,8 +217,9 @@ def test_apply_that_dies_is_reported_and_rerun_by_plan(
         )
         _planned(stack, repo, pr.head_sha)
         merged = gh.merge_pr(pr)
+        stack.wait_for("the first apply to start", marker.exists)
+        _kill_the_horse_running(str(bin_dir))
         assert "died" in _apply_state(stack, repo, merged, "error")
-        assert (tmp_path / "killed-once").exists()
         died = [b for b in _bot_bodies(stack, repo, pr.number) if "plangate:apply-died" in b]
         assert len(died) == 1 and "check the state" in died[0]
 

@@ -19,6 +19,8 @@ from tests.tfproject import apply_directly, main_tf, tool
 from workers import drift
 from workers.context import WorkerContext
 from workers.github import TokenCache
+from workers.records import Records
+from workers.sandbox import Sandbox
 
 pytestmark = pytest.mark.e2e
 CONFIG = 'version: 1\nprojects:\n  - name: app\n    dir: infra\n    drift:\n      schedule: "0 3 * * *"\n'
@@ -60,10 +62,13 @@ def test_drift_opens_updates_and_closes_one_issue(tmp_path: Path, redis_url: str
             [tool(), "state", "rm", "terraform_data.other"], cwd=tmp_path / "applied", check=True, capture_output=True
         )
         settings = settings_module.load(stack.env)
+        key = settings.private_key or ""
         ctx = WorkerContext(
             settings,
             redis_conn,
-            TokenCache(redis_conn, app_id=4242, private_key=settings.private_key or "", api_url=settings.api_url),
+            TokenCache(redis_conn, app_id=4242, private_key=key, api_url=settings.api_url),
+            Records(redis_conn, key),
+            Sandbox(),
         )
         assert drift.tick(ctx, datetime(2026, 11, 30, 2, 59, tzinfo=UTC)) == []
         assert len(drift.tick(ctx, datetime(2026, 11, 30, 3, 0, 30, tzinfo=UTC))) == 1

@@ -20,6 +20,7 @@ from standin.keys import new_private_key_pem
 from standin.server import Running, start
 from tests.keys import public_pem, rsa_pem
 from workers.github import REFRESH_MARGIN, GitHubAuthError, TokenCache, app_jwt, installation_client
+from workers.records import Records
 
 APP_ID = 77
 
@@ -66,6 +67,7 @@ def test_token_is_minted_once_and_reused(github: tuple[StandIn, Running], redis_
 CHILD = """
 import asyncio, json, sys
 import redis
+from workers.records import Records
 from workers.github import TokenCache
 url, api, inst, key = sys.argv[1], sys.argv[2], int(sys.argv[3]), sys.stdin.read()
 cache = TokenCache(redis.Redis.from_url(url), app_id=77, private_key=key, api_url=api)
@@ -107,11 +109,49 @@ def test_token_near_expiry_is_refreshed(github: tuple[StandIn, Running], redis_c
     inst = _installation(gh)
     first = asyncio.run(cache.token(inst))
     key = f"plangate:installation-token:{inst}"
-    entry = json.loads(redis_conn.get(key) or b"{}")
+    records = Records(redis_conn, rsa_pem())
+    entry = json.loads(records.decrypt(key, redis_conn.get(key)) or "{}")
     entry["expires"] = time.time() + REFRESH_MARGIN - 1  # inside the refresh margin
-    redis_conn.set(key, json.dumps(entry))
+    redis_conn.set(key, records.encrypt(key, json.dumps(entry)))
     second = asyncio.run(cache.token(inst))
     assert second != first and _mints(gh) == 2
+
+
+def test_tokens_are_encrypted_in_redis_and_a_planted_one_is_ignored(
+    github: tuple[StandIn, Running], redis_conn: redis.Redis
+) -> None:
+    gh, server = github
+    cache = TokenCache(redis_conn, app_id=APP_ID, private_key=rsa_pem(), api_url=server.base_url)
+    inst = _installation(gh)
+    token = asyncio.run(cache.token(inst))
+    key = f"plangate:installation-token:{inst}"
+    assert token.encode() not in (redis_conn.get(key) or b"")
+    planted = json.dumps({"token": "ghs_planted", "expires": time.time() + 3600})
+    redis_conn.set(key, planted)
+    assert asyncio.run(cache.token(inst)) not in ("ghs_planted", token) and _mints(gh) == 2
+
+
+def test_what_a_job_posts_is_masked_for_the_apps_secrets(
+    github: tuple[StandIn, Running], redis_conn: redis.Redis
+) -> None:
+    gh, server = github
+    secret = "webhook-secret-xyz123"
+    cache = TokenCache(redis_conn, app_id=APP_ID, private_key=rsa_pem(), api_url=server.base_url, secrets=[secret])
+    inst = _installation(gh)
+    repo = next(iter(gh.state.repos.values()))
+    pr = gh.open_pr(repo, "b", "alice", "t", {"x.txt": "x\n"}, deliver=False)
+    token = asyncio.run(cache.token(inst))
+    key_line = rsa_pem().splitlines()[2]
+
+    async def post() -> None:
+        async with installation_client(cache, inst, server.base_url) as client:
+            body = f"{secret} {token} {key_line}\n{rsa_pem()}"
+            await client.post(f"/repos/acme/infra/issues/{pr.number}/comments", data={"body": body})
+
+    asyncio.run(post())
+    posted = gh.comments_on(repo, pr.number)[-1].body
+    assert secret not in posted and token not in posted and key_line not in posted
+    assert "PRIVATE KEY" not in posted and "(sensitive value)" in posted
 
 
 def test_short_lived_tokens_are_never_cached(tmp_path: Path, redis_conn: redis.Redis) -> None:

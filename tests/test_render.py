@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+import time
 
 import pytest
 from hypothesis import HealthCheck, assume, given, settings
@@ -23,6 +24,7 @@ from workers.render import (
     render_plan_comments,
     render_too_many_files,
 )
+from workers.render_mask import PatternError
 
 SHA = "0123456789abcdef0123456789abcdef01234567"
 CLASS = {
@@ -245,8 +247,18 @@ def test_mask_rules() -> None:
     # patterns: every match; a pattern matching the empty string inserts nothing
     assert mask("key AKIAABCDEFGHIJKLMNOP!", [], [r"AKIA[A-Z0-9]{16}"]) == f"key {MASK}!"
     assert mask("abc", [], [r"x*"]) == "abc"
-    with pytest.raises(re.error):
+    with pytest.raises(PatternError):
         mask("abc", [], ["("])
+    with pytest.raises(PatternError, match="invalid escape"):  # RE2 has no backreferences
+        mask("abc", [], [r"(a)\1"])
+
+
+def test_a_catastrophic_pattern_cannot_hold_a_job() -> None:
+    """`(a|aa)+$` backtracks exponentially in Python's re; RE2 masks a 200 KB line at once."""
+    line = "a" * 200_000 + "!"
+    started = time.monotonic()
+    assert mask(line, [], [r"(a|aa)+$", r"(x+x+)+y"]) == line
+    assert time.monotonic() - started < 1.0
 
 
 def test_sensitive_values_masked_in_plan_error_and_addresses() -> None:

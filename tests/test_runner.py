@@ -217,7 +217,7 @@ def test_real_terraform_init_plan_show_apply_under_the_default_cap(tmp_path: Pat
     assert first.ok and first.has_changes is True
     assert b'"resource_changes"' in tf.show_json(config, tmp_path / "first.plan")
     assert "2 to add, 0 to change, 0 to destroy" in tf.show_text(config, tmp_path / "first.plan")
-    applied = tf.apply(config, tmp_path / "first.plan")
+    applied = tf.apply(config, tmp_path / "first.plan", first.digest)
     assert applied.ok and not applied.stale_plan
     assert "Apply complete! Resources: 2 added" in applied.output
     again = tf.plan(config, tmp_path / "again.plan")
@@ -228,8 +228,8 @@ def test_real_terraform_init_plan_show_apply_under_the_default_cap(tmp_path: Pat
     newer = tf.plan(config, tmp_path / "newer.plan")
     assert older.has_changes and newer.has_changes
     assert "to destroy" in tf.show_text(config, tmp_path / "newer.plan")
-    assert tf.apply(config, tmp_path / "newer.plan").ok
-    stale = tf.apply(config, tmp_path / "older.plan")
+    assert tf.apply(config, tmp_path / "newer.plan", newer.digest).ok
+    stale = tf.apply(config, tmp_path / "older.plan", older.digest)
     assert not stale.ok and stale.stale_plan
 
 

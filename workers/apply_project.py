@@ -10,19 +10,16 @@ import asyncio
 import json
 import logging
 from dataclasses import dataclass
-from pathlib import Path
 
 from gidgethub.abc import GitHubAPI
 
-from workers import apply_store, audit, gate_store, vcs
+from workers import apply_store, audit, gate_store, pipeline, vcs
 from workers.apply_store import BlockedApply
 from workers.approvals import approved_keys
-from workers.checkout import checkout, job_workdir
 from workers.context import WorkerContext
 from workers.gate import Apply, Block, Decision, decide_apply, unreadable
 from workers.github import installation_client
-from workers.plan import Plan, PlanError, parse_plan, summary_line
-from workers.pr_plan import CHECKOUT_TIMEOUT
+from workers.plan import Plan, summary_line
 from workers.projects import Project
 from workers.push_apply import PushRequest, record_outcome
 from workers.render_apply import (
@@ -32,8 +29,9 @@ from workers.render_apply import (
     render_not_applied,
     render_superseded,
 )
+from workers.repo_config import mask_patterns
 from workers.runlog import record_run
-from workers.runner import Terraform, TerraformError
+from workers.runner import Terraform
 
 log = logging.getLogger("plangate.apply")
 
@@ -48,12 +46,21 @@ class Where:
     approved_on: str | None
 
 
-@dataclass
+@dataclass(frozen=True)
 class Planned:
-    plan: Plan | None
-    text: str
+    """The fresh plan at the pushed SHA and the gate's decision on its JSON."""
+
+    planned: pipeline.Planned
     decision: Decision
-    planfile: Path
+    mask_patterns: list[str]
+
+    @property
+    def plan(self) -> Plan | None:
+        return self.planned.plan
+
+    @property
+    def text(self) -> str:
+        return self.planned.text
 
 
 def run(ctx: WorkerContext, req: PushRequest, project: Project, where: Where) -> str:
@@ -71,45 +78,42 @@ async def _run(ctx: WorkerContext, req: PushRequest, project: Project, where: Wh
     async with installation_client(ctx.tokens, req.installation_id, ctx.settings.api_url) as gh:
         if await _superseded(ctx, gh, req, project):
             return "not-applied"
-        tf = ctx.terraform(project.tool)
+        tf = ctx.terraform(project.tool, "apply")
         token = await ctx.tokens.token(req.installation_id)
-        with job_workdir(ctx.checkouts, req.repo_id, "push", req.after, project.name) as work:
-            await asyncio.to_thread(checkout, req.clone_url, req.after, work, token, timeout=CHECKOUT_TIMEOUT)
-            approved = await _approved(ctx, gh, req, project, where)
-            planned = await asyncio.to_thread(_plan, tf, work, project, approved)
+        patterns = await mask_patterns(gh, req.repo, req.default_branch, ctx.settings.mask_patterns)
+        approved = await _approved(ctx, gh, req, project, where)
+        scope, name = "push", project.name
+        with pipeline.checked_out(ctx.checkouts, req.repo_id, scope, req.after, name, req.clone_url, token) as dirs:
+            planned = await asyncio.to_thread(_plan, tf, project, dirs, approved, patterns)
             if not project.apply_on_merge:
                 return await _report_only(gh, req, project, where, planned, "apply_on_merge is false")
             if isinstance(planned.decision, Block):
                 return await _block(ctx, gh, req, project, where, planned)
             if not isinstance(planned.decision, Apply):
                 return await _report_only(gh, req, project, where, planned, planned.decision.reason)
-            return await _apply(ctx, gh, req, project, where, planned, tf, work)
+            return await _apply(ctx, gh, req, project, where, planned, tf, dirs)
 
 
-def _plan(tf: Terraform, work: Path, project: Project, approved: frozenset[str]) -> Planned:
-    root, planfile = work / project.dir, work / "plangate.tfplan"
-    for step in (tf.init(root), tf.plan(root, planfile)):
-        if not step.ok:
-            return Planned(None, step.output, unreadable(f"{step.step} failed"), planfile)
-    try:
-        raw, text = tf.show_both(root, planfile)
-        plan = parse_plan(raw)
-    except (TerraformError, PlanError) as exc:
-        return Planned(None, str(exc), unreadable(str(exc)), planfile)
-    return Planned(plan, text, decide_apply(plan, approved), planfile)
+def _plan(
+    tf: Terraform, project: Project, dirs: pipeline.JobDirs, approved: frozenset[str], patterns: list[str]
+) -> Planned:
+    planned = pipeline.plan(tf, project, dirs)
+    if planned.plan is None:
+        return Planned(planned, unreadable(planned.error or "no plan"), patterns)
+    return Planned(planned, decide_apply(planned.plan, approved), patterns)
 
 
 async def _approved(
     ctx: WorkerContext, gh: GitHubAPI, req: PushRequest, project: Project, where: Where
 ) -> frozenset[str]:
     """Destroy keys approved on the merged PR's last head, plus those approved on this blocked apply."""
-    login = await vcs.bot_login(ctx.redis, ctx.app_id, ctx.private_key, ctx.settings.api_url)
+    login = await vcs.bot_login(ctx.records, ctx.app_id, ctx.private_key, ctx.settings.api_url)
     keys: set[str] = set()
     if where.number is None:
         return frozenset()
     for sha in {s for s in (where.approved_on, req.after) if s}:
         approvals = await gate_store.load_approvals(
-            ctx.redis, gh, repo=req.repo, repo_id=req.repo_id, number=where.number, sha=sha, bot_login=login
+            ctx.records, gh, repo=req.repo, repo_id=req.repo_id, number=where.number, sha=sha, bot_login=login
         )
         keys |= approved_keys(approvals, project.name, sha=sha)
     return frozenset(keys)
@@ -117,13 +121,13 @@ async def _approved(
 
 async def _superseded(ctx: WorkerContext, gh: GitHubAPI, req: PushRequest, project: Project) -> bool:
     """An older push never applies over a newer one; a newer push closes the older blocked apply."""
-    blocked = apply_store.blocked_for_project(ctx.redis, req.repo_id, project.name)
+    blocked = apply_store.blocked_for_project(ctx.records, req.repo_id, project.name)
     if blocked is not None and blocked.push["after"] != req.after:
         newer = await _is_newer(gh, req.repo, blocked.push["after"], req.after)
         if not newer:
             return True
         await _close_blocked(ctx, gh, req, blocked)
-    applied = apply_store.last_applied(ctx.redis, req.repo_id, project.name)
+    applied = apply_store.last_applied(ctx.records, req.repo_id, project.name)
     return applied is not None and applied != req.after and not await _is_newer(gh, req.repo, applied, req.after)
 
 
@@ -139,7 +143,7 @@ async def _close_blocked(ctx: WorkerContext, gh: GitHubAPI, req: PushRequest, bl
     await vcs.post_comment(gh, req.repo, blocked.number, body)
     if not blocked.is_pr:
         await gh.patch(f"/repos/{req.repo}/issues/{blocked.number}", data={"state": "closed"})
-    apply_store.clear_blocked(ctx.redis, blocked)
+    apply_store.clear_blocked(ctx.records, blocked)
     record_outcome(ctx, PushRequest(**blocked.push), name, "not-applied")
     audit.record(ctx.redis, "voided", repo=req.repo, project=name, sha=old, superseded_by=req.after)
 
@@ -158,7 +162,7 @@ async def _block(
         plan_text=planned.text,
         pr=where.number if where.is_pr else None,
         approved_on=where.approved_on,
-        mask_patterns=list(ctx.settings.mask_patterns),
+        mask_patterns=planned.mask_patterns,
     )
     number, is_pr = where.number, where.is_pr
     if number is None:
@@ -171,7 +175,7 @@ async def _block(
         comment_id = int((await vcs.post_comment(gh, req.repo, number, body))["id"])
     if not decision.error:
         held = apply_store.hold(req, project, where, number, is_pr, list(decision.unapproved), comment_id)
-        apply_store.save_blocked(ctx.redis, held)
+        apply_store.save_blocked(ctx.records, held)
     audit.record(
         ctx.redis,
         "apply-blocked",
@@ -203,18 +207,18 @@ async def _apply(
     where: Where,
     planned: Planned,
     tf: Terraform,
-    work: Path,
+    dirs: pipeline.JobDirs,
 ) -> str:
     key = apply_store.applying_key(req.repo_id, req.after, project.name)
     ctx.redis.set(key, json.dumps({"number": where.number}), ex=7 * 24 * 3600)
-    step = await asyncio.to_thread(tf.apply, work / project.dir, planned.planfile)
+    step = await asyncio.to_thread(pipeline.apply, tf, project, dirs, planned.planned)
     ctx.redis.delete(key)
     ok = step.ok
     if ok:
-        apply_store.set_applied(ctx.redis, req.repo_id, project.name, req.after)
-        blocked = apply_store.blocked_for_project(ctx.redis, req.repo_id, project.name)
+        apply_store.set_applied(ctx.records, req.repo_id, project.name, req.after)
+        blocked = apply_store.blocked_for_project(ctx.records, req.repo_id, project.name)
         if blocked is not None and blocked.push["after"] == req.after:
-            apply_store.clear_blocked(ctx.redis, blocked)
+            apply_store.clear_blocked(ctx.records, blocked)
     approvers = sorted({a for a in _approvers(ctx, req, where, project)})
     secrets = planned.plan.sensitive_values if planned.plan else ()
     body = render_apply_result(
@@ -225,7 +229,7 @@ async def _apply(
         output=step.output + ("\nSaved plan is stale: state moved since the plan." if step.stale_plan else ""),
         summary=summary_line(planned.plan) if planned.plan else "",
         approved_by=approvers,
-        mask_patterns=list(ctx.settings.mask_patterns),
+        mask_patterns=planned.mask_patterns,
         secrets=secrets,
     )
     if where.number is not None:
@@ -242,7 +246,7 @@ def _approvers(ctx: WorkerContext, req: PushRequest, where: Where, project: Proj
         return []
     found: list[str] = []
     for sha in {s for s in (where.approved_on, req.after) if s}:
-        found += [a.approver for a in gate_store.cached_approvals(ctx.redis, req.repo_id, where.number, sha)]
+        found += [a.approver for a in gate_store.cached_approvals(ctx.records, req.repo_id, where.number, sha)]
     return found
 
 

@@ -1,5 +1,6 @@
 """Redis records of the apply pipeline: blocked applies awaiting approval, the last applied SHA,
-applies in flight. A lost record fails closed: nothing is applied without a fresh plan and check."""
+applies in flight. A lost (or badly sealed, see workers.records) record fails closed: nothing is
+applied without a fresh plan and check."""
 
 from __future__ import annotations
 
@@ -7,7 +8,7 @@ import json
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-import redis
+from workers.records import Records
 
 TTL = 90 * 24 * 3600
 
@@ -50,41 +51,38 @@ def _by_project(repo_id: int, project: str) -> str:
     return f"plangate:blocked-project:{repo_id}:{project}"
 
 
-def save_blocked(conn: redis.Redis, blocked: BlockedApply) -> None:
+def save_blocked(records: Records, blocked: BlockedApply) -> None:
     repo_id, name = int(blocked.push["repo_id"]), str(blocked.project["name"])
     data = json.dumps(asdict(blocked))
-    with conn.pipeline() as pipe:
-        pipe.hset(_by_number(repo_id, blocked.number), name, data)
-        pipe.expire(_by_number(repo_id, blocked.number), TTL)
-        pipe.set(_by_project(repo_id, name), data, ex=TTL)
-        pipe.execute()
+    records.hset(_by_number(repo_id, blocked.number), name, data)
+    records.conn.expire(_by_number(repo_id, blocked.number), TTL)
+    records.set(_by_project(repo_id, name), data, ex=TTL)
 
 
-def blocked_on(conn: redis.Redis, repo_id: int, number: int) -> list[BlockedApply]:
-    raw: Any = conn.hgetall(_by_number(repo_id, number))
-    return [BlockedApply(**json.loads(v)) for _, v in sorted(raw.items())]
+def blocked_on(records: Records, repo_id: int, number: int) -> list[BlockedApply]:
+    found = records.hgetall(_by_number(repo_id, number))
+    return [BlockedApply(**json.loads(v)) for _, v in sorted(found.items())]
 
 
-def blocked_for_project(conn: redis.Redis, repo_id: int, project: str) -> BlockedApply | None:
-    raw = conn.get(_by_project(repo_id, project))
-    return BlockedApply(**json.loads(raw)) if isinstance(raw, bytes) else None
+def blocked_for_project(records: Records, repo_id: int, project: str) -> BlockedApply | None:
+    data = records.get_json(_by_project(repo_id, project))
+    return BlockedApply(**data) if isinstance(data, dict) else None
 
 
-def clear_blocked(conn: redis.Redis, blocked: BlockedApply) -> None:
+def clear_blocked(records: Records, blocked: BlockedApply) -> None:
     repo_id, name = int(blocked.push["repo_id"]), str(blocked.project["name"])
-    with conn.pipeline() as pipe:
+    with records.conn.pipeline() as pipe:
         pipe.hdel(_by_number(repo_id, blocked.number), name)
         pipe.delete(_by_project(repo_id, name))
         pipe.execute()
 
 
-def last_applied(conn: redis.Redis, repo_id: int, project: str) -> str | None:
-    raw = conn.get(f"plangate:applied:{repo_id}:{project}")
-    return raw.decode() if isinstance(raw, bytes) else None
+def last_applied(records: Records, repo_id: int, project: str) -> str | None:
+    return records.get(f"plangate:applied:{repo_id}:{project}")
 
 
-def set_applied(conn: redis.Redis, repo_id: int, project: str, sha: str) -> None:
-    conn.set(f"plangate:applied:{repo_id}:{project}", sha)
+def set_applied(records: Records, repo_id: int, project: str, sha: str) -> None:
+    records.set(f"plangate:applied:{repo_id}:{project}", sha)
 
 
 def applying_key(repo_id: int, sha: str, project: str) -> str:

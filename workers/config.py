@@ -17,6 +17,7 @@ from typing import Any, TypeVar
 import yaml
 
 from workers.drift_schedule import is_valid_schedule
+from workers.render_mask import PatternError, compile_pattern
 
 # Atlantis' default, plus the lock file (a provider upgrade changes the plan). Relative to the project dir.
 DEFAULT_WHEN_MODIFIED = ("**/*.tf*", "**/.terraform.lock.hcl")
@@ -66,7 +67,7 @@ class RepoConfig:
     destroy_approvers: DestroyApprovers = field(default_factory=DestroyApprovers)
     allow_fork_prs: bool = False
     apply_branch: str | None = None  # None: the repo's default branch
-    mask_patterns: tuple[str, ...] = ()  # each compiles with `re`
+    mask_patterns: tuple[str, ...] = ()  # each compiles with RE2; only the default branch's are used
     drift_schedule: str | None = None  # cron; None: no drift checks
 
 
@@ -152,9 +153,9 @@ def _glob(value: str, path: str) -> None:
 
 def _regex(value: str, path: str) -> None:
     try:
-        re.compile(value)
-    except re.error as exc:
-        raise ConfigError(path, f"invalid regular expression {value!r}: {exc}") from None
+        compile_pattern(value)
+    except PatternError as exc:
+        raise ConfigError(path, f"invalid regular expression {value!r} (RE2 syntax): {exc}") from None
 
 
 def _drift(m: Mapping[str, object], path: str) -> str | None:
@@ -242,8 +243,13 @@ def _approvers(value: object) -> DestroyApprovers:
 _TOP_KEYS = ("version", "projects", "destroy_approvers", "allow_fork_prs", "apply_branch", "mask_patterns", "drift")
 
 
-def parse_config(text: str | None) -> RepoConfig:
-    """Parse and validate `.plangate.yml`; None or blank text is the default config."""
+def parse_config(text: str | None, *, refused: str | None = None) -> RepoConfig:
+    """Parse and validate `.plangate.yml`; None or blank text is the default config.
+
+    `refused`: why the file was not read (a symlink): an error, never the defaults.
+    """
+    if refused is not None:
+        raise ConfigError(".plangate.yml", refused)
     if text is None or not text.strip():
         return RepoConfig()
     data = _load(text)

@@ -1,19 +1,29 @@
-"""What every job in one worker process shares: settings, Redis, the token cache, terraform's env."""
+"""What every job in one worker process shares: settings, Redis, sealed records, tokens, the sandbox."""
 
 from __future__ import annotations
 
 import os
+import socket
 from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
+from typing import Literal
 
 import redis
 
 from bot import settings as settings_module
 from bot.settings import Settings
 from workers.github import TokenCache
+from workers.records import Records
 from workers.runner import Terraform
+from workers.sandbox import Sandbox, SandboxError, describe, prepare
 from workers.tfenv import build_env, detect_tool
+
+# plan: a PR's code (read-only credentials, its own plugin cache); apply: the merged code (write
+# credentials); drift: the default branch's code, planned only.
+Phase = Literal["plan", "apply", "drift"]
+SANDBOX_KEY_PREFIX = "plangate:sandbox:"
+SANDBOX_RECORD_TTL = 7 * 24 * 3600
 
 
 @dataclass(frozen=True)
@@ -21,6 +31,8 @@ class WorkerContext:
     settings: Settings
     redis: redis.Redis
     tokens: TokenCache
+    records: Records
+    sandbox: Sandbox
 
     @property
     def app_id(self) -> int:
@@ -32,14 +44,23 @@ class WorkerContext:
         assert self.settings.private_key is not None
         return self.settings.private_key
 
-    def terraform(self, preferred_tool: str | None) -> Terraform:
-        """A runner for one project: tofu or terraform, clean env, the configured timeout and memory cap."""
+    def terraform(self, preferred_tool: str | None, phase: Phase) -> Terraform:
+        """A runner for one project: tofu or terraform, clean env, the phase's credentials, the sandbox.
+
+        A PR's plan gets a plugin cache of its own: its code could leave a provider binary there, which
+        must never be what a merge-time apply (with write credentials) or a drift check runs.
+        """
+        trust = "untrusted" if phase == "plan" else "trusted"
+        cache_dir = self.settings.workdir / "plugin-cache" / trust
         home = self.settings.workdir / "home"
-        cache_dir = self.settings.workdir / "plugin-cache"
         home.mkdir(parents=True, exist_ok=True)
         cache_dir.mkdir(parents=True, exist_ok=True)
+        extra = self.settings.tf_env_apply if phase == "apply" else self.settings.tf_env_plan
         env = build_env(
-            passthrough=list(self.settings.tf_env), source_env=os.environ, home=home, plugin_cache=cache_dir
+            passthrough=[*self.settings.tf_env, *extra],
+            source_env=os.environ,
+            home=self.sandbox.home(home),
+            plugin_cache=cache_dir,
         )
         return Terraform(
             tool=detect_tool(preferred_tool, path=env["PATH"]),
@@ -47,18 +68,41 @@ class WorkerContext:
             timeout=self.settings.tf_timeout,
             memory_limit_bytes=self.settings.tf_memory_mb * 1024 * 1024,
             init_lock=cache_dir / ".plangate-init.lock",
+            sandbox=self.sandbox,
+            writable=(cache_dir,),
         )
 
     @property
     def checkouts(self) -> Path:
         return self.settings.workdir / "checkouts"
 
+    def record_sandbox(self) -> None:
+        """Tell the status page how this worker runs terraform (an opt-out must be visible)."""
+        name = f"{socket.gethostname()}:{os.getpid()}"
+        self.redis.set(f"{SANDBOX_KEY_PREFIX}{name}", describe(self.sandbox), ex=SANDBOX_RECORD_TTL)
+
+
+def check_secrets_hidden(settings: Settings, sandbox: Sandbox) -> None:
+    """A secret file the sandbox could read would hand it to the plan's code: refuse to start."""
+    for path in settings.secret_files:
+        if sandbox.enabled and sandbox.visible(path):
+            raise SandboxError(
+                f"setting PLANGATE_SANDBOX_PATHS: {path} holds a secret and would be visible inside the sandbox; "
+                "keep secrets outside /usr, /etc and the granted paths"
+            )
+
 
 @cache
 def context() -> WorkerContext:
-    """Built once per process (RQ's work horse) from the environment."""
+    """Built once per process (before RQ forks its work horses) from the environment."""
     loaded = settings_module.load(need_app=True)
     conn = redis.Redis.from_url(loaded.redis_url)
     assert loaded.app_id is not None and loaded.private_key is not None
-    tokens = TokenCache(conn, app_id=loaded.app_id, private_key=loaded.private_key, api_url=loaded.api_url)
-    return WorkerContext(settings=loaded, redis=conn, tokens=tokens)
+    tokens = TokenCache(
+        conn, app_id=loaded.app_id, private_key=loaded.private_key, api_url=loaded.api_url, secrets=loaded.secrets
+    )
+    sandbox = prepare(loaded.sandbox, loaded.sandbox_paths, loaded.workdir / "sandbox-probe")
+    check_secrets_hidden(loaded, sandbox)
+    return WorkerContext(
+        settings=loaded, redis=conn, tokens=tokens, records=Records(conn, loaded.private_key), sandbox=sandbox
+    )

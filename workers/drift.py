@@ -19,13 +19,13 @@ from rq import Queue
 from rq.exceptions import DuplicateJobError
 
 from bot.enqueue import PLANS_QUEUE
-from workers import vcs
+from workers import pipeline, vcs
 from workers.checkout import checkout, job_workdir, remote_head
 from workers.config import ConfigError, parse_config
 from workers.context import WorkerContext
 from workers.drift_schedule import DriftTarget, delays, due, targets_for
 from workers.github import app_client, installation_client
-from workers.pr_plan import CHECKOUT_TIMEOUT, run_terraform
+from workers.pr_plan import CHECKOUT_TIMEOUT, check_dirs
 from workers.projects import Project, all_projects
 from workers.render import ProjectResult
 from workers.render_drift import (
@@ -36,7 +36,7 @@ from workers.render_drift import (
     render_drift_report,
     render_drift_resolved,
 )
-from workers.repo_config import base_config
+from workers.repo_config import base_config, mask_patterns
 from workers.runlog import record_run
 from workers.scan import scan
 
@@ -110,32 +110,31 @@ async def projects_due(ctx: WorkerContext, target: DriftTarget) -> tuple[str, li
     with job_workdir(ctx.checkouts, target.repo_id, "drift", sha, "_discovery") as work:
         await asyncio.to_thread(checkout, target.clone_url, sha, work, token, timeout=CHECKOUT_TIMEOUT)
         snapshot = scan(work)
-    config = parse_config(snapshot.config_text)
-    every = all_projects(config, snapshot.all_files, snapshot.module_sources)
+        config = parse_config(snapshot.config_text, refused=snapshot.config_refused)
+        every = all_projects(config, snapshot.all_files, snapshot.module_sources)
+        check_dirs(work, every)
     return sha, [p for p in every if target.project is None or p.name == target.project]
 
 
 def check_project(ctx: WorkerContext, target: DriftTarget, project: Project, sha: str) -> str:
     """Plan the project at the branch head and report: "drift", "clean" or "failed"."""
-    base = {"name": project.name, "dir": project.dir, "workspace": project.workspace, "sha": sha}
     try:
-        terraform = ctx.terraform(project.tool)
+        terraform = ctx.terraform(project.tool, "drift")
         token = asyncio.run(ctx.tokens.token(target.installation_id))
-        with job_workdir(ctx.checkouts, target.repo_id, "drift", sha, project.name) as work:
-            checkout(target.clone_url, sha, work, token, timeout=CHECKOUT_TIMEOUT)
-            result = run_terraform(terraform, work, project, base, terraform.tool)
+        with pipeline.checked_out(
+            ctx.checkouts, target.repo_id, "drift", sha, project.name, target.clone_url, token
+        ) as dirs:
+            result = pipeline.result(project, sha, terraform.tool, pipeline.plan(terraform, project, dirs))
     except Exception as exc:
-        result = ProjectResult(
-            **base, tool=project.tool or "terraform", plan=None, error=f"{type(exc).__name__}: {exc}"
-        )
+        result = pipeline.failure(project, sha, f"{type(exc).__name__}: {exc}")
     return asyncio.run(report(ctx, target, project, result))
 
 
 async def report(ctx: WorkerContext, target: DriftTarget, project: Project, result: ProjectResult) -> str:
     now = datetime.now(UTC)
-    patterns = list(ctx.settings.mask_patterns)
     async with installation_client(ctx.tokens, target.installation_id, ctx.settings.api_url) as gh:
-        login = await vcs.bot_login(ctx.redis, ctx.app_id, ctx.private_key, ctx.settings.api_url)
+        patterns = await mask_patterns(gh, target.repo, target.default_branch, ctx.settings.mask_patterns)
+        login = await vcs.bot_login(ctx.records, ctx.app_id, ctx.private_key, ctx.settings.api_url)
         number = await _open_issue(ctx, gh, target, project.name, login)
         if result.plan is None:
             outcome = "failed"

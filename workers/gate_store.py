@@ -1,7 +1,8 @@
 """Per-SHA gate state in Redis: the destroy set of the latest plan and the approvals given for it.
 
 Redis is a cache here. The approvals' system of record is the bot's reply comments (hidden
-markers); when the Redis copy is missing it is rebuilt from them, counting only the bot's own.
+markers); when the Redis copy is missing, or its seal does not verify (see workers.records), it is
+rebuilt from them, counting only the bot's own.
 """
 
 from __future__ import annotations
@@ -9,10 +10,10 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass
 
-import redis
 from gidgethub.abc import GitHubAPI
 
 from workers.approvals import Approval, approvals_from_comments, from_json, to_json
+from workers.records import Records
 
 TTL = 90 * 24 * 3600
 
@@ -27,48 +28,47 @@ def _key(kind: str, repo_id: int, number: int, sha: str) -> str:
     return f"plangate:{kind}:{repo_id}:{number}:{sha}"
 
 
-def save_destroys(conn: redis.Redis, repo_id: int, number: int, sha: str, record: DestroysRecord) -> None:
+def save_destroys(records: Records, repo_id: int, number: int, sha: str, record: DestroysRecord) -> None:
     payload = json.dumps({"destroys": record.destroys, "failed": record.failed})
-    conn.set(_key("destroys", repo_id, number, sha), payload, ex=TTL)
+    records.set(_key("destroys", repo_id, number, sha), payload, ex=TTL)
 
 
-def load_destroys(conn: redis.Redis, repo_id: int, number: int, sha: str) -> DestroysRecord | None:
-    raw = conn.get(_key("destroys", repo_id, number, sha))
-    if not isinstance(raw, bytes):
+def load_destroys(records: Records, repo_id: int, number: int, sha: str) -> DestroysRecord | None:
+    data = records.get_json(_key("destroys", repo_id, number, sha))
+    if not isinstance(data, dict):
         return None
-    data = json.loads(raw)
     return DestroysRecord(destroys=data["destroys"], failed=data["failed"])
 
 
-def start_sha(conn: redis.Redis, repo_id: int, number: int, sha: str) -> None:
+def start_sha(records: Records, repo_id: int, number: int, sha: str) -> None:
     """A SHA seen for the first time has no approvals: say so, sparing a comment listing later."""
-    conn.set(_key("approvals", repo_id, number, sha), "[]", nx=True, ex=TTL)
+    records.set(_key("approvals", repo_id, number, sha), "[]", nx=True, ex=TTL)
 
 
-def cached_approvals(conn: redis.Redis, repo_id: int, number: int, sha: str) -> list[Approval]:
-    raw = conn.get(_key("approvals", repo_id, number, sha))
+def cached_approvals(records: Records, repo_id: int, number: int, sha: str) -> list[Approval]:
+    text = records.get(_key("approvals", repo_id, number, sha))
     try:
-        return from_json(raw) if isinstance(raw, bytes) else []
+        return from_json(text) if text is not None else []
     except ValueError:
         return []
 
 
-def add_approval(conn: redis.Redis, repo_id: int, number: int, sha: str, known: list[Approval], new: Approval) -> None:
-    conn.set(_key("approvals", repo_id, number, sha), to_json([*known, new]), ex=TTL)
+def add_approval(records: Records, repo_id: int, number: int, sha: str, known: list[Approval], new: Approval) -> None:
+    records.set(_key("approvals", repo_id, number, sha), to_json([*known, new]), ex=TTL)
 
 
 async def load_approvals(
-    conn: redis.Redis, gh: GitHubAPI, *, repo: str, repo_id: int, number: int, sha: str, bot_login: str
+    records: Records, gh: GitHubAPI, *, repo: str, repo_id: int, number: int, sha: str, bot_login: str
 ) -> list[Approval]:
-    """From Redis, else rebuilt from the bot's own reply markers on the PR (and cached again)."""
+    """From Redis when the record's seal verifies, else rebuilt from the bot's own reply markers on the PR."""
     key = _key("approvals", repo_id, number, sha)
-    raw = conn.get(key)
-    if isinstance(raw, bytes):
+    text = records.get(key)
+    if text is not None:
         try:
-            return from_json(raw)
+            return from_json(text)
         except ValueError:
             pass
     comments = [c async for c in gh.getiter(f"/repos/{repo}/issues/{number}/comments?per_page=100")]
     rebuilt = approvals_from_comments(comments, bot_login, sha)
-    conn.set(key, to_json(rebuilt), ex=TTL)
+    records.set(key, to_json(rebuilt), ex=TTL)
     return rebuilt

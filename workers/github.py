@@ -1,8 +1,13 @@
 """GitHub App authentication for jobs: the App JWT, a Redis-shared installation-token cache, clients.
 
-Tokens live in Redis so every worker process shares one token per installation; a Redis lock
-makes many jobs asking at the same moment mint it once. A token is refreshed when fewer than
-REFRESH_MARGIN seconds of its life remain, so no job starts with a token about to expire.
+Tokens live in Redis so every worker process shares one token per installation, encrypted with a
+key derived from the App key (workers.records): Redis is reachable from the network terraform
+shares, and a token there would let the plan's code comment as the bot. A Redis lock makes many
+jobs asking at the same moment mint it once. A token is refreshed when fewer than REFRESH_MARGIN
+seconds of its life remain, so no job starts with a token about to expire.
+
+Every client a job gets masks what it sends (workers.backstop): plangate's secrets and tokens
+never reach a comment, an issue or a status, whatever terraform printed.
 """
 
 from __future__ import annotations
@@ -14,9 +19,10 @@ import json
 import ssl
 import time
 import weakref
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Iterable, Mapping
 from contextlib import asynccontextmanager
 from datetime import datetime
+from typing import Any
 
 import httpx
 import jwt
@@ -24,6 +30,11 @@ import redis
 from cryptography.hazmat.primitives.asymmetric.types import PrivateKeyTypes
 from cryptography.hazmat.primitives.serialization import load_pem_private_key
 from gidgethub.httpx import GitHubAPI
+from gidgethub.sansio import accept_format
+from uritemplate import variable
+
+from workers.backstop import Backstop
+from workers.records import Records
 
 USER_AGENT = "plangate"
 REFRESH_MARGIN = 5 * 60
@@ -63,30 +74,67 @@ def _expires_epoch(expires_at: str) -> float:
     return datetime.fromisoformat(expires_at.replace("Z", "+00:00")).timestamp()
 
 
-class TokenCache:
-    """Installation tokens shared by all workers through Redis."""
+class MaskingGitHubAPI(GitHubAPI):
+    """gidgethub's httpx client, with every JSON body passed through the backstop mask first."""
 
-    def __init__(self, conn: redis.Redis, *, app_id: int, private_key: str, api_url: str) -> None:
+    def __init__(self, client: httpx.AsyncClient, requester: str, *, backstop: Backstop, **kwargs: Any) -> None:
+        super().__init__(client, requester, **kwargs)
+        self.backstop = backstop
+
+    async def _make_request(
+        self,
+        method: str,
+        url: str,
+        url_vars: Mapping[str, variable.VariableValue] | None,
+        data: Any,
+        accept: str = accept_format(),
+        jwt: str | None = None,
+        oauth_token: str | None = None,
+        content_type: str = "application/json",
+        extra_headers: dict[str, str] | None = None,
+    ) -> tuple[bytes, str | None, int]:
+        if data != b"" and content_type == "application/json":
+            data = self.backstop.body(data)
+        result: tuple[bytes, str | None, int] = await super()._make_request(
+            method, url, url_vars, data, accept, jwt, oauth_token, content_type, extra_headers
+        )
+        return result
+
+
+class TokenCache:
+    """Installation tokens shared by all workers through Redis (encrypted there)."""
+
+    def __init__(
+        self, conn: redis.Redis, *, app_id: int, private_key: str, api_url: str, secrets: Iterable[str] = ()
+    ) -> None:
         self._conn = conn
+        self._records = Records(conn, private_key)
         self._app_id = app_id
         self._private_key = private_key
         self._api_url = api_url
+        self._secrets = (private_key, *secrets)
+        self._seen: set[str] = set()  # tokens this process used: masked in everything it posts
         self.minted = 0  # tokens this process minted, for tests and metrics
         self._locks: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, dict[int, asyncio.Lock]] = (
             weakref.WeakKeyDictionary()
         )
 
+    def backstop(self) -> Backstop:
+        return Backstop((*self._secrets, *self._seen))
+
     def _key(self, installation_id: int) -> str:
         return f"plangate:installation-token:{installation_id}"
 
     def _cached(self, installation_id: int) -> str | None:
-        raw = self._conn.get(self._key(installation_id))
-        if raw is None:
+        key = self._key(installation_id)
+        text = self._records.decrypt(key, self._conn.get(key))
+        if text is None:
             return None
-        entry = json.loads(raw)
+        entry = json.loads(text)
         if float(entry["expires"]) - time.time() < REFRESH_MARGIN:
             return None
         token: str = entry["token"]
+        self._seen.add(token)
         return token
 
     def _local_lock(self, installation_id: int) -> asyncio.Lock:
@@ -117,10 +165,12 @@ class TokenCache:
                 if cached is not None:
                     return cached
                 token, expires = await self._mint(installation_id)
+                self._seen.add(token)
                 ttl = int(expires - time.time() - REFRESH_MARGIN)
                 if ttl > 0:
                     entry = json.dumps({"token": token, "expires": expires})
-                    self._conn.set(self._key(installation_id), entry, ex=ttl)
+                    key = self._key(installation_id)
+                    self._conn.set(key, self._records.encrypt(key, entry), ex=ttl)
                 return token
             finally:
                 with contextlib.suppress(redis.exceptions.LockError):
@@ -149,7 +199,7 @@ async def installation_client(cache: TokenCache, installation_id: int, api_url: 
     """A gidgethub client acting as the installation for the length of one job."""
     token = await cache.token(installation_id)
     async with _http(60) as http:
-        yield GitHubAPI(http, USER_AGENT, oauth_token=token, base_url=api_url)
+        yield MaskingGitHubAPI(http, USER_AGENT, backstop=cache.backstop(), oauth_token=token, base_url=api_url)
 
 
 @asynccontextmanager

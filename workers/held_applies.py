@@ -54,11 +54,11 @@ async def _approve(
     if isinstance(decision, Refusal):
         audit.record(ctx.redis, "refused", reason=decision.reason, **where)
         return Outcome(render_refusal(decision.reason, reply_to=req.comment_id), "confused")
-    login = await vcs.bot_login(ctx.redis, ctx.app_id, ctx.private_key, ctx.settings.api_url)
+    login = await vcs.bot_login(ctx.records, ctx.app_id, ctx.private_key, ctx.settings.api_url)
     known = await gate_store.load_approvals(
-        ctx.redis, gh, repo=req.repo, repo_id=req.repo_id, number=req.number, sha=sha, bot_login=login
+        ctx.records, gh, repo=req.repo, repo_id=req.repo_id, number=req.number, sha=sha, bot_login=login
     )
-    gate_store.add_approval(ctx.redis, req.repo_id, req.number, sha, known, decision)
+    gate_store.add_approval(ctx.records, req.repo_id, req.number, sha, known, decision)
     cov = coverage(destroys, [*known, decision], sha=sha)
     audit.record(ctx.redis, "approved", destroys=len(decision.pairs), complete=cov.complete, **where)
     approved_projects = {project for project, _ in decision.pairs}

@@ -39,7 +39,7 @@ DESTROY_CONTEXT = "plangate/destroy"
 async def handle(ctx: WorkerContext, req: CommandRequest) -> Outcome | None:
     """None: not plangate's conversation (an issue another App opened), so no answer at all."""
     if not req.is_pr:
-        login = await vcs.bot_login(ctx.redis, ctx.app_id, ctx.private_key, ctx.settings.api_url)
+        login = await vcs.bot_login(ctx.records, ctx.app_id, ctx.private_key, ctx.settings.api_url)
         if req.issue_author.casefold() != login.casefold():
             return None
     async with installation_client(ctx.tokens, req.installation_id, ctx.settings.api_url) as gh:
@@ -58,7 +58,7 @@ async def _decide(ctx: WorkerContext, gh: GitHubAPI, req: CommandRequest) -> Out
     if req.near_miss is not None:
         written, suggestion, reason = req.near_miss
         return Outcome(render_near_miss(NearMiss(written, suggestion, reason), reply_to=req.comment_id), "confused")
-    held = apply_store.blocked_on(ctx.redis, req.repo_id, req.number)
+    held = apply_store.blocked_on(ctx.records, req.repo_id, req.number)
     if held and req.command in ("approve-destroy", "plan"):
         return await held_applies.decide(ctx, gh, req, held)
     if not req.is_pr and req.command == "plan":
@@ -75,7 +75,7 @@ async def _decide(ctx: WorkerContext, gh: GitHubAPI, req: CommandRequest) -> Out
     except ConfigError as exc:
         reason = f"the default branch's .plangate.yml is invalid ({exc}); fix it first"
         return Outcome(render_refusal(reason, command=req.command or "help", reply_to=req.comment_id), "confused")
-    record = gate_store.load_destroys(ctx.redis, req.repo_id, req.number, sha)
+    record = gate_store.load_destroys(ctx.records, req.repo_id, req.number, sha)
     if req.command == "help":
         planned = sorted(record.destroys) if record else []
         return Outcome(render_help(req.repo, policy, planned=planned, sha=sha, reply_to=req.comment_id), "+1")
@@ -158,13 +158,13 @@ async def _record_approval(
     approval: Approval,
     where: dict[str, Any],
 ) -> Outcome:
-    login = await vcs.bot_login(ctx.redis, ctx.app_id, ctx.private_key, ctx.settings.api_url)
+    login = await vcs.bot_login(ctx.records, ctx.app_id, ctx.private_key, ctx.settings.api_url)
     known = await gate_store.load_approvals(
-        ctx.redis, gh, repo=req.repo, repo_id=req.repo_id, number=req.number, sha=approval.sha, bot_login=login
+        ctx.records, gh, repo=req.repo, repo_id=req.repo_id, number=req.number, sha=approval.sha, bot_login=login
     )
     cov = coverage(record.destroys, [*known, approval], sha=approval.sha)
     reply = render_approved(approval, cov, reply_to=req.comment_id)
-    gate_store.add_approval(ctx.redis, req.repo_id, req.number, approval.sha, known, approval)
+    gate_store.add_approval(ctx.records, req.repo_id, req.number, approval.sha, known, approval)
     audit.record(ctx.redis, "approved", destroys=len(approval.pairs), complete=cov.complete, **where)
     state, description = approval_status(cov)
     await vcs.set_status(gh, req.repo, approval.sha, DESTROY_CONTEXT, state, description)

@@ -11,27 +11,26 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 from gidgethub.abc import GitHubAPI
 
-from workers import audit, gate_store, vcs
+from workers import audit, gate_store, pipeline, vcs
 from workers.approvals import coverage
 from workers.checkout import checkout, job_workdir
 from workers.config import ConfigError, RepoConfig, parse_config
 from workers.context import WorkerContext
 from workers.gate import destroy_keys
 from workers.github import installation_client
-from workers.plan import PlanError, parse_plan, summary_line
+from workers.plan import summary_line
 from workers.projects import Project, ProjectSelection, all_projects, find_projects
 from workers.render import ProjectResult, render_config_error, render_fork_refused, render_plan_comments
 from workers.render_replies import approval_status
 from workers.render_status import destroy_status, pending_status, plan_status
 from workers.repo_config import base_config
 from workers.runlog import record_run
-from workers.runner import Terraform, TerraformError
+from workers.sandbox import SandboxError
 from workers.scan import scan
 
 log = logging.getLogger("plangate.plan")
@@ -70,7 +69,8 @@ async def dispatch(ctx: WorkerContext, req: PlanRequest) -> list[Project] | None
     """Mark the SHA current, find the affected projects; None when there is nothing to plan."""
     _take_head(ctx, req)
     async with installation_client(ctx.tokens, req.installation_id, ctx.settings.api_url) as gh:
-        if req.fork and not await _forks_allowed(gh, req):
+        policy = await _policy(gh, req)
+        if req.fork and not (policy is not None and policy.allow_fork_prs):
             await _refuse_fork(ctx, gh, req)
             return None
         await vcs.set_status(gh, req.repo, req.sha, PLAN_CONTEXT, *pending_status(0))
@@ -79,21 +79,41 @@ async def dispatch(ctx: WorkerContext, req: PlanRequest) -> list[Project] | None
         with job_workdir(ctx.checkouts, req.repo_id, f"pr-{req.pr}", req.sha, "_discovery") as work:
             await asyncio.to_thread(checkout, req.clone_url, req.sha, work, token, timeout=CHECKOUT_TIMEOUT)
             snapshot = scan(work)
-        try:
-            config = parse_config(snapshot.config_text)
-        except ConfigError as exc:
-            await _config_failed(ctx, gh, req, exc)
-            return None
-        selection = find_projects(config, changed, snapshot.all_files, snapshot.module_sources)
-        if req.only:
-            every = all_projects(config, snapshot.all_files, snapshot.module_sources)
-            selection = ProjectSelection(tuple(p for p in every if p.name in req.only))
+            try:
+                config = parse_config(snapshot.config_text, refused=snapshot.config_refused)
+                every = all_projects(config, snapshot.all_files, snapshot.module_sources)
+                check_dirs(work, every)
+                selection = find_projects(config, changed, snapshot.all_files, snapshot.module_sources)
+                if req.only:
+                    selection = ProjectSelection(tuple(p for p in every if p.name in req.only))
+            except ConfigError as exc:
+                await _config_failed(ctx, gh, req, exc)
+                return None
         if not selection.projects:
             await vcs.set_status(gh, req.repo, req.sha, PLAN_CONTEXT, "success", "no Terraform project affected")
             await vcs.set_status(gh, req.repo, req.sha, DESTROY_CONTEXT, "success", "no destroys")
             return None
-        _remember_selection(ctx, req, config, selection)
+        masks = policy.mask_patterns if policy is not None else ()
+        _remember_selection(ctx, req, masks, selection)
         return list(selection.projects)
+
+
+async def _policy(gh: GitHubAPI, req: PlanRequest) -> RepoConfig | None:
+    """The default branch's config (forks, masks); None when it cannot be read (forks then refused)."""
+    try:
+        return await base_config(gh, req.repo, req.default_branch)
+    except Exception as exc:
+        log.warning(json.dumps({"repo": req.repo, "default_branch_config": "unreadable", "error": str(exc)}))
+        return None
+
+
+def check_dirs(work: Path, projects: tuple[Project, ...]) -> None:
+    """Every project dir must be a real directory inside the checkout; ConfigError names the first that is not."""
+    for project in projects:
+        try:
+            pipeline.inside(work, project.dir)
+        except pipeline.UnsafePathError as exc:
+            raise ConfigError(f"project {project.name}", f"dir {exc}") from None
 
 
 def _take_head(ctx: WorkerContext, req: PlanRequest) -> None:
@@ -103,18 +123,10 @@ def _take_head(ctx: WorkerContext, req: PlanRequest) -> None:
     if isinstance(previous, bytes) and previous.decode() != req.sha:
         # a push after a head we knew: this SHA is new, so it has no approvals yet (after a Redis
         # wipe nothing is assumed, and the approvals are rebuilt from the PR's comments instead)
-        gate_store.start_sha(ctx.redis, req.repo_id, req.pr, req.sha)
+        gate_store.start_sha(ctx.records, req.repo_id, req.pr, req.sha)
         old = previous.decode()
-        if gate_store.cached_approvals(ctx.redis, req.repo_id, req.pr, old):
+        if gate_store.cached_approvals(ctx.records, req.repo_id, req.pr, old):
             audit.record(ctx.redis, "voided", repo=req.repo, pr=req.pr, sha=old, new_sha=req.sha)
-
-
-async def _forks_allowed(gh: GitHubAPI, req: PlanRequest) -> bool:
-    """Read from the default branch: a fork must not be able to allow itself. Any doubt: no."""
-    try:
-        return (await base_config(gh, req.repo, req.default_branch)).allow_fork_prs
-    except Exception:
-        return False
 
 
 async def _refuse_fork(ctx: WorkerContext, gh: GitHubAPI, req: PlanRequest) -> None:
@@ -130,57 +142,42 @@ async def _config_failed(ctx: WorkerContext, gh: GitHubAPI, req: PlanRequest, ex
     body = render_config_error(exc.key, exc.problem)
     bodies = [body]
     url = await vcs.upsert_comments(
-        gh, ctx.redis, repo=req.repo, repo_id=req.repo_id, number=req.pr, login=login, kind="plan", bodies=bodies
+        gh, ctx.records, repo=req.repo, repo_id=req.repo_id, number=req.pr, login=login, kind="plan", bodies=bodies
     )
     await vcs.set_status(gh, req.repo, req.sha, PLAN_CONTEXT, "failure", f"invalid .plangate.yml: {exc.key}", url)
     await vcs.set_status(gh, req.repo, req.sha, DESTROY_CONTEXT, "failure", "not planned: invalid .plangate.yml", url)
 
 
 async def _login(ctx: WorkerContext) -> str:
-    return await vcs.bot_login(ctx.redis, ctx.app_id, ctx.private_key, ctx.settings.api_url)
+    return await vcs.bot_login(ctx.records, ctx.app_id, ctx.private_key, ctx.settings.api_url)
 
 
-def _remember_selection(ctx: WorkerContext, req: PlanRequest, config: RepoConfig, sel: ProjectSelection) -> None:
-    """What publish needs besides the results: mask patterns and the 3,000-file note."""
-    meta = {"mask_patterns": list(config.mask_patterns), "changes_unknown": sel.changes_unknown}
-    ctx.redis.set(f"plangate:plan-meta:{req.repo_id}:{req.pr}:{req.sha}", json.dumps(meta), ex=7 * 24 * 3600)
+def _meta_key(req: PlanRequest) -> str:
+    return f"plangate:plan-meta:{req.repo_id}:{req.pr}:{req.sha}"
+
+
+def _remember_selection(ctx: WorkerContext, req: PlanRequest, masks: tuple[str, ...], sel: ProjectSelection) -> None:
+    """What publish needs besides the results: the default branch's mask patterns, the 3,000-file note."""
+    meta = {"mask_patterns": list(masks), "changes_unknown": sel.changes_unknown}
+    ctx.records.set(_meta_key(req), json.dumps(meta), ex=7 * 24 * 3600)
 
 
 def plan_project(ctx: WorkerContext, req: PlanRequest, project: Project) -> ProjectResult:
-    """Check out the SHA, init, plan, show: one project's result (errors are results, not exceptions)."""
-    base = {"name": project.name, "dir": project.dir, "workspace": project.workspace, "sha": req.sha}
-    tool = project.tool or "terraform"
+    """Check out the SHA and run the project's pipeline: errors are results, not exceptions."""
     if not is_current(ctx, req):
-        return ProjectResult(**base, tool=tool, plan=None, error="superseded by a newer push")
+        return pipeline.failure(project, req.sha, "superseded by a newer push")
     try:
-        terraform = ctx.terraform(project.tool)
-        tool = Path(terraform.tool).name
+        terraform = ctx.terraform(project.tool, "plan")
         token = asyncio.run(ctx.tokens.token(req.installation_id))
-        with job_workdir(ctx.checkouts, req.repo_id, f"pr-{req.pr}", req.sha, project.name) as work:
-            checkout(req.clone_url, req.sha, work, token, timeout=CHECKOUT_TIMEOUT)
-            return run_terraform(terraform, work, project, base, tool)
+        scope = f"pr-{req.pr}"
+        with pipeline.checked_out(
+            ctx.checkouts, req.repo_id, scope, req.sha, project.name, req.clone_url, token
+        ) as dirs:
+            planned = pipeline.plan(terraform, project, dirs)
+        return pipeline.result(project, req.sha, terraform.tool, planned)
     except Exception as exc:  # any failure is reported on the PR, never swallowed
         log.warning(json.dumps({"repo": req.repo, "pr": req.pr, "project": project.name, "error": str(exc)}))
-        return ProjectResult(**base, tool=tool, plan=None, error=f"{type(exc).__name__}: {exc}")
-
-
-def run_terraform(terraform: Terraform, work: Path, project: Project, base: dict[str, Any], tool: str) -> ProjectResult:
-    root = work / project.dir
-    if project.workspace != "default":
-        terraform = replace(terraform, env={**terraform.env, "TF_WORKSPACE": project.workspace})
-    init = terraform.init(root)
-    if not init.ok:
-        return ProjectResult(**base, tool=tool, plan=None, error=f"{tool} init failed:\n{init.output}")
-    planfile = work / "plangate.tfplan"
-    plan = terraform.plan(root, planfile)
-    if not plan.ok:
-        return ProjectResult(**base, tool=tool, plan=None, error=f"{tool} plan failed:\n{plan.output}")
-    try:
-        raw, text = terraform.show_both(root, planfile)
-        parsed = parse_plan(raw)
-    except (TerraformError, PlanError) as exc:
-        return ProjectResult(**base, tool=tool, plan=None, error=str(exc))
-    return ProjectResult(**base, tool=tool, plan=parsed, plan_text=text)
+        return pipeline.failure(project, req.sha, f"{type(exc).__name__}: {exc}", ours=isinstance(exc, SandboxError))
 
 
 async def publish(ctx: WorkerContext, req: PlanRequest, results: list[ProjectResult]) -> None:
@@ -188,8 +185,8 @@ async def publish(ctx: WorkerContext, req: PlanRequest, results: list[ProjectRes
     if not is_current(ctx, req):
         log.info(json.dumps({"repo": req.repo, "pr": req.pr, "sha": req.sha, "outcome": "superseded"}))
         return
-    raw = ctx.redis.get(f"plangate:plan-meta:{req.repo_id}:{req.pr}:{req.sha}")
-    meta = json.loads(raw) if isinstance(raw, bytes) else {}
+    found = ctx.records.get_json(_meta_key(req))
+    meta = found if isinstance(found, dict) else {}
     patterns = [*ctx.settings.mask_patterns, *meta.get("mask_patterns", [])]
     note = "changes_unknown" if meta.get("changes_unknown") else ""
     bodies = render_plan_comments(results, pr=req.pr, sha=req.sha, mask_patterns=patterns, note=note)
@@ -197,11 +194,11 @@ async def publish(ctx: WorkerContext, req: PlanRequest, results: list[ProjectRes
         destroys={r.name: list(destroy_keys(r.plan)) for r in results if r.plan is not None},
         failed=[r.name for r in results if r.plan is None],
     )
-    gate_store.save_destroys(ctx.redis, req.repo_id, req.pr, req.sha, record)
+    gate_store.save_destroys(ctx.records, req.repo_id, req.pr, req.sha, record)
     async with installation_client(ctx.tokens, req.installation_id, ctx.settings.api_url) as gh:
         login = await _login(ctx)
         url = await vcs.upsert_comments(
-            gh, ctx.redis, repo=req.repo, repo_id=req.repo_id, number=req.pr, login=login, kind="plan", bodies=bodies
+            gh, ctx.records, repo=req.repo, repo_id=req.repo_id, number=req.pr, login=login, kind="plan", bodies=bodies
         )
         await vcs.set_status(gh, req.repo, req.sha, PLAN_CONTEXT, *plan_status(results), url)
         gate = await _gate_status(ctx, gh, req, results, record, login)
@@ -236,7 +233,7 @@ async def _gate_status(
     if record.failed or not any(record.destroys.values()):
         return state, description
     approvals = await gate_store.load_approvals(
-        ctx.redis, gh, repo=req.repo, repo_id=req.repo_id, number=req.pr, sha=req.sha, bot_login=login
+        ctx.records, gh, repo=req.repo, repo_id=req.repo_id, number=req.pr, sha=req.sha, bot_login=login
     )
     cov = coverage(record.destroys, approvals, sha=req.sha)
     if not cov.complete:

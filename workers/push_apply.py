@@ -11,6 +11,7 @@ from __future__ import annotations
 import asyncio
 import logging
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 from gidgethub.abc import GitHubAPI
@@ -20,8 +21,8 @@ from workers.checkout import checkout, job_workdir
 from workers.config import ConfigError, parse_config
 from workers.context import WorkerContext
 from workers.github import installation_client
-from workers.pr_plan import CHECKOUT_TIMEOUT
-from workers.projects import Project, find_projects
+from workers.pr_plan import CHECKOUT_TIMEOUT, check_dirs
+from workers.projects import Project, all_projects, find_projects
 from workers.render import render_config_error
 from workers.render_apply import apply_pending, apply_status, render_apply_died
 from workers.repo_config import base_config
@@ -67,22 +68,28 @@ async def dispatch(ctx: WorkerContext, req: PushRequest) -> Dispatch | None:
         pr = await merged_pr(gh, req.repo, req.after)
         changed = await _changed(gh, req)
         token = await ctx.tokens.token(req.installation_id)
-        with job_workdir(ctx.checkouts, req.repo_id, "push", req.after, "_discovery") as work:
-            await asyncio.to_thread(checkout, req.clone_url, req.after, work, token, timeout=CHECKOUT_TIMEOUT)
-            snapshot = scan(work)
         try:
-            config = parse_config(snapshot.config_text)
+            with job_workdir(ctx.checkouts, req.repo_id, "push", req.after, "_discovery") as work:
+                await asyncio.to_thread(checkout, req.clone_url, req.after, work, token, timeout=CHECKOUT_TIMEOUT)
+                projects = _discover(work, changed)
         except ConfigError as exc:
             await vcs.set_status(gh, req.repo, req.after, APPLY_CONTEXT, "failure", f"invalid .plangate.yml: {exc.key}")
             if pr is not None:
                 await vcs.post_comment(gh, req.repo, pr.number, render_config_error(exc.key, exc.problem))
             return None
-        projects = list(find_projects(config, changed, snapshot.all_files, snapshot.module_sources).projects)
         if not projects:
             await vcs.set_status(gh, req.repo, req.after, APPLY_CONTEXT, "success", "no Terraform project affected")
             return None
         await vcs.set_status(gh, req.repo, req.after, APPLY_CONTEXT, *apply_pending(len(projects)))
     return Dispatch(projects, pr)
+
+
+def _discover(work: Path, changed: list[str] | None) -> list[Project]:
+    """The projects the push changed, from the checkout's config; ConfigError when it is invalid."""
+    snapshot = scan(work)
+    config = parse_config(snapshot.config_text, refused=snapshot.config_refused)
+    check_dirs(work, all_projects(config, snapshot.all_files, snapshot.module_sources))
+    return list(find_projects(config, changed, snapshot.all_files, snapshot.module_sources).projects)
 
 
 async def _is_apply_branch(gh: GitHubAPI, req: PushRequest) -> bool:
@@ -149,6 +156,6 @@ async def finish(ctx: WorkerContext, req: PushRequest, where: Any, died: list[Pr
                 )
             else:
                 await vcs.post_comment(gh, req.repo, number, body)
-            apply_store.save_blocked(ctx.redis, apply_store.hold(req, project, where, number, is_pr, []))
+            apply_store.save_blocked(ctx.records, apply_store.hold(req, project, where, number, is_pr, []))
             audit.record(ctx.redis, "apply-failed", repo=req.repo, sha=req.after, project=project.name, died=True)
         await vcs.set_status(gh, req.repo, req.after, APPLY_CONTEXT, *apply_status(outcomes(ctx, req)))

@@ -61,6 +61,7 @@ class ProjectResult:
     plan: Plan | None
     plan_text: str = ""  # `show -no-color` of the saved plan
     error: str | None = None
+    ours: bool = False  # the error is plangate's environment (e.g. the sandbox), not the repository's
 
     @property
     def secrets(self) -> tuple[str, ...]:

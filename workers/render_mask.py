@@ -6,6 +6,10 @@ as a whole double-quoted string (`"abc"`), the way plan text and error messages 
 masking every "1" would wreck addresses like `x[1]` and counts while hiding nothing useful.
 Multi-line values are also masked line by line (plan text shows heredocs one line per row), and
 their JSON-escaped form is masked too (error messages quote values that way).
+
+Patterns (`mask_patterns`, `PLANGATE_MASK_PATTERNS`) run on RE2, whose matching time is linear in
+the text: a pattern like `(a|aa)+$` cannot hold a job, whoever wrote it. What RE2 cannot express
+(backreferences, lookaround) is refused when the pattern is read, naming it.
 """
 
 from __future__ import annotations
@@ -13,9 +17,35 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Callable, Iterable
+from functools import lru_cache
+from typing import Any, Protocol
+
+import re2
 
 MASK = "(sensitive value)"
 MIN_SECRET_LEN = 4
+
+
+class Pattern(Protocol):
+    def sub(self, repl: Callable[[Any], str], text: str) -> str: ...
+
+
+class PatternError(ValueError):
+    """The pattern is not one RE2 accepts; str() says why."""
+
+
+@lru_cache(maxsize=1024)
+def compile_pattern(pattern: str) -> Pattern:
+    """A linear-time regex; PatternError when RE2 cannot compile it."""
+    options = re2.Options()
+    options.log_errors = False
+    try:
+        compiled: Pattern = re2.compile(pattern, options)
+    except re2.error as exc:
+        detail = exc.args[0] if exc.args else exc
+        text = detail.decode(errors="replace") if isinstance(detail, bytes) else str(detail)
+        raise PatternError(text) from None
+    return compiled
 
 
 def _variants(secret: str) -> set[str]:
@@ -31,7 +61,7 @@ def _variants(secret: str) -> set[str]:
 class Masker:
     """A reusable `mask`: the secret spellings and patterns are prepared once for many texts.
 
-    An invalid pattern raises `re.error`: rendering with a broken mask would leak, so fail loudly.
+    An invalid pattern raises PatternError: rendering with a broken mask would leak, so fail loudly.
     """
 
     def __init__(self, secrets: Iterable[str], patterns: Iterable[str] = ()) -> None:
@@ -42,7 +72,7 @@ class Masker:
                 continue
             for form in _variants(secret):
                 (self._long if len(form) >= MIN_SECRET_LEN else self._short).add(form)
-        self._patterns = [re.compile(p) for p in patterns]
+        self._patterns = [compile_pattern(p) for p in patterns]
 
     def __call__(self, text: str) -> str:
         # Only build the alternation from values that occur: `in` is fast, big alternations are not.

@@ -43,7 +43,8 @@ def plan_status(results: Sequence[ProjectResult]) -> tuple[State, str]:
         return "success", "No Terraform project affected"
     bad = [r for r in results if failed(r)]
     if bad:
-        return "failure", describe(f"{len(bad)} of {len(results)} plans failed: {_names(bad)}")
+        state: State = "error" if any(r.ours for r in bad) else "failure"
+        return state, describe(f"{len(bad)} of {len(results)} plans failed: {_names(bad)}")
     add = change = destroy = 0
     for r in results:
         assert r.plan is not None  # not failed

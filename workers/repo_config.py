@@ -5,6 +5,10 @@ A pull request could otherwise add its author to `destroy_approvers.users` or al
 
 from __future__ import annotations
 
+import json
+import logging
+from collections.abc import Sequence
+
 from gidgethub import BadRequest
 from gidgethub.abc import GitHubAPI
 
@@ -22,3 +26,14 @@ async def base_config(gh: GitHubAPI, repo: str, branch: str) -> RepoConfig:
             return RepoConfig()
         raise
     return parse_config(text if isinstance(text, str) else None)
+
+
+async def mask_patterns(gh: GitHubAPI, repo: str, branch: str, server: Sequence[str]) -> list[str]:
+    """The server's patterns plus the default branch's `mask_patterns` (a PR's own never count)."""
+    try:
+        return [*server, *(await base_config(gh, repo, branch)).mask_patterns]
+    except Exception as exc:
+        logging.getLogger("plangate.config").warning(
+            json.dumps({"repo": repo, "mask_patterns": "default branch config unreadable", "error": str(exc)})
+        )
+        return list(server)

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import contextlib
 import fcntl
+import hashlib
 import os
 import selectors
 import shutil
@@ -26,8 +27,10 @@ import sys
 import time
 from collections.abc import Mapping
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass
+from dataclasses import dataclass, field, replace
 from pathlib import Path
+
+from workers.sandbox import Sandbox, SandboxError
 
 DEFAULT_MAX_OUTPUT = 8 * 1024 * 1024
 _DRAIN_AFTER_EXIT = 5.0  # seconds to read pipes still held by an escaped grandchild
@@ -107,6 +110,33 @@ def _killpg(pgid: int, sig: signal.Signals) -> None:
         os.killpg(pgid, sig)
 
 
+def _group_members(pgid: int) -> list[int]:
+    """Pids in process group `pgid`, read from /proc (sandboxed processes included: same group)."""
+    members = []
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            fields = (entry / "stat").read_text().rsplit(") ", 1)[1].split()
+        except (OSError, IndexError):
+            continue
+        if int(fields[2]) == pgid:
+            members.append(int(entry.name))
+    return members
+
+
+def _signal(pgid: int, sig: signal.Signals, *, spare_leader: bool) -> None:
+    """Signal the group; with `spare_leader`, all of it but its leader (bwrap, which would die of
+    SIGINT and take the sandbox down with SIGKILL before terraform could release its state lock)."""
+    if not spare_leader or sig == signal.SIGKILL:
+        _killpg(pgid, sig)
+        return
+    for pid in _group_members(pgid):
+        if pid != pgid:
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.kill(pid, sig)
+
+
 def run(
     argv: list[str],
     *,
@@ -116,8 +146,12 @@ def run(
     memory_limit_bytes: int | None,
     grace: float = 10.0,
     max_output: int = DEFAULT_MAX_OUTPUT,
+    spare_leader: bool = False,
 ) -> RunResult:
-    """Run `argv` with exactly `env`, in its own session; never raises for the child's failure."""
+    """Run `argv` with exactly `env`, in its own session; never raises for the child's failure.
+
+    `spare_leader`: the timeout's SIGINT and SIGTERM go to the leader's descendants only (the leader
+    is a sandbox that exits when they do); SIGKILL still takes the whole group."""
     exe = resolve_executable(argv[0], env)
     full = [exe, *argv[1:]]
     if memory_limit_bytes is not None:
@@ -153,7 +187,7 @@ def run(
                     break
                 if exited_at is None and now >= next_signal_at and escalation:
                     killed_by = escalation.pop(0)
-                    _killpg(proc.pid, killed_by)
+                    _signal(proc.pid, killed_by, spare_leader=spare_leader)
                     next_signal_at = now + grace
                 if not sel.get_map():  # pipes closed: the exit is imminent, look again soon
                     time.sleep(_EXIT_POLL)
@@ -198,6 +232,7 @@ class StepResult:
     result: RunResult
     has_changes: bool | None = None  # plan only: exit code 2 of -detailed-exitcode
     stale_plan: bool = False  # apply only: "Saved plan is stale" (state moved since the plan)
+    digest: str | None = None  # plan only: SHA-256 of the saved plan file
 
     @property
     def ok(self) -> bool:
@@ -212,7 +247,11 @@ class StepResult:
 
 @dataclass(frozen=True)
 class Terraform:
-    """The terraform/tofu steps plangate runs, each under the same env, timeout and memory cap."""
+    """The terraform/tofu steps plangate runs, each under the same env, timeout, memory cap and sandbox.
+
+    `writable` are the paths every step may write inside the sandbox (the job's checkout, the plugin
+    cache); the plan file's directory is writable for `plan` only, read-only for `show` and `apply`.
+    """
 
     tool: str  # "tofu" | "terraform" (or a path to either)
     env: dict[str, str]
@@ -222,35 +261,57 @@ class Terraform:
     max_output: int = DEFAULT_MAX_OUTPUT
     max_json: int = 512 * 1024 * 1024  # show -json must be read whole, or not at all
     init_lock: Path | None = None  # held around `init`: the shared plugin cache is unsafe for concurrent inits
+    sandbox: Sandbox = field(default_factory=Sandbox)
+    writable: tuple[Path, ...] = ()
 
-    def _run(self, workdir: Path, args: list[str], max_output: int | None = None) -> RunResult:
-        return run(
-            [self.tool, *args],
+    def _run(
+        self,
+        workdir: Path,
+        args: list[str],
+        max_output: int | None = None,
+        *,
+        writable: tuple[Path, ...] = (),
+        readable: tuple[Path, ...] = (),
+    ) -> RunResult:
+        exe = resolve_executable(self.tool, self.env)
+        argv = self.sandbox.wrap(
+            [exe, *args], cwd=workdir, writable=[*self.writable, *writable], readable=list(readable)
+        )
+        result = run(
+            argv,
             cwd=workdir,
             env=self.env,
             timeout=self.timeout,
             memory_limit_bytes=self.memory_limit_bytes,
             grace=self.grace,
             max_output=max_output or self.max_output,
+            spare_leader=self.sandbox.enabled,
         )
+        if self.sandbox.enabled and result.returncode != 0 and result.stderr.startswith(b"bwrap: "):
+            why = result.stderr.decode("utf-8", "replace").strip().splitlines()[0]
+            raise SandboxError(f"setting PLANGATE_SANDBOX: the sandbox could not start ({why})")
+        return replace(result, argv=tuple([self.tool, *args]))
 
     def init(self, workdir: Path) -> StepResult:
+        args = ["init", "-input=false", "-no-color"]
         if self.init_lock is None:
-            return StepResult("init", self._run(workdir, ["init", "-input=false", "-no-color"]))
+            return StepResult("init", self._run(workdir, args))
         with self.init_lock.open("a") as lock:
             fcntl.flock(lock, fcntl.LOCK_EX)  # released when the file closes, even if the job dies
-            return StepResult("init", self._run(workdir, ["init", "-input=false", "-no-color"]))
+            return StepResult("init", self._run(workdir, args))
 
     def plan(self, workdir: Path, out: Path) -> StepResult:
         """`plan -detailed-exitcode`: 0 no changes, 2 changes, anything else (1) an error."""
         args = ["plan", "-input=false", "-no-color", "-detailed-exitcode", f"-out={out}"]
-        result = self._run(workdir, args)
+        result = self._run(workdir, args, writable=(out.parent,))
         changes = None if result.timed_out or result.returncode not in (0, 2) else result.returncode == 2
-        return StepResult("plan", result, has_changes=changes)
+        digest = file_digest(out) if changes is not None and out.is_file() else None
+        return StepResult("plan", result, has_changes=changes, digest=digest)
 
     def show_json(self, workdir: Path, planfile: Path) -> bytes:
         """The saved plan as JSON; TerraformError if it failed or was too big to keep whole."""
-        result = self._run(workdir, ["show", "-json", str(planfile)], max_output=self.max_json)
+        args = ["show", "-json", str(planfile)]
+        result = self._run(workdir, args, max_output=self.max_json, readable=(planfile.parent,))
         _require(result, "show -json")
         if result.truncated:
             raise TerraformError(f"show -json output exceeds {self.max_json} bytes", result)
@@ -258,7 +319,7 @@ class Terraform:
 
     def show_text(self, workdir: Path, planfile: Path) -> str:
         """The saved plan as terraform prints it (for the PR comment)."""
-        result = self._run(workdir, ["show", "-no-color", str(planfile)])
+        result = self._run(workdir, ["show", "-no-color", str(planfile)], readable=(planfile.parent,))
         _require(result, "show")
         return result.stdout.decode("utf-8", "replace")
 
@@ -270,11 +331,26 @@ class Terraform:
             as_text = pool.submit(self.show_text, workdir, planfile)
             return as_json.result(), as_text.result()
 
-    def apply(self, workdir: Path, planfile: Path) -> StepResult:
-        """Apply exactly the saved plan; terraform applies a plan file without asking."""
-        result = self._run(workdir, ["apply", "-input=false", "-no-color", str(planfile)])
+    def apply(self, workdir: Path, planfile: Path, digest: str | None) -> StepResult:
+        """Apply exactly the saved plan that was checked: its digest must not have changed since."""
+        if digest is None or not planfile.is_file() or file_digest(planfile) != digest:
+            refused = RunResult(
+                ("apply",), 1, b"", b"the plan file changed after it was checked", False, None, 0.0, False
+            )
+            return StepResult("apply", refused)
+        args = ["apply", "-input=false", "-no-color", str(planfile)]
+        result = self._run(workdir, args, readable=(planfile.parent,))
         stale = not result.ok and b"Saved plan is stale" in result.stdout + result.stderr
         return StepResult("apply", result, stale_plan=stale)
+
+
+def file_digest(path: Path) -> str:
+    """SHA-256 of a file: the saved plan applied must be the one whose JSON was checked."""
+    digest = hashlib.sha256()
+    with path.open("rb") as f:
+        for chunk in iter(lambda: f.read(1 << 20), b""):
+            digest.update(chunk)
+    return digest.hexdigest()
 
 
 def _require(result: RunResult, what: str) -> None:

@@ -1,7 +1,8 @@
 """GitHub output for jobs (Atlantis's "VCS output"): statuses, the plan comment, changed files.
 
 As few API calls as the work needs: the bot's login and each PR's plan-comment ids are cached
-in Redis, so a re-plan edits its comment in place without listing the PR's comments first.
+in Redis (sealed: the login decides whose approval markers count, the ids which comments the bot
+edits), so a re-plan edits its comment in place without listing the PR's comments first.
 """
 
 from __future__ import annotations
@@ -9,25 +10,28 @@ from __future__ import annotations
 import json
 from typing import Any
 
-import redis
 from gidgethub import BadRequest
 from gidgethub.abc import GitHubAPI
 
 from workers.github import app_client
+from workers.records import Records
 from workers.render_marker import parse_marker
 
 MAX_PR_FILES = 3000  # GitHub's pulls/{n}/files stops here
 
 
-async def bot_login(conn: redis.Redis, app_id: int, private_key: str, api_url: str) -> str:
+_BOT_LOGIN = "plangate:bot-login"
+
+
+async def bot_login(records: Records, app_id: int, private_key: str, api_url: str) -> str:
     """`<slug>[bot]`, from GET /app (needs the App JWT); cached, the slug never changes."""
-    cached = conn.get("plangate:bot-login")
-    if isinstance(cached, bytes):
-        return cached.decode()
+    cached = records.get(_BOT_LOGIN)
+    if cached is not None:
+        return cached
     async with app_client(app_id, private_key, api_url) as (gh, jwt):
         app = await gh.getitem("/app", jwt=jwt)
     login = f"{app['slug']}[bot]"
-    conn.set("plangate:bot-login", login)
+    records.set(_BOT_LOGIN, login)
     return login
 
 
@@ -70,7 +74,7 @@ async def _find_own(gh: GitHubAPI, repo: str, number: int, login: str, kind: str
 
 async def upsert_comments(
     gh: GitHubAPI,
-    conn: redis.Redis,
+    records: Records,
     *,
     repo: str,
     repo_id: int,
@@ -84,10 +88,10 @@ async def upsert_comments(
     Parts left over from a longer earlier version are edited to say they are no longer used.
     """
     key = _comments_key(repo_id, number, kind)
-    raw = conn.get(key)
+    cached = records.get_json(key)
     known: dict[int, int] = (
-        {int(k): v for k, v in json.loads(raw).items()}
-        if isinstance(raw, bytes)
+        {int(k): int(v) for k, v in cached.items()}
+        if isinstance(cached, dict)
         else await _find_own(gh, repo, number, login, kind)
     )
     first_url: str | None = None
@@ -110,7 +114,7 @@ async def upsert_comments(
             data={"body": f"<!-- plangate:{kind}-unused -->\n_(This continuation is no longer needed.)_"},
         )
         del known[part]
-    conn.set(key, json.dumps(known), ex=90 * 24 * 3600)
+    records.set(key, json.dumps(known), ex=90 * 24 * 3600)
     return first_url
 
 

@@ -1,0 +1,56 @@
+"""Shared steps of the end-to-end stories: a repository as main was last applied, and waits on GitHub state."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from standin.stack import Stack
+from standin.state import Repo
+from tests.tfproject import apply_directly, main_tf
+
+BOT = "plangate[bot]"
+BASE = {"keep": "a", "doomed": "b"}
+
+
+def applied_state(tmp_path: Path, resources: dict[str, str] = BASE) -> Path:
+    """The local state file (outside every checkout) after main's last apply of `resources`."""
+    state = tmp_path / "state" / "terraform.tfstate"
+    apply_directly(tmp_path / "applied", main_tf(state, resources))
+    return state
+
+
+def infra_repo(stack: Stack, state: Path, resources: dict[str, str] = BASE) -> Repo:
+    """acme/infra as main was last applied, with @alice and @bob as writers."""
+    repo = stack.gh.create_repo("acme", "infra", {"infra/main.tf": main_tf(state, resources)})
+    stack.gh.set_permission(repo, "alice", "write")
+    stack.gh.set_permission(repo, "bob", "write")
+    return repo
+
+
+def status(stack: Stack, repo: Repo, sha: str, context: str, state: str, contains: str = "") -> str:
+    """Wait until `context` on `sha` is `state` (its description containing `contains`); the description."""
+
+    def probe() -> str | None:
+        found = stack.gh.statuses(repo, sha).get(context)
+        if found and found.state == state and contains in (found.description or ""):
+            return found.description or state
+        return None
+
+    return stack.wait_for(f"{context} {state} on {sha[:7]}", probe, timeout=180)
+
+
+def bot_bodies(stack: Stack, repo: Repo, number: int) -> list[str]:
+    return [c.body for c in stack.gh.comments_on(repo, number) if c.user.login == BOT]
+
+
+def comment_and_wait(stack: Stack, repo: Repo, number: int, login: str, body: str) -> str:
+    """Comment as `login` and return plangate's reply (the bot comment that answers it)."""
+    before = len(bot_bodies(stack, repo, number))
+    stack.gh.comment(repo, number, login, body)
+
+    def reply() -> str | None:
+        bodies = bot_bodies(stack, repo, number)
+        fresh = [b for b in bodies[before:] if "plangate:plan " not in b]
+        return fresh[0] if fresh else None
+
+    return stack.wait_for(f"the reply to {login}'s {body!r}", reply)

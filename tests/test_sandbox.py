@@ -1,0 +1,170 @@
+"""workers.sandbox with real bubblewrap and real terraform: what a plan's code can and cannot reach."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import stat
+from pathlib import Path
+
+import pytest
+
+from workers.pipeline import JobDirs, UnsafePathError, inside, plan
+from workers.projects import Project
+from workers.runner import Terraform, run
+from workers.sandbox import Grant, Sandbox, SandboxError, describe, parse_grants, prepare
+from workers.tfenv import build_env
+
+TOOL = shutil.which("tofu") or shutil.which("terraform")
+
+
+@pytest.fixture(scope="module")
+def sandbox(tmp_path_factory: pytest.TempPathFactory) -> Sandbox:
+    return prepare("bwrap", (), tmp_path_factory.mktemp("probe"))
+
+
+def _terraform(sandbox: Sandbox, tmp: Path, *writable: Path) -> Terraform:
+    assert TOOL is not None, "these tests need terraform or tofu on PATH"
+    cache = tmp / "cache"
+    cache.mkdir(exist_ok=True)
+    env = build_env(passthrough=[], source_env=os.environ, home=sandbox.home(tmp / "home"), plugin_cache=cache)
+    return Terraform(TOOL, env, timeout=120, sandbox=sandbox, writable=(cache, *writable))
+
+
+def _dirs(tmp: Path, main_tf: str) -> JobDirs:
+    dirs = JobDirs(tmp / "job")
+    (dirs.src / "infra").mkdir(parents=True)
+    dirs.planfile.parent.mkdir(parents=True)
+    (dirs.src / "infra" / "main.tf").write_text(main_tf)
+    return dirs
+
+
+def test_grants_parse_and_name_the_bad_item() -> None:
+    assert parse_grants(" /srv/state:rw, /etc/aws ,, /x:ro") == (
+        Grant(Path("/srv/state"), True),
+        Grant(Path("/etc/aws"), False),
+        Grant(Path("/x"), False),
+    )
+    with pytest.raises(ValueError, match="'state:rw' is not an absolute path"):
+        parse_grants("state:rw")
+    with pytest.raises(ValueError, match="only :rw or :ro"):
+        parse_grants("/a:b")
+
+
+def test_the_probe_finds_a_working_sandbox_here(sandbox: Sandbox) -> None:
+    assert sandbox.enabled and sandbox.bwrap
+    assert describe(sandbox).startswith("bubblewrap (")
+    assert "OFF" in describe(Sandbox("off"))
+
+
+def test_without_bwrap_the_worker_is_told_which_setting(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("PATH", str(tmp_path))
+    with pytest.raises(SandboxError, match=r"PLANGATE_SANDBOX: bwrap .* not installed"):
+        prepare("bwrap", (), tmp_path)
+    assert not prepare("off", (), tmp_path).enabled
+
+
+def test_a_read_only_grant_must_exist_and_a_writable_one_is_made(tmp_path: Path) -> None:
+    with pytest.raises(SandboxError, match=r"PLANGATE_SANDBOX_PATHS: .*missing does not exist"):
+        prepare("bwrap", (Grant(tmp_path / "missing"),), tmp_path / "probe")
+    prepare("bwrap", (Grant(tmp_path / "made", writable=True),), tmp_path / "probe")
+    assert (tmp_path / "made").is_dir()
+
+
+def test_secret_files_outside_the_sandbox_are_invisible(sandbox: Sandbox, tmp_path: Path) -> None:
+    assert not sandbox.visible(tmp_path / "app.pem")
+    assert sandbox.visible(Path("/usr/share/app.pem"))
+    granted = Sandbox("bwrap", sandbox.bwrap, grants=(Grant(tmp_path / "state"),))
+    assert granted.visible(tmp_path / "state" / "key.pem")
+    assert Sandbox("off").visible(tmp_path / "app.pem")
+
+
+def test_the_plans_code_sees_only_its_own_processes_env_and_files(
+    sandbox: Sandbox, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The issue's attack 2 at the runner: /proc/*/environ and file() on host paths reveal nothing."""
+    secret_file = tmp_path / "app.pem"
+    secret_file.write_text("-----BEGIN RSA PRIVATE KEY-----\nTOPSECRET\n")
+    monkeypatch.setenv("GITHUB_WEBHOOK_SECRET", "webhook-topsecret")
+    main_tf = (
+        'output "environ" { value = [for f in fileset("/proc", "*/environ") : file("/proc/${f}")] }\n'
+        'output "cmdlines" { value = [for f in fileset("/proc", "*/cmdline") : file("/proc/${f}")] }\n'
+        'output "host" { value = fileexists("' + str(secret_file) + '") }\n'
+        'output "root" { value = sort(fileset("/", "*")) }\n'
+        'output "checkout" { value = fileexists("${path.module}/main.tf") }\n'
+    )
+    dirs = _dirs(tmp_path, main_tf)
+    tf = _terraform(sandbox, tmp_path, dirs.src)
+    planned = plan(tf, Project("infra", "infra"), dirs)
+    assert planned.plan is not None, planned.error
+    outputs = json.loads(tf.show_json(dirs.src / "infra", dirs.planfile))["planned_values"]["outputs"]
+    seen = json.dumps(outputs)
+    assert "topsecret" not in seen.lower() and "PLANGATE" not in seen and "REDIS" not in seen
+    assert outputs["host"]["value"] is False and outputs["checkout"]["value"] is True
+    assert "root" not in outputs["root"]["value"] and "work" not in outputs["root"]["value"]
+    if sandbox.proc:  # a fresh /proc shows only the sandbox's own few processes
+        assert 1 <= len(outputs["cmdlines"]["value"]) <= 8
+        assert all("python" not in c and "bin/pytest" not in c for c in outputs["cmdlines"]["value"])
+
+
+def test_grants_are_read_only_unless_rw(sandbox: Sandbox, tmp_path: Path) -> None:
+    ro, rw = tmp_path / "ro", tmp_path / "rw"
+    ro.mkdir()
+    rw.mkdir()
+    (ro / "in.txt").write_text("granted")
+    granted = Sandbox("bwrap", sandbox.bwrap, sandbox.proc, (Grant(ro), Grant(rw, writable=True)))
+    sh = shutil.which("sh", path="/usr/bin:/bin")
+    assert sh is not None
+    script = f"cat {ro}/in.txt; echo x > {ro}/out.txt; echo y > {rw}/out.txt"
+    argv = granted.wrap([sh, "-c", script], cwd=tmp_path, writable=[])
+    result = run(argv, cwd=tmp_path, env={"PATH": "/usr/bin:/bin"}, timeout=30, memory_limit_bytes=None)
+    assert b"granted" in result.stdout and b"Read-only file system" in result.stderr
+    assert not (ro / "out.txt").exists() and (rw / "out.txt").read_text() == "y\n"
+
+
+def test_a_timeout_reaches_the_process_inside_the_sandbox(sandbox: Sandbox, tmp_path: Path) -> None:
+    sh = shutil.which("sh", path="/usr/bin:/bin")
+    assert sh is not None
+    argv = sandbox.wrap(
+        [sh, "-c", "trap 'echo got-int; exit 3' INT; while :; do sleep 0.1; done"], cwd=tmp_path, writable=[tmp_path]
+    )
+    env = {"PATH": "/usr/bin:/bin"}
+    result = run(argv, cwd=tmp_path, env=env, timeout=1, memory_limit_bytes=None, grace=5, spare_leader=True)
+    assert result.timed_out and result.killed_by == "SIGINT" and b"got-int" in result.stdout
+
+
+def test_a_sandbox_that_cannot_start_is_an_error_of_ours(tmp_path: Path) -> None:
+    fake = tmp_path / "bwrap"
+    fake.write_text("#!/bin/sh\necho 'bwrap: No permissions to create new namespace' >&2\nexit 1\n")
+    fake.chmod(fake.stat().st_mode | stat.S_IXUSR)
+    dirs = _dirs(tmp_path, 'resource "terraform_data" "a" {}\n')
+    tf = _terraform(Sandbox("bwrap", str(fake)), tmp_path)
+    planned = plan(tf, Project("infra", "infra"), dirs)
+    assert planned.ours and planned.plan is None
+    assert planned.error is not None and "PLANGATE_SANDBOX" in planned.error and "new namespace" in planned.error
+
+
+def test_apply_refuses_a_plan_file_changed_after_the_check(sandbox: Sandbox, tmp_path: Path) -> None:
+    dirs = _dirs(tmp_path, 'resource "terraform_data" "a" { input = "x" }\n')
+    tf = _terraform(sandbox, tmp_path, dirs.src)
+    planned = plan(tf, Project("infra", "infra"), dirs)
+    assert planned.plan is not None and planned.digest is not None
+    with dirs.planfile.open("ab") as f:
+        f.write(b"tampered")
+    refused = tf.apply(dirs.src / "infra", dirs.planfile, planned.digest)
+    assert not refused.ok and "changed after it was checked" in refused.output
+    assert not (dirs.src / "infra" / "terraform.tfstate").exists()
+
+
+def test_project_dirs_must_stay_inside_the_checkout(tmp_path: Path) -> None:
+    src = tmp_path / "src"
+    (src / "infra").mkdir(parents=True)
+    (src / "link").symlink_to(tmp_path)
+    (src / "infra" / "up").symlink_to("..")
+    assert inside(src, "infra") == src / "infra"
+    assert inside(src, ".") == src
+    for bad in ("link", "link/src", "infra/up", "../x"):
+        with pytest.raises(UnsafePathError) as err:
+            inside(src, bad)
+        assert str(tmp_path) not in str(err.value)

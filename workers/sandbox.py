@@ -1,0 +1,224 @@
+"""The sandbox every terraform/tofu process runs in: bubblewrap, and nothing of the host it does not need.
+
+A plan runs the pull request's code (providers from the repository, `external` data sources,
+`file()` on anything readable), so terraform is treated as hostile. Inside the sandbox it has:
+its own user, PID, IPC, UTS and cgroup namespaces (so `/proc` shows only its own processes, and
+only when the kernel lets a fresh one be mounted, else there is no `/proc` at all); the system's
+programs and libraries and the few `/etc` files that name resolution and TLS need, read-only; a
+private tmpfs `/tmp` holding HOME; the paths the step needs (the job's checkout, a plugin cache,
+the plan file's directory); and the operator's `PLANGATE_SANDBOX_PATHS`. The network is shared:
+providers and backends need it, which is why Redis needs a password and gate records are signed.
+
+bubblewrap beats the alternatives here: a second uid alone still sees every process's argv and
+the worker's files it can read; a runner container per plan needs a container runtime inside the
+worker. bwrap needs only unprivileged user namespaces, starts in milliseconds and works the same
+on a host, in CI (as root) and in a container whose seccomp/AppArmor profile permits namespaces.
+
+The environment of bwrap itself is the clean one terraform gets (its PID-1 reaper keeps bwrap's
+environ, which the sandbox can read): the caller's env must never hold a secret.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+from collections.abc import Sequence
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+
+MODES = ("bwrap", "off")
+SANDBOX_HOME = "/tmp/home"
+_SYSTEM_DIRS = ("/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32")
+# What name resolution, TLS and user lookups read; nothing here holds a secret.
+_ETC = (
+    "resolv.conf",
+    "hosts",
+    "nsswitch.conf",
+    "host.conf",
+    "gai.conf",
+    "ssl",
+    "ca-certificates",
+    "ca-certificates.conf",
+    "pki",
+    "alternatives",
+    "passwd",
+    "group",
+    "localtime",
+)
+
+
+class SandboxError(RuntimeError):
+    """The sandbox cannot be set up; str() is one line naming PLANGATE_SANDBOX."""
+
+
+@dataclass(frozen=True)
+class Grant:
+    """A host path the operator makes visible inside every sandbox (`PLANGATE_SANDBOX_PATHS`)."""
+
+    path: Path
+    writable: bool = False
+
+
+def parse_grants(value: str) -> tuple[Grant, ...]:
+    """`"/srv/state:rw, /etc/aws"` → grants; ValueError naming the bad item."""
+    grants = []
+    for item in (part.strip() for part in value.split(",")):
+        if not item:
+            continue
+        path, writable = (item[:-3], True) if item.endswith(":rw") else (item.removesuffix(":ro"), False)
+        if not path.startswith("/"):
+            raise ValueError(f"{item!r} is not an absolute path")
+        if ":" in path:
+            raise ValueError(f"{item!r}: only :rw or :ro may follow a path")
+        grants.append(Grant(Path(os.path.normpath(path)), writable))
+    return tuple(grants)
+
+
+@dataclass(frozen=True)
+class Sandbox:
+    """How terraform runs: `mode` "bwrap" (with `bwrap`'s path) or "off" (the operator's explicit risk)."""
+
+    mode: str = "off"
+    bwrap: str | None = None
+    proc: bool = True  # a fresh /proc could be mounted (not in every container)
+    grants: tuple[Grant, ...] = field(default=())
+    disable_userns: bool = True  # bwrap >= 0.8: no nested user namespace inside the sandbox
+
+    @property
+    def enabled(self) -> bool:
+        return self.mode == "bwrap"
+
+    def home(self, fallback: Path) -> Path:
+        """HOME for terraform: private inside the sandbox, `fallback` without one."""
+        return Path(SANDBOX_HOME) if self.enabled else fallback
+
+    def wrap(
+        self,
+        argv: Sequence[str],
+        *,
+        cwd: Path,
+        writable: Sequence[Path] = (),
+        readable: Sequence[Path] = (),
+    ) -> list[str]:
+        """`argv` (argv[0] an absolute path) as run inside the sandbox; unchanged when it is off."""
+        if not self.enabled:
+            return list(argv)
+        assert self.bwrap is not None
+        args = [
+            self.bwrap,
+            "--unshare-user",
+            "--unshare-pid",
+            "--unshare-ipc",
+            "--unshare-uts",
+            "--unshare-cgroup-try",
+            *(["--disable-userns"] if self.disable_userns else []),
+            "--cap-drop",
+            "ALL",
+            "--die-with-parent",
+            "--hostname",
+            "sandbox",
+            *_system_binds(),
+            "--dev",
+            "/dev",
+            *(["--proc", "/proc"] if self.proc else []),
+            "--tmpfs",
+            "/tmp",
+            "--dir",
+            SANDBOX_HOME,
+            "--setenv",
+            "HOME",
+            SANDBOX_HOME,
+            "--setenv",
+            "TMPDIR",
+            "/tmp",
+        ]
+        exe = argv[0]
+        if not _under_system(exe):
+            args += ["--ro-bind", exe, exe]
+        for path in readable:
+            args += ["--ro-bind", str(path), str(path)]
+        for path in writable:
+            args += ["--bind", str(path), str(path)]
+        for grant in self.grants:
+            args += ["--bind" if grant.writable else "--ro-bind", str(grant.path), str(grant.path)]
+        return [*args, "--chdir", str(cwd), "--", *argv]
+
+    def visible(self, path: Path) -> bool:
+        """Could a sandboxed process read `path`? (Secret files must answer False.)"""
+        if not self.enabled:
+            return True
+        real = Path(os.path.realpath(path))
+        roots = [Path(d) for d in _SYSTEM_DIRS] + [Path("/etc", n) for n in _ETC] + [g.path for g in self.grants]
+        return any(real == r or r in real.parents for r in roots)
+
+
+def _under_system(path: str) -> bool:
+    real = os.path.realpath(path)
+    return any(real == d or real.startswith(d + "/") for d in _SYSTEM_DIRS if os.path.isdir(d))
+
+
+def _system_binds() -> list[str]:
+    args: list[str] = []
+    for d in _SYSTEM_DIRS:
+        if os.path.islink(d):
+            args += ["--symlink", os.readlink(d), d]
+        elif os.path.isdir(d):
+            args += ["--ro-bind", d, d]
+    for name in _ETC:
+        args += ["--ro-bind-try", f"/etc/{name}", f"/etc/{name}"]
+    return args
+
+
+def _try(sandbox: Sandbox, probe_dir: Path) -> str | None:
+    """None when a trivial command runs in `sandbox`; else bwrap's complaint."""
+    true = shutil.which("true", path="/usr/bin:/bin") or "/bin/true"
+    argv = sandbox.wrap([true], cwd=probe_dir, writable=[probe_dir])
+    try:
+        done = subprocess.run(argv, env={"PATH": "/usr/bin:/bin"}, capture_output=True, timeout=30, check=False)
+    except (OSError, subprocess.TimeoutExpired) as exc:
+        return str(exc)
+    if done.returncode == 0:
+        return None
+    return done.stderr.decode("utf-8", "replace").strip().splitlines()[-1:][0] if done.stderr.strip() else "failed"
+
+
+def prepare(mode: str, grants: tuple[Grant, ...], probe_dir: Path) -> Sandbox:
+    """The sandbox this host can run, probed once at start-up; SandboxError says why not."""
+    if mode == "off":
+        return Sandbox("off", grants=grants)
+    found = shutil.which("bwrap")
+    if found is None:
+        raise SandboxError(
+            "setting PLANGATE_SANDBOX: bwrap (bubblewrap) is not installed; install it "
+            "(Debian: apt-get install bubblewrap) or set PLANGATE_SANDBOX=off to accept the risk"
+        )
+    for grant in grants:
+        if grant.writable:
+            grant.path.mkdir(parents=True, exist_ok=True)
+        elif not grant.path.exists():
+            raise SandboxError(f"setting PLANGATE_SANDBOX_PATHS: {grant.path} does not exist")
+    probe_dir.mkdir(parents=True, exist_ok=True)
+    help_text = subprocess.run([found, "--help"], capture_output=True, check=False, timeout=30).stdout
+    disable_userns = b"--disable-userns" in help_text
+    with_proc = Sandbox("bwrap", found, True, grants, disable_userns)
+    if _try(with_proc, probe_dir) is None:
+        return with_proc
+    without_proc = replace(with_proc, proc=False)
+    why = _try(without_proc, probe_dir)
+    if why is None:
+        return without_proc
+    raise SandboxError(
+        f"setting PLANGATE_SANDBOX: bubblewrap cannot start a sandbox here ({why}); allow user namespaces "
+        "(and, in a container, a seccomp/AppArmor profile that permits them) or set PLANGATE_SANDBOX=off "
+        "to accept the risk"
+    )
+
+
+def describe(sandbox: Sandbox) -> str:
+    """One line for logs and the status page."""
+    if not sandbox.enabled:
+        return "OFF: terraform runs with the worker's own view of the host (PLANGATE_SANDBOX=off)"
+    proc = "private /proc" if sandbox.proc else "no /proc"
+    extra = f", {len(sandbox.grants)} granted path(s)" if sandbox.grants else ""
+    return f"bubblewrap ({proc}{extra})"
