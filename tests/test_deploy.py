@@ -461,6 +461,17 @@ def test_dockerfile_runs_plangate_under_tini_as_a_non_root_user() -> None:
     assert {"tini", "git"} <= set(runtime_installs.split())
 
 
+def test_dockerfile_installs_bubblewrap_without_setuid() -> None:
+    """The sandbox needs bwrap in the runtime image, relying on user namespaces, never on setuid root."""
+    last_from = max(i for i, (kw, _) in enumerate(_dockerfile()) if kw == "FROM")
+    runtime = [rest for kw, rest in _dockerfile()[last_from:] if kw == "RUN"]
+    (install,) = [rest for rest in runtime if "apt-get install" in rest]
+    assert "bubblewrap" in install.split()
+    assert "test ! -u /usr/bin/bwrap" in install, "the build must fail if bwrap ever comes setuid"
+    for kw, rest in _dockerfile():
+        assert not re.search(r"chmod\s+(\S*[ug]\+\S*s|0*[2467][0-7]{3}\b)", rest), f"setuid/setgid bit set: {kw} {rest}"
+
+
 def test_dockerfile_builds_every_packaged_directory() -> None:
     include = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["setuptools"]["packages"]["find"]["include"]
     packages = {p.rstrip("*") for p in include}
