@@ -40,7 +40,9 @@ ROOT = Path(__file__).resolve().parents[1]
 DEPLOY = ROOT / "deploy"
 BASE = DEPLOY / "k8s" / "base"
 OVERLAY = DEPLOY / "k8s" / "overlays" / "example"
-K8S_VERSIONS = ("1.29.0", kubernetes_validate.latest_version())
+# 1.30: the oldest release with securityContext.appArmorProfile (GA there; the worker needs it, and the
+# annotation it replaced is deprecated). Older releases are past upstream support.
+K8S_VERSIONS = ("1.30.0", kubernetes_validate.latest_version())
 CRD_KINDS = {("keda.sh/v1alpha1", "ScaledObject")}
 # Which settings each process insists on (bot/cli.py: the `_settings(...)` call of each command).
 NEEDS = {"web": {"need_webhook": True}, "worker": {"need_app": True}, "cron": {"need_app": True}}
@@ -240,6 +242,53 @@ def test_the_secret_template_keeps_every_process_from_starting() -> None:
         env = _container_env(container, docs, template)
         with pytest.raises(settings_module.SettingsError):
             settings_module.load(env, **NEEDS[_command(container)])
+
+
+def _workloads(docs: tuple[Doc, ...]) -> Iterator[tuple[Doc, Doc, Doc]]:
+    """(workload, pod spec, container) for every container of every Deployment and StatefulSet."""
+    for doc in docs:
+        if doc["kind"] in ("Deployment", "StatefulSet"):
+            pod = doc["spec"]["template"]["spec"]
+            for container in pod["containers"]:
+                yield doc, pod, container
+
+
+# --- Kubernetes: terraform's sandbox -------------------------------------------------------------
+
+
+def _profile(pod: Doc, container: Doc, field: str) -> Doc | None:
+    """The seccomp or AppArmor profile in effect for the container (its own, else the pod's)."""
+    profile: Doc | None = container.get("securityContext", {}).get(field) or pod["securityContext"].get(field)
+    return profile
+
+
+def test_only_the_worker_may_create_namespaces_and_nothing_is_privileged() -> None:
+    """bwrap needs unshare/clone(CLONE_NEWUSER...) and mount, which RuntimeDefault seccomp and the
+    runtime's AppArmor profile deny; it needs no capability, no setuid and no root."""
+    docs = _base()
+    seen = set()
+    for doc, pod, container in _workloads(docs):
+        context = container["securityContext"]
+        assert (context.get("runAsNonRoot") or pod["securityContext"]["runAsNonRoot"]) is True
+        assert context["allowPrivilegeEscalation"] is False
+        assert context["capabilities"] == {"drop": ["ALL"]}
+        assert not context.get("privileged") and "procMount" not in context
+        assert not any(pod.get(k) for k in ("hostPID", "hostIPC", "hostNetwork"))
+        seccomp, apparmor = _profile(pod, container, "seccompProfile"), _profile(pod, container, "appArmorProfile")
+        assert seccomp is not None
+        if doc["metadata"]["name"] == "plangate-worker":
+            assert seccomp["type"] in {"Unconfined", "Localhost"}
+            assert apparmor is not None and apparmor["type"] in {"Unconfined", "Localhost"}
+            # Relaxed on the worker container only, not for anything else added to the pod.
+            assert pod["securityContext"]["seccompProfile"] == {"type": "RuntimeDefault"}
+            assert "appArmorProfile" not in pod["securityContext"]
+        else:
+            assert seccomp == {"type": "RuntimeDefault"}
+            # Unset: the runtime's default profile (an explicit RuntimeDefault would keep the pod off
+            # nodes without AppArmor).
+            assert apparmor is None
+        seen.add(doc["metadata"]["name"])
+    assert seen == {"plangate-web", "plangate-worker", "plangate-cron", "plangate-redis"}
 
 
 def test_worker_can_finish_an_apply_and_has_room_above_the_terraform_cap() -> None:
