@@ -606,6 +606,34 @@ def test_redis_start_runs_redis_that_requires_the_password(tmp_path: Path) -> No
         server.wait(10)
 
 
+def test_ingress_routes_only_what_github_and_the_setup_need() -> None:
+    """The status page and /metrics stay off the internet (port-forward or an internal ingress)."""
+    (rule,) = _one(_base(), "Ingress", "plangate-web")["spec"]["rules"]
+    paths = {p["path"]: p["pathType"] for p in rule["http"]["paths"]}
+    assert paths["/webhook"] == "Exact"
+    assert set(paths) <= {"/webhook", "/setup", "/auth"}
+    assert all(paths[p] == "Prefix" for p in set(paths) - {"/webhook"})
+    routes = {getattr(route, "path", "") for route in create_app().routes}
+    for path in paths:
+        assert any(r == path or r.startswith(path + "/") for r in routes), path
+
+
+def test_redis_admits_only_plangate_and_keda() -> None:
+    docs = _base()
+    policy = _one(docs, "NetworkPolicy", "plangate-redis")["spec"]
+    sts = _one(docs, "StatefulSet", "plangate-redis")["spec"]["template"]
+    assert policy["podSelector"]["matchLabels"].items() <= sts["metadata"]["labels"].items()
+    assert policy["policyTypes"] == ["Ingress"]
+    (rule,) = policy["ingress"]
+    assert [p["port"] for p in rule["ports"]] == [p["name"] for p in sts["spec"]["containers"][0]["ports"]]
+    (pods,) = [f["podSelector"] for f in rule["from"] if "podSelector" in f]
+    for doc, _ in _plangate_containers(docs):
+        labels = doc["spec"]["template"]["metadata"]["labels"]
+        assert all(labels.get(e["key"]) in e["values"] for e in pods["matchExpressions"]), doc["metadata"]["name"]
+    others = [f for f in rule["from"] if "podSelector" not in f]
+    assert others == [{"namespaceSelector": {"matchLabels": {"kubernetes.io/metadata.name": "keda"}}}]
+
+
 # --- Custom resources: KEDA and Argo CD -----------------------------------------------------------
 
 
