@@ -231,7 +231,11 @@ FILES_NEEDED = {
 
 
 def _setting_names() -> set[str]:
-    return _known_settings() | PENDING_SETTINGS
+    """What bot.settings.load reads, what the code reads from os.environ directly, and the pending names."""
+    direct = re.compile(r"""environ(?:\.get\(|\[)["']([A-Z][A-Z0-9_]*)["']""")
+    sources = [*(ROOT / "bot").rglob("*.py"), *(ROOT / "workers").rglob("*.py")]
+    read = {m[1] for path in sources for m in direct.finditer(path.read_text())}
+    return _known_settings() | read | PENDING_SETTINGS
 
 
 def _filled_secrets() -> dict[str, dict[str, str]]:
@@ -735,11 +739,120 @@ def test_compose_redis_persists_with_aof_and_web_is_health_checked() -> None:
     assert f"http://127.0.0.1:{port}/healthz" in " ".join(web["healthcheck"]["test"])
 
 
-def test_env_example_names_only_settings_and_the_build_argument() -> None:
+def _env_example() -> dict[str, str]:
     lines = (DEPLOY / ".env.example").read_text().splitlines()
-    names = {line.split("=", 1)[0] for line in lines if line and not line.startswith("#")}
-    assert names <= _known_settings() | {"TOFU_SHA256"}
-    assert {"GITHUB_APP_ID", "GITHUB_APP_PRIVATE_KEY", "GITHUB_WEBHOOK_SECRET", "TOFU_SHA256"} <= names
+    return dict(line.split("=", 1) for line in lines if line and not line.startswith("#"))
+
+
+_VARIABLE = re.compile(r"\$\{(?P<name>[A-Za-z_][A-Za-z0-9_]*)(?:(?P<op>:-|:\?)(?P<arg>[^}]*))?\}")
+
+
+def _interpolate(value: Any, env: Mapping[str, str]) -> Any:
+    """Compose's ${NAME}, ${NAME:-default} and ${NAME:?error}, applied through a parsed document."""
+    if isinstance(value, dict):
+        return {k: _interpolate(v, env) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_interpolate(v, env) for v in value]
+    if not isinstance(value, str):
+        return value
+
+    def substitute(match: re.Match[str]) -> str:
+        found = env.get(match["name"], "")
+        if match["op"] == ":?":
+            assert found, match["arg"]
+        return found or (match["arg"] if match["op"] == ":-" else "")
+
+    result = _VARIABLE.sub(substitute, value)
+    assert "$" not in _VARIABLE.sub("", value), f"unsupported interpolation in {value!r}"
+    return result
+
+
+def _compose_filled() -> dict[str, str]:
+    """.env as an operator fills it in (the PEM \\n-escaped on one line, as .env.example says)."""
+    return {
+        **_env_example(),
+        "GITHUB_APP_ID": "12345",
+        "GITHUB_APP_PRIVATE_KEY": rsa_pem().strip().replace("\n", "\\n"),
+        "GITHUB_WEBHOOK_SECRET": "s3cret",
+        "REDIS_PASSWORD": REDIS_PASSWORD,
+        "PLANGATE_STATUS_TOKEN": "fedcba9876543210" * 4,
+    }
+
+
+def test_env_example_names_settings_compose_uses_and_says_how_to_make_secrets() -> None:
+    example = _env_example()
+    names = set(example)
+    assert names <= _setting_names() | {"TOFU_SHA256", "REDIS_PASSWORD"}
+    required = {"GITHUB_APP_ID", "GITHUB_APP_PRIVATE_KEY", "GITHUB_WEBHOOK_SECRET", "REDIS_PASSWORD", "TOFU_SHA256"}
+    assert required | {"PLANGATE_STATUS_TOKEN"} <= names
+    text = (DEPLOY / "compose.yaml").read_text()
+    used = {m["name"] for m in _VARIABLE.finditer(text)} | {s["environment"] for s in _compose()["secrets"].values()}
+    assert used == names, "every .env name is used by compose.yaml, and every name it uses is documented"
+    lines = (DEPLOY / ".env.example").read_text().splitlines()
+    for name in ("REDIS_PASSWORD", "PLANGATE_STATUS_TOKEN"):
+        assert lines[lines.index(f"{name}=") - 1].strip() == "#   openssl rand -hex 32", name
+        assert example[name] == "", "no default password: compose must not start Redis with a known one"
+
+
+def test_compose_redis_requires_the_password_from_env() -> None:
+    compose = _compose()
+    redis_service = compose["services"]["redis"]
+    shell, script = redis_service["entrypoint"]
+    assert shell == "sh"
+    assert f"./k8s/base/redis-start.sh:{script}:ro" in redis_service["volumes"], "the script Kubernetes runs"
+    default = re.search(r"REDIS_PASSWORD_FILE:-([^}]+)}", (BASE / "redis-start.sh").read_text())
+    assert default
+    (secret,) = redis_service["secrets"]
+    assert secret["target"] == default[1] and secret["mode"] == 0o400
+    assert redis_service["user"] == f"{secret['uid']}:{secret['gid']}"
+    # Unset, compose refuses to start (the secret's variable); empty or short, redis-start.sh does.
+    assert compose["secrets"][secret["source"]] == {"environment": "REDIS_PASSWORD"}
+    assert redis_service["healthcheck"]["test"] == ["CMD", "sh", script, "ping"]
+    assert "environment" not in redis_service and "env_file" not in redis_service
+    assert not any("pass" in arg.lower() or "$" in arg for arg in redis_service["command"])
+
+
+def test_compose_processes_get_their_settings_and_secrets_only_as_files(tmp_path: Path) -> None:
+    compose = _compose()
+    filled = _compose_filled()
+    secret_values = {v for k, v in filled.items() if k in SECRET_NAMES}
+    uid, _, gid = _dockerfile_final("USER").partition(":")
+    for name in ("web", "worker", "cron"):
+        service = _interpolate(compose["services"][name], filled)
+        assert "env_file" not in service or all(
+            f.get("path") == "tf-credentials.env" and f.get("required") is False for f in service["env_file"]
+        ), "no container gets .env whole"
+        env: dict[str, str] = {k: str(v) for k, v in service["environment"].items()}
+        assert not set(env) & SECRET_NAMES and not set(env.values()) & secret_values
+        seen = set()
+        for secret in service["secrets"]:
+            assert (secret["uid"], secret["gid"], secret["mode"]) == (uid, gid, 0o400)
+            host = tmp_path / name / secret["target"].lstrip("/")
+            host.parent.mkdir(parents=True, exist_ok=True)
+            host.write_text(filled[compose["secrets"][secret["source"]]["environment"]])
+            seen.add(secret["target"])
+        paths = {k: v for k, v in env.items() if k.endswith("_PATH")}
+        assert set(paths.values()) == seen, "every secret file is used, every *_PATH is a secret file"
+        env.update({k: str(tmp_path / name / v.lstrip("/")) for k, v in paths.items()})
+        loaded = _load(env, **NEEDS[name])
+        assert urlparse(loaded.redis_url).hostname == "redis"
+        assert _redis_password(loaded) == REDIS_PASSWORD
+        if name == "web":
+            assert loaded.webhook_secret == "s3cret" and loaded.private_key is None
+            assert "PLANGATE_STATUS_TOKEN_PATH" in env
+        else:
+            assert loaded.private_key is not None and loaded.app_id == 12345 and loaded.webhook_secret is None
+
+
+def test_compose_unconfines_only_the_worker() -> None:
+    """bwrap needs namespaces that Docker's default seccomp/AppArmor profiles deny; nothing needs more."""
+    services = _compose()["services"]
+    assert {"seccomp=unconfined", "apparmor=unconfined"} <= set(services["worker"]["security_opt"])
+    for name, service in services.items():
+        assert not service.get("privileged") and not service.get("cap_add"), name
+        if name != "worker":
+            assert "security_opt" not in service, name
+    assert _interpolate(services["worker"], _compose_filled())["environment"]["PLANGATE_SANDBOX"] == "bwrap"
 
 
 # --- Dockerfile ---------------------------------------------------------------------------------
