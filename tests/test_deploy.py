@@ -6,6 +6,9 @@ and Argo CD's Application have no bundled schema: they are checked field by fiel
 checked against the Compose spec schema that check-jsonschema bundles, the Dockerfile with hadolint.
 Beyond validity, every name is tied to the code: commands parse with `plangate`'s own parser,
 probes hit real routes, settings load with `bot.settings.load`, queue names are RQ's real keys.
+And the security the sandbox relies on: only the worker container may create namespaces (bwrap),
+secrets reach processes as files and never as environment, and Redis requires a password
+everywhere (its start script is run against the real redis-server).
 """
 
 from __future__ import annotations
