@@ -6,6 +6,9 @@ and Argo CD's Application have no bundled schema: they are checked field by fiel
 checked against the Compose spec schema that check-jsonschema bundles, the Dockerfile with hadolint.
 Beyond validity, every name is tied to the code: commands parse with `plangate`'s own parser,
 probes hit real routes, settings load with `bot.settings.load`, queue names are RQ's real keys.
+And the security the sandbox relies on: only the worker container may create namespaces (bwrap),
+secrets reach processes as files and never as environment, and Redis requires a password
+everywhere (its start script is run against the real redis-server).
 """
 
 from __future__ import annotations
@@ -17,12 +20,13 @@ import re
 import shutil
 import subprocess
 import sys
+import time
 import tomllib
 from collections.abc import Iterator, Mapping
 from functools import cache
 from pathlib import Path
 from typing import Any
-from urllib.parse import urlparse
+from urllib.parse import quote, unquote, urlparse
 
 import kubernetes_validate  # type: ignore[import-untyped]
 import pytest
@@ -34,14 +38,17 @@ from bot import settings as settings_module
 from bot.app import create_app
 from bot.cli import parser
 from bot.enqueue import QUEUE_NAMES
+from standin.local_redis import free_port
 from tests.keys import rsa_pem
 
 ROOT = Path(__file__).resolve().parents[1]
 DEPLOY = ROOT / "deploy"
 BASE = DEPLOY / "k8s" / "base"
 OVERLAY = DEPLOY / "k8s" / "overlays" / "example"
-K8S_VERSIONS = ("1.29.0", kubernetes_validate.latest_version())
-CRD_KINDS = {("keda.sh/v1alpha1", "ScaledObject")}
+# 1.30: the oldest release with securityContext.appArmorProfile (GA there; the worker needs it, and the
+# annotation it replaced is deprecated). Older releases are past upstream support.
+K8S_VERSIONS = ("1.30.0", kubernetes_validate.latest_version())
+CRD_KINDS = {("keda.sh/v1alpha1", "ScaledObject"), ("keda.sh/v1alpha1", "TriggerAuthentication")}
 # Which settings each process insists on (bot/cli.py: the `_settings(...)` call of each command).
 NEEDS = {"web": {"need_webhook": True}, "worker": {"need_app": True}, "cron": {"need_app": True}}
 Doc = dict[str, Any]
@@ -140,7 +147,7 @@ def test_each_base_file_is_valid(path: Path) -> None:
 def test_rendered_manifests_are_valid(directory: Path) -> None:
     docs = _render(str(directory))
     builtin = [d for d in docs if (d["apiVersion"], d["kind"]) not in CRD_KINDS]
-    assert len(builtin) == len(docs) - 1
+    assert sorted(d["kind"] for d in docs if d not in builtin) == ["ScaledObject", "TriggerAuthentication"]
     for doc in builtin:
         _validate(doc)
         assert doc["metadata"]["namespace"] == "plangate"
@@ -192,10 +199,91 @@ def test_web_port_probes_service_and_ingress_agree_with_the_app() -> None:
         assert backend["port"]["name"] in {p["name"] for p in service["spec"]["ports"]}
 
 
-def _container_env(container: Doc, docs: tuple[Doc, ...], secret_values: Mapping[str, str]) -> dict[str, str]:
-    """The environment the container would get, with the Secret's values replaced by secret_values."""
+# Settings the sandbox change (DESIGN.md, principle 6) introduces. They are named by the deploy files
+# before bot/settings.py (or workers/) reads them all; _known_settings() covers those it reads already.
+PENDING_SETTINGS = {
+    "GITHUB_WEBHOOK_SECRET_PATH",
+    "REDIS_PASSWORD_PATH",
+    "PLANGATE_STATUS_TOKEN",
+    "PLANGATE_STATUS_TOKEN_PATH",
+    "PLANGATE_STATUS_PUBLIC",
+    "GITHUB_CLIENT_ID",
+    "GITHUB_CLIENT_SECRET",
+    "GITHUB_CLIENT_SECRET_PATH",
+    "PLANGATE_SANDBOX",
+    "PLANGATE_SANDBOX_PATHS",
+    "PLANGATE_TF_ENV_PLAN",
+    "PLANGATE_TF_ENV_APPLY",
+}
+# Values no process may hold in its environment (they are files, read once at start-up).
+SECRET_NAMES = {
+    "GITHUB_APP_PRIVATE_KEY",
+    "GITHUB_WEBHOOK_SECRET",
+    "REDIS_PASSWORD",
+    "REDISCLI_AUTH",
+    "PLANGATE_STATUS_TOKEN",
+    "GITHUB_CLIENT_SECRET",
+}
+REDIS_PASSWORD = "0123456789abcdef" * 4  # what `openssl rand -hex 32` looks like
+# Which Secret keys each process sees as files.
+FILES_NEEDED = {
+    "web": {("plangate-github", "GITHUB_WEBHOOK_SECRET"), ("plangate-redis", "password"), ("plangate-status", "token")},
+    "worker": {("plangate-github", "GITHUB_APP_PRIVATE_KEY"), ("plangate-redis", "password")},
+    "cron": {("plangate-github", "GITHUB_APP_PRIVATE_KEY"), ("plangate-redis", "password")},
+}
+
+
+def _setting_names() -> set[str]:
+    """What bot.settings.load reads, what the code reads from os.environ directly, and the pending names."""
+    direct = re.compile(r"""environ(?:\.get\(|\[)["']([A-Z][A-Z0-9_]*)["']""")
+    sources = [*(ROOT / "bot").rglob("*.py"), *(ROOT / "workers").rglob("*.py")]
+    read = {m[1] for path in sources for m in direct.finditer(path.read_text())}
+    return _known_settings() | read | PENDING_SETTINGS
+
+
+def _filled_secrets() -> dict[str, dict[str, str]]:
+    """The Secrets as an operator creates them (the commands in secret.yaml, redis-secret.yaml, ...)."""
+    return {
+        "plangate-github": {
+            "GITHUB_APP_ID": "12345",
+            "GITHUB_APP_PRIVATE_KEY": rsa_pem(),
+            "GITHUB_WEBHOOK_SECRET": "s3cret",
+        },
+        "plangate-redis": {"password": REDIS_PASSWORD},
+        "plangate-status": {"token": "fedcba9876543210" * 4},
+    }
+
+
+def _secret_volumes(pod: Doc) -> dict[str, list[Doc]]:
+    """Volume name → its Secret sources ({"name", "items", "optional"}), for secret and projected volumes."""
+    found: dict[str, list[Doc]] = {}
+    for volume in pod.get("volumes", []):
+        if "secret" in volume:
+            source = volume["secret"]
+            found[volume["name"]] = [{**source, "name": source["secretName"]}]
+        elif "projected" in volume:
+            found[volume["name"]] = [s["secret"] for s in volume["projected"]["sources"] if "secret" in s]
+    return found
+
+
+def _secret_files(pod: Doc, container: Doc) -> dict[str, tuple[str, str]]:
+    """Path inside the container → (Secret, key), for every Secret file the container mounts."""
+    volumes = _secret_volumes(pod)
+    files: dict[str, tuple[str, str]] = {}
+    for mount in container.get("volumeMounts", []):
+        for source in volumes.get(mount["name"], []):
+            assert source.get("items"), f"{mount['name']}: list the keys, so a pod sees only those it needs"
+            for item in source["items"]:
+                files[f"{mount['mountPath']}/{item['path']}"] = (source["name"], item["key"])
+    return files
+
+
+def _pod_env(
+    pod: Doc, container: Doc, docs: tuple[Doc, ...], secrets: Mapping[str, Mapping[str, str]], root: Path
+) -> dict[str, str]:
+    """The environment `container` gets, its Secret files written under `root` and *_PATH values moved
+    there. A key missing from `secrets` raises KeyError: kubelet would not start the container."""
     config: dict[str, str] = _one(docs, "ConfigMap", "plangate-config")["data"]
-    secret_keys = set(_one(docs, "Secret", "plangate-github")["stringData"])
     env: dict[str, str] = {}
     for source in container.get("envFrom", []):
         if "configMapRef" in source:
@@ -204,42 +292,172 @@ def _container_env(container: Doc, docs: tuple[Doc, ...], secret_values: Mapping
         else:
             assert source["secretRef"].get("optional") is True, "only optional extra Secrets come in whole"
     for item in container.get("env", []):
-        ref = item["valueFrom"]["secretKeyRef"]
-        assert ref["name"] == "plangate-github" and ref["key"] in secret_keys
-        env[item["name"]] = secret_values.get(ref["key"], "")
-    return env
+        if "value" in item:
+            env[item["name"]] = item["value"]
+        else:
+            ref = item["valueFrom"]["secretKeyRef"]
+            env[item["name"]] = secrets[ref["name"]][ref["key"]]
+    for path, (name, key) in _secret_files(pod, container).items():
+        host = root / path.lstrip("/")
+        host.parent.mkdir(parents=True, exist_ok=True)
+        host.write_text(secrets[name][key])
+    return {k: str(root / v.lstrip("/")) if k.endswith("_PATH") else v for k, v in env.items()}
+
+
+def _load(env: Mapping[str, str], **needs: bool) -> settings_module.Settings:
+    """bot.settings.load, with the *_PATH contract (read the file; the Redis password goes into
+    REDIS_URL) applied here for the names this checkout's bot.settings does not read yet."""
+    env = dict(env)
+    known = _known_settings()
+    if "GITHUB_WEBHOOK_SECRET_PATH" not in known and "GITHUB_WEBHOOK_SECRET_PATH" in env:
+        env["GITHUB_WEBHOOK_SECRET"] = Path(env.pop("GITHUB_WEBHOOK_SECRET_PATH")).read_text().strip()
+    if "REDIS_PASSWORD_PATH" not in known and "REDIS_PASSWORD_PATH" in env:
+        password = Path(env.pop("REDIS_PASSWORD_PATH")).read_text().strip()
+        url = urlparse(env.get("REDIS_URL") or settings_module.DEFAULT_REDIS_URL)
+        env["REDIS_URL"] = url._replace(netloc=f":{quote(password, safe='')}@{url.netloc}").geturl()
+    return settings_module.load(env, **needs)
+
+
+def _redis_password(loaded: settings_module.Settings) -> str | None:
+    password = urlparse(loaded.redis_url).password
+    return unquote(password) if password else getattr(loaded, "redis_password", None)
+
+
+def _workloads(docs: tuple[Doc, ...]) -> Iterator[tuple[Doc, Doc, Doc]]:
+    """(workload, pod spec, container) for every container of every Deployment and StatefulSet."""
+    for doc in docs:
+        if doc["kind"] in ("Deployment", "StatefulSet"):
+            pod = doc["spec"]["template"]["spec"]
+            for container in pod["containers"]:
+                yield doc, pod, container
 
 
 def test_every_setting_named_is_a_real_setting() -> None:
-    known = _known_settings()
+    known = _setting_names()
     docs = _base()
     assert set(_one(docs, "ConfigMap", "plangate-config")["data"]) <= known
-    assert set(_one(docs, "Secret", "plangate-github")["stringData"]) <= known
     for _, container in _plangate_containers(docs):
         assert {item["name"] for item in container.get("env", [])} <= known
 
 
-def test_each_process_gets_the_settings_it_needs_and_no_more_secrets() -> None:
-    filled = {"GITHUB_APP_ID": "12345", "GITHUB_APP_PRIVATE_KEY": rsa_pem(), "GITHUB_WEBHOOK_SECRET": "s3cret"}
+def test_each_process_gets_the_settings_it_needs_and_no_more_secrets(tmp_path: Path) -> None:
     docs = _base()
-    for _, container in _plangate_containers(docs):
+    secrets = _filled_secrets()
+    for doc, container in _plangate_containers(docs):
         command = _command(container)
-        env = _container_env(container, docs, filled)
-        loaded = settings_module.load(env, **NEEDS[command])
-        assert loaded.redis_url == "redis://plangate-redis:6379/0"
+        pod = doc["spec"]["template"]["spec"]
+        env = _pod_env(pod, container, docs, secrets, tmp_path / command)
+        loaded = _load(env, **NEEDS[command])
+        assert urlparse(loaded.redis_url).hostname == "plangate-redis"
+        assert _redis_password(loaded) == REDIS_PASSWORD
+        assert set(_secret_files(pod, container).values()) == FILES_NEEDED[command]
         if command == "web":
-            assert "GITHUB_APP_PRIVATE_KEY" not in env
+            assert loaded.webhook_secret == "s3cret" and loaded.private_key is None
         else:
-            assert "GITHUB_WEBHOOK_SECRET" not in env
+            assert loaded.private_key is not None and loaded.webhook_secret is None
 
 
-def test_the_secret_template_keeps_every_process_from_starting() -> None:
+def test_no_secret_is_in_any_environment() -> None:
+    """Secrets are files: an environment is inherited by every child and readable in /proc/PID/environ."""
     docs = _base()
-    template = _one(docs, "Secret", "plangate-github")["stringData"]
-    for _, container in _plangate_containers(docs):
-        env = _container_env(container, docs, template)
-        with pytest.raises(settings_module.SettingsError):
-            settings_module.load(env, **NEEDS[_command(container)])
+    assert urlparse(_one(docs, "ConfigMap", "plangate-config")["data"]["REDIS_URL"]).password is None
+    assert not set(_one(docs, "ConfigMap", "plangate-config")["data"]) & SECRET_NAMES
+    for doc, _, container in _workloads(docs):
+        for item in container.get("env", []):
+            assert item["name"] not in SECRET_NAMES, (doc["metadata"]["name"], item["name"])
+            if "valueFrom" in item:
+                # The App id is public; it lives in the Secret only because it comes with the key.
+                assert item["valueFrom"]["secretKeyRef"] == {"name": "plangate-github", "key": "GITHUB_APP_ID"}
+        for source in container.get("envFrom", []):
+            if "secretRef" in source:
+                # Cloud credentials for terraform (PLANGATE_TF_ENV*), for the worker only.
+                assert doc["metadata"]["name"] == "plangate-worker"
+                assert source["secretRef"] == {"name": "plangate-tf-credentials", "optional": True}
+
+
+def test_secret_files_are_read_only_and_for_the_pod_user_only() -> None:
+    docs = _base()
+    for _, pod, container in _workloads(docs):
+        volumes = {v["name"]: v for v in pod.get("volumes", [])}
+        secret_volumes = _secret_volumes(pod)
+        for mount in container.get("volumeMounts", []):
+            if mount["name"] not in secret_volumes:
+                continue
+            assert mount.get("readOnly") is True
+            volume = volumes[mount["name"]]
+            assert (volume.get("secret") or volume["projected"])["defaultMode"] == 0o400
+            # 0400 root-owned files are readable by the non-root user through fsGroup (kubelet adds g+r).
+            assert pod["securityContext"]["fsGroup"] == pod["securityContext"]["runAsUser"]
+
+
+def test_the_secret_templates_keep_every_pod_from_starting(tmp_path: Path) -> None:
+    """The Secrets in git hold no keys: re-applying them never overwrites values created out of band,
+    and until those exist kubelet starts no pod that needs one (no guessable value ever runs)."""
+    docs = _base()
+    templates = {d["metadata"]["name"]: d for d in docs if d["kind"] == "Secret"}
+    assert set(templates) == {"plangate-github", "plangate-redis", "plangate-status"}
+    for secret in templates.values():
+        assert not secret.get("data") and not secret.get("stringData"), secret["metadata"]["name"]
+    empty: dict[str, dict[str, str]] = {name: {} for name in templates}
+    for doc, pod, container in _workloads(docs):
+        for sources in _secret_volumes(pod).values():
+            assert all(s["name"] in templates and not s.get("optional") for s in sources)
+        refs = [i["valueFrom"]["secretKeyRef"] for i in container.get("env", []) if "valueFrom" in i]
+        assert all(not ref.get("optional") for ref in refs)
+        assert _secret_files(pod, container), f"{doc['metadata']['name']} needs a Secret file to start"
+        with pytest.raises(KeyError):
+            _pod_env(pod, container, docs, empty, tmp_path)
+
+
+# --- Kubernetes: terraform's sandbox -------------------------------------------------------------
+
+
+def _profile(pod: Doc, container: Doc, field: str) -> Doc | None:
+    """The seccomp or AppArmor profile in effect for the container (its own, else the pod's)."""
+    profile: Doc | None = container.get("securityContext", {}).get(field) or pod["securityContext"].get(field)
+    return profile
+
+
+def test_only_the_worker_may_create_namespaces_and_nothing_is_privileged() -> None:
+    """bwrap needs unshare/clone(CLONE_NEWUSER...) and mount, which RuntimeDefault seccomp and the
+    runtime's AppArmor profile deny; it needs no capability, no setuid and no root."""
+    docs = _base()
+    seen = set()
+    for doc, pod, container in _workloads(docs):
+        context = container["securityContext"]
+        assert (context.get("runAsNonRoot") or pod["securityContext"]["runAsNonRoot"]) is True
+        assert context["allowPrivilegeEscalation"] is False
+        assert context["capabilities"] == {"drop": ["ALL"]}
+        assert not context.get("privileged") and "procMount" not in context
+        assert not any(pod.get(k) for k in ("hostPID", "hostIPC", "hostNetwork"))
+        seccomp, apparmor = _profile(pod, container, "seccompProfile"), _profile(pod, container, "appArmorProfile")
+        assert seccomp is not None
+        if doc["metadata"]["name"] == "plangate-worker":
+            assert seccomp["type"] in {"Unconfined", "Localhost"}
+            assert apparmor is not None and apparmor["type"] in {"Unconfined", "Localhost"}
+            # Relaxed on the worker container only, not for anything else added to the pod.
+            assert pod["securityContext"]["seccompProfile"] == {"type": "RuntimeDefault"}
+            assert "appArmorProfile" not in pod["securityContext"]
+        else:
+            assert seccomp == {"type": "RuntimeDefault"}
+            # Unset: the runtime's default profile (an explicit RuntimeDefault would keep the pod off
+            # nodes without AppArmor).
+            assert apparmor is None
+        seen.add(doc["metadata"]["name"])
+    assert seen == {"plangate-web", "plangate-worker", "plangate-cron", "plangate-redis"}
+
+
+def test_the_sandbox_never_sees_the_secret_files() -> None:
+    """bwrap shows terraform the system directories, the job's paths and PLANGATE_SANDBOX_PATHS only."""
+    docs = _base()
+    config = _one(docs, "ConfigMap", "plangate-config")["data"]
+    assert config["PLANGATE_SANDBOX"] == "bwrap"
+    worker = _one(docs, "Deployment", "plangate-worker")["spec"]["template"]["spec"]
+    files = _secret_files(worker, worker["containers"][0])
+    visible = [config["PLANGATE_WORKDIR"], "/usr", "/bin", "/lib", "/etc/ssl", "/tmp"]
+    visible += [g.removesuffix(":rw") for g in config["PLANGATE_SANDBOX_PATHS"].split(",") if g.strip()]
+    for path in files:
+        assert not any(path == v or path.startswith(v.rstrip("/") + "/") for v in visible), path
 
 
 def test_worker_can_finish_an_apply_and_has_room_above_the_terraform_cap() -> None:
@@ -302,6 +520,127 @@ def test_redis_keeps_an_append_only_file_on_a_volume_behind_the_url_host() -> No
     assert service["spec"]["selector"].items() <= sts["spec"]["template"]["metadata"]["labels"].items()
 
 
+def _redis_script(docs: tuple[Doc, ...]) -> tuple[Doc, Doc, str]:
+    """(pod spec, container, the script's path in the container) of the Redis StatefulSet."""
+    pod = _one(docs, "StatefulSet", "plangate-redis")["spec"]["template"]["spec"]
+    (container,) = pod["containers"]
+    shell, script = container["command"]
+    assert shell == "sh"
+    return pod, container, script
+
+
+def test_redis_starts_through_the_script_with_the_secret_password_file() -> None:
+    docs = _base()
+    pod, container, script = _redis_script(docs)
+    directory, name = script.rsplit("/", 1)
+    (mount,) = [m for m in container["volumeMounts"] if m["mountPath"] == directory]
+    (volume,) = [v for v in pod["volumes"] if v["name"] == mount["name"]]
+    generated = _one(docs, "ConfigMap", volume["configMap"]["name"])
+    assert generated["metadata"]["name"].startswith("plangate-redis-scripts-"), "kustomize's hash suffix"
+    assert generated["data"][name] == (BASE / "redis-start.sh").read_text()
+    default = re.search(r"REDIS_PASSWORD_FILE:-([^}]+)}", generated["data"][name])
+    assert default
+    assert _secret_files(pod, container) == {default[1]: ("plangate-redis", "password")}
+    assert "env" not in container and "envFrom" not in container
+    assert not any("pass" in arg.lower() for arg in container["args"])
+    for probe in ("livenessProbe", "readinessProbe"):
+        assert container[probe]["exec"]["command"] == ["sh", script, "ping"], probe
+
+
+def _redis_start(tmp_path: Path, password: str | None) -> tuple[Path, dict[str, str]]:
+    """The shipped script and an environment pointing it at a password file under tmp_path."""
+    env = {"PATH": "/usr/local/bin:/usr/bin:/bin", "REDIS_PASSWORD_FILE": str(tmp_path / "redis-password")}
+    if password is not None:
+        (tmp_path / "redis-password").write_text(password)
+    return BASE / "redis-start.sh", env
+
+
+@pytest.mark.parametrize(
+    "password",
+    [None, "", "\n", "short-but-not-empty", "0123456789abcdef" * 3 + " spaced", "a" * 31, 'a"b' * 11],
+    ids=["missing", "empty", "newline", "short", "space", "31-chars", "quote"],
+)
+def test_redis_start_refuses_a_missing_short_or_unsafe_password(tmp_path: Path, password: str | None) -> None:
+    script, env = _redis_start(tmp_path, password)
+    stubs = tmp_path / "bin"
+    stubs.mkdir()
+    for stub in ("redis-server", "redis-cli"):
+        (stubs / stub).write_text(f'#!/bin/sh\ntouch "{tmp_path}/{stub}.ran"\necho PONG\n')
+        (stubs / stub).chmod(0o755)
+    env["PATH"] = f"{stubs}:{env['PATH']}"
+    for args in ([], ["ping"]):
+        result = subprocess.run(["sh", str(script), *args], env=env, capture_output=True, text=True, timeout=30)
+        assert result.returncode == 1, result
+        assert "redis-start.sh: " in result.stderr and result.stderr.count("\n") == 1
+    assert not list(tmp_path.glob("*.ran")), "nothing may start without a good password"
+
+
+def test_redis_start_runs_redis_that_requires_the_password(tmp_path: Path) -> None:
+    """The real redis-server, started as the StatefulSet starts it: AUTH required, the password on no
+    command line and in no environment, the probe passing with the file's password only."""
+    if shutil.which("redis-server") is None:
+        pytest.fail("redis-server is needed (Debian: apt-get install redis-server)")
+    password = "0123456789abcdef" * 4
+    script, env = _redis_start(tmp_path, password + "\n")
+    port = free_port()
+    args = list(_redis_script(_base())[1]["args"])
+    args[args.index("--dir") + 1] = str(tmp_path)
+    argv = ["sh", str(script), *args, "--port", str(port), "--bind", "127.0.0.1"]
+    server = subprocess.Popen(argv, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    try:
+        client = redis.Redis(port=port, password=password)
+        deadline = time.monotonic() + 10
+        while True:
+            try:
+                assert client.ping()
+                break
+            except redis.ConnectionError:
+                assert server.poll() is None, server.stderr and server.stderr.read()
+                assert time.monotonic() < deadline, "redis-server did not start"
+                time.sleep(0.05)
+        with pytest.raises(redis.AuthenticationError):
+            redis.Redis(port=port).ping()
+        assert client.config_get("appendonly") == {"appendonly": "yes"}
+        # `exec`: the script's process became redis-server; its argv and environment hold no password.
+        for view in ("cmdline", "environ"):
+            assert password.encode() not in Path(f"/proc/{server.pid}/{view}").read_bytes(), view
+        probe = ["sh", str(script), "ping", "-p", str(port)]
+        assert subprocess.run(probe, env=env, capture_output=True, timeout=30).returncode == 0
+        (tmp_path / "redis-password").write_text("f" * 64)
+        assert subprocess.run(probe, env=env, capture_output=True, timeout=30).returncode == 1
+    finally:
+        server.terminate()
+        server.wait(10)
+
+
+def test_ingress_routes_only_what_github_and_the_setup_need() -> None:
+    """The status page and /metrics stay off the internet (port-forward or an internal ingress)."""
+    (rule,) = _one(_base(), "Ingress", "plangate-web")["spec"]["rules"]
+    paths = {p["path"]: p["pathType"] for p in rule["http"]["paths"]}
+    assert paths["/webhook"] == "Exact"
+    assert set(paths) <= {"/webhook", "/setup", "/auth"}
+    assert all(paths[p] == "Prefix" for p in set(paths) - {"/webhook"})
+    routes = {getattr(route, "path", "") for route in create_app().routes}
+    for path in paths:
+        assert any(r == path or r.startswith(path + "/") for r in routes), path
+
+
+def test_redis_admits_only_plangate_and_keda() -> None:
+    docs = _base()
+    policy = _one(docs, "NetworkPolicy", "plangate-redis")["spec"]
+    sts = _one(docs, "StatefulSet", "plangate-redis")["spec"]["template"]
+    assert policy["podSelector"]["matchLabels"].items() <= sts["metadata"]["labels"].items()
+    assert policy["policyTypes"] == ["Ingress"]
+    (rule,) = policy["ingress"]
+    assert [p["port"] for p in rule["ports"]] == [p["name"] for p in sts["spec"]["containers"][0]["ports"]]
+    (pods,) = [f["podSelector"] for f in rule["from"] if "podSelector" in f]
+    for doc, _ in _plangate_containers(docs):
+        labels = doc["spec"]["template"]["metadata"]["labels"]
+        assert all(labels.get(e["key"]) in e["values"] for e in pods["matchExpressions"]), doc["metadata"]["name"]
+    others = [f for f in rule["from"] if "podSelector" not in f]
+    assert others == [{"namespaceSelector": {"matchLabels": {"kubernetes.io/metadata.name": "keda"}}}]
+
+
 # --- Custom resources: KEDA and Argo CD -----------------------------------------------------------
 
 
@@ -317,7 +656,12 @@ def test_scaledobject_scales_the_worker_on_the_real_rq_queue_lists(redis_conn: r
     lists = []
     for trigger in spec["triggers"]:
         assert trigger["type"] == "redis"
+        # Redis requires the password: KEDA gets it from the same Secret, never from the manifest.
+        auth = _one(docs, "TriggerAuthentication", trigger["authenticationRef"]["name"])
+        (ref,) = auth["spec"]["secretTargetRef"]
+        assert ref == {"parameter": "password", "name": "plangate-redis", "key": "password"}
         meta = trigger["metadata"]
+        assert not {"password", "passwordFromEnv", "username"} & set(meta)
         assert meta["address"] == f"{url.hostname}.{namespace}.svc.cluster.local:{url.port}"
         assert meta["databaseIndex"] == url.path.strip("/")
         assert int(meta["listLength"]) >= 1
@@ -339,9 +683,14 @@ def test_argocd_application_points_at_the_base() -> None:
     assert source["repoURL"].startswith("https://") and source["targetRevision"]
     assert (ROOT / source["path"] / "kustomization.yaml").is_file()
     assert spec["destination"]["server"] and spec["destination"]["namespace"] == "plangate"
-    (ignored,) = spec["ignoreDifferences"]
-    assert _one(_base(), ignored["kind"], ignored["name"])
+    # Every Secret is a template whose values come out of band: Argo CD must never sync them back.
+    secrets = {d["metadata"]["name"] for d in _base() if d["kind"] == "Secret"}
+    ignored = {(i["group"], i["kind"], i["name"]): i["jsonPointers"] for i in spec["ignoreDifferences"]}
+    assert ignored == {("", "Secret", name): ["/data", "/stringData"] for name in secrets}
     assert "RespectIgnoreDifferences=true" in spec["syncPolicy"]["syncOptions"]
+    # The namespace Argo CD creates admits the worker's Unconfined profiles.
+    labels = spec["syncPolicy"]["managedNamespaceMetadata"]["labels"]
+    assert labels["pod-security.kubernetes.io/enforce"] == "privileged"
 
 
 # --- Compose ------------------------------------------------------------------------------------
@@ -393,11 +742,120 @@ def test_compose_redis_persists_with_aof_and_web_is_health_checked() -> None:
     assert f"http://127.0.0.1:{port}/healthz" in " ".join(web["healthcheck"]["test"])
 
 
-def test_env_example_names_only_settings_and_the_build_argument() -> None:
+def _env_example() -> dict[str, str]:
     lines = (DEPLOY / ".env.example").read_text().splitlines()
-    names = {line.split("=", 1)[0] for line in lines if line and not line.startswith("#")}
-    assert names <= _known_settings() | {"TOFU_SHA256"}
-    assert {"GITHUB_APP_ID", "GITHUB_APP_PRIVATE_KEY", "GITHUB_WEBHOOK_SECRET", "TOFU_SHA256"} <= names
+    return dict(line.split("=", 1) for line in lines if line and not line.startswith("#"))
+
+
+_VARIABLE = re.compile(r"\$\{(?P<name>[A-Za-z_][A-Za-z0-9_]*)(?:(?P<op>:-|:\?)(?P<arg>[^}]*))?\}")
+
+
+def _interpolate(value: Any, env: Mapping[str, str]) -> Any:
+    """Compose's ${NAME}, ${NAME:-default} and ${NAME:?error}, applied through a parsed document."""
+    if isinstance(value, dict):
+        return {k: _interpolate(v, env) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_interpolate(v, env) for v in value]
+    if not isinstance(value, str):
+        return value
+
+    def substitute(match: re.Match[str]) -> str:
+        found = env.get(match["name"], "")
+        if match["op"] == ":?":
+            assert found, match["arg"]
+        return found or (match["arg"] if match["op"] == ":-" else "")
+
+    result = _VARIABLE.sub(substitute, value)
+    assert "$" not in _VARIABLE.sub("", value), f"unsupported interpolation in {value!r}"
+    return result
+
+
+def _compose_filled() -> dict[str, str]:
+    """.env as an operator fills it in (the PEM \\n-escaped on one line, as .env.example says)."""
+    return {
+        **_env_example(),
+        "GITHUB_APP_ID": "12345",
+        "GITHUB_APP_PRIVATE_KEY": rsa_pem().strip().replace("\n", "\\n"),
+        "GITHUB_WEBHOOK_SECRET": "s3cret",
+        "REDIS_PASSWORD": REDIS_PASSWORD,
+        "PLANGATE_STATUS_TOKEN": "fedcba9876543210" * 4,
+    }
+
+
+def test_env_example_names_settings_compose_uses_and_says_how_to_make_secrets() -> None:
+    example = _env_example()
+    names = set(example)
+    assert names <= _setting_names() | {"TOFU_SHA256", "REDIS_PASSWORD"}
+    required = {"GITHUB_APP_ID", "GITHUB_APP_PRIVATE_KEY", "GITHUB_WEBHOOK_SECRET", "REDIS_PASSWORD", "TOFU_SHA256"}
+    assert required | {"PLANGATE_STATUS_TOKEN"} <= names
+    text = (DEPLOY / "compose.yaml").read_text()
+    used = {m["name"] for m in _VARIABLE.finditer(text)} | {s["environment"] for s in _compose()["secrets"].values()}
+    assert used == names, "every .env name is used by compose.yaml, and every name it uses is documented"
+    lines = (DEPLOY / ".env.example").read_text().splitlines()
+    for name in ("REDIS_PASSWORD", "PLANGATE_STATUS_TOKEN"):
+        assert lines[lines.index(f"{name}=") - 1].strip() == "#   openssl rand -hex 32", name
+        assert example[name] == "", "no default password: compose must not start Redis with a known one"
+
+
+def test_compose_redis_requires_the_password_from_env() -> None:
+    compose = _compose()
+    redis_service = compose["services"]["redis"]
+    shell, script = redis_service["entrypoint"]
+    assert shell == "sh"
+    assert f"./k8s/base/redis-start.sh:{script}:ro" in redis_service["volumes"], "the script Kubernetes runs"
+    default = re.search(r"REDIS_PASSWORD_FILE:-([^}]+)}", (BASE / "redis-start.sh").read_text())
+    assert default
+    (secret,) = redis_service["secrets"]
+    assert secret["target"] == default[1] and secret["mode"] == 0o400
+    assert redis_service["user"] == f"{secret['uid']}:{secret['gid']}"
+    # Unset, compose refuses to start (the secret's variable); empty or short, redis-start.sh does.
+    assert compose["secrets"][secret["source"]] == {"environment": "REDIS_PASSWORD"}
+    assert redis_service["healthcheck"]["test"] == ["CMD", "sh", script, "ping"]
+    assert "environment" not in redis_service and "env_file" not in redis_service
+    assert not any("pass" in arg.lower() or "$" in arg for arg in redis_service["command"])
+
+
+def test_compose_processes_get_their_settings_and_secrets_only_as_files(tmp_path: Path) -> None:
+    compose = _compose()
+    filled = _compose_filled()
+    secret_values = {v for k, v in filled.items() if k in SECRET_NAMES}
+    uid, _, gid = _dockerfile_final("USER").partition(":")
+    for name in ("web", "worker", "cron"):
+        service = _interpolate(compose["services"][name], filled)
+        assert "env_file" not in service or all(
+            f.get("path") == "tf-credentials.env" and f.get("required") is False for f in service["env_file"]
+        ), "no container gets .env whole"
+        env: dict[str, str] = {k: str(v) for k, v in service["environment"].items()}
+        assert not set(env) & SECRET_NAMES and not set(env.values()) & secret_values
+        seen = set()
+        for secret in service["secrets"]:
+            assert (secret["uid"], secret["gid"], secret["mode"]) == (uid, gid, 0o400)
+            host = tmp_path / name / secret["target"].lstrip("/")
+            host.parent.mkdir(parents=True, exist_ok=True)
+            host.write_text(filled[compose["secrets"][secret["source"]]["environment"]])
+            seen.add(secret["target"])
+        paths = {k: v for k, v in env.items() if k.endswith("_PATH")}
+        assert set(paths.values()) == seen, "every secret file is used, every *_PATH is a secret file"
+        env.update({k: str(tmp_path / name / v.lstrip("/")) for k, v in paths.items()})
+        loaded = _load(env, **NEEDS[name])
+        assert urlparse(loaded.redis_url).hostname == "redis"
+        assert _redis_password(loaded) == REDIS_PASSWORD
+        if name == "web":
+            assert loaded.webhook_secret == "s3cret" and loaded.private_key is None
+            assert "PLANGATE_STATUS_TOKEN_PATH" in env
+        else:
+            assert loaded.private_key is not None and loaded.app_id == 12345 and loaded.webhook_secret is None
+
+
+def test_compose_unconfines_only_the_worker() -> None:
+    """bwrap needs namespaces that Docker's default seccomp/AppArmor profiles deny; nothing needs more."""
+    services = _compose()["services"]
+    assert {"seccomp=unconfined", "apparmor=unconfined"} <= set(services["worker"]["security_opt"])
+    for name, service in services.items():
+        assert not service.get("privileged") and not service.get("cap_add"), name
+        if name != "worker":
+            assert "security_opt" not in service, name
+    assert _interpolate(services["worker"], _compose_filled())["environment"]["PLANGATE_SANDBOX"] == "bwrap"
 
 
 # --- Dockerfile ---------------------------------------------------------------------------------
@@ -459,6 +917,17 @@ def test_dockerfile_runs_plangate_under_tini_as_a_non_root_user() -> None:
     assert _dockerfile_final("EXPOSE") == "8000"
     runtime_installs = [rest for kw, rest in _dockerfile() if kw == "RUN" and "apt-get install" in rest][-1]
     assert {"tini", "git"} <= set(runtime_installs.split())
+
+
+def test_dockerfile_installs_bubblewrap_without_setuid() -> None:
+    """The sandbox needs bwrap in the runtime image, relying on user namespaces, never on setuid root."""
+    last_from = max(i for i, (kw, _) in enumerate(_dockerfile()) if kw == "FROM")
+    runtime = [rest for kw, rest in _dockerfile()[last_from:] if kw == "RUN"]
+    (install,) = [rest for rest in runtime if "apt-get install" in rest]
+    assert "bubblewrap" in install.split()
+    assert "test ! -u /usr/bin/bwrap" in install, "the build must fail if bwrap ever comes setuid"
+    for kw, rest in _dockerfile():
+        assert not re.search(r"chmod\s+(\S*[ug]\+\S*s|0*[2467][0-7]{3}\b)", rest), f"setuid/setgid bit set: {kw} {rest}"
 
 
 def test_dockerfile_builds_every_packaged_directory() -> None:
