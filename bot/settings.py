@@ -14,6 +14,7 @@ from urllib.parse import urlparse
 from cryptography.hazmat.primitives.asymmetric.rsa import RSAPrivateKey
 from cryptography.hazmat.primitives.serialization import load_pem_private_key
 
+from bot.status_settings import CLOSED, StatusAuth
 from workers.drift_schedule import validate_schedule
 
 DEFAULT_API_URL = "https://api.github.com"
@@ -41,6 +42,7 @@ class Settings:
     tf_memory_mb: int
     mask_patterns: tuple[str, ...]
     drift_schedule: str | None  # server-wide drift schedule for repos that configure none
+    status_auth: StatusAuth = CLOSED  # who may read / and /metrics; secrets kept out of repr
 
     def __repr__(self) -> str:
         return f"Settings(app_id={self.app_id}, api_url={self.api_url!r}, workdir={str(self.workdir)!r})"
@@ -153,4 +155,47 @@ def load(env: Mapping[str, str] | None = None, *, need_webhook: bool = False, ne
         tf_memory_mb=int(_positive(env, "PLANGATE_TF_MEMORY_MB", 4096)),
         mask_patterns=_patterns(env),
         drift_schedule=_cron(env, "PLANGATE_DRIFT_SCHEDULE"),
+        status_auth=_status_auth(env, app_id),
+    )
+
+
+def _status_auth(env: Mapping[str, str], app_id: int | None) -> StatusAuth:
+    """PLANGATE_STATUS_PUBLIC, PLANGATE_STATUS_TOKEN(_PATH), GITHUB_CLIENT_ID, GITHUB_CLIENT_SECRET(_PATH).
+
+    Every name is read even when another is missing, so tests that list the settings see them all."""
+    raw = {name: (env.get(name) or "").strip() for name in (
+        "PLANGATE_STATUS_PUBLIC", "PLANGATE_STATUS_TOKEN", "PLANGATE_STATUS_TOKEN_PATH",
+        "GITHUB_CLIENT_ID", "GITHUB_CLIENT_SECRET", "GITHUB_CLIENT_SECRET_PATH",
+    )}  # fmt: skip
+
+    def secret(name: str) -> str | None:
+        """The value of `name`, else the text of the file `name`_PATH names (value first, like the App key)."""
+        if raw[name] or not raw[f"{name}_PATH"]:
+            return raw[name] or None
+        try:
+            return Path(raw[f"{name}_PATH"]).read_text().strip() or None
+        except (OSError, UnicodeDecodeError) as exc:
+            problem = getattr(exc, "strerror", None) or "not text"
+            raise SettingsError(f"{name}_PATH", f"cannot read {raw[name + '_PATH']}: {problem}") from None
+
+    public = raw["PLANGATE_STATUS_PUBLIC"].lower()
+    if public not in ("", "true", "false", "1", "0", "yes", "no"):
+        raise SettingsError("PLANGATE_STATUS_PUBLIC", f"must be true or false, got {public!r}")
+    token = secret("PLANGATE_STATUS_TOKEN")
+    if token is not None and not re.fullmatch(r"[\x21-\x7e]{16,}", token):
+        where = "PLANGATE_STATUS_TOKEN" if raw["PLANGATE_STATUS_TOKEN"] else "PLANGATE_STATUS_TOKEN_PATH"
+        raise SettingsError(where, "must be 16 or more visible ASCII characters, no spaces (openssl rand -hex 32)")
+    client_id, client_secret = raw["GITHUB_CLIENT_ID"] or None, secret("GITHUB_CLIENT_SECRET")
+    if client_id is not None and not re.fullmatch(r"[A-Za-z0-9._-]{1,100}", client_id):
+        raise SettingsError("GITHUB_CLIENT_ID", f"is not a GitHub App client id, got {client_id!r}")
+    if client_id and not client_secret:
+        raise SettingsError("GITHUB_CLIENT_SECRET", "is required with GITHUB_CLIENT_ID (or GITHUB_CLIENT_SECRET_PATH)")
+    if client_secret and not client_id:
+        raise SettingsError("GITHUB_CLIENT_ID", "is required with GITHUB_CLIENT_SECRET: sign-in needs both")
+    if client_id and app_id is None:
+        raise SettingsError(
+            "GITHUB_APP_ID", "is required with GITHUB_CLIENT_ID: sign-in lists this App's installations"
+        )
+    return StatusAuth(
+        public=public in ("true", "1", "yes"), token=token, client_id=client_id, client_secret=client_secret
     )
