@@ -5,6 +5,7 @@ from __future__ import annotations
 import base64
 import time
 from collections.abc import Iterator
+from urllib.parse import parse_qs, urlsplit
 
 import pytest
 import redis
@@ -178,3 +179,19 @@ def test_a_signed_out_session_is_gone(signing_in: TestClient, redis_conn: redis.
     assert out.status_code == 200 and "signed out" in out.text and 'href="http://testserver/"' in out.text
     signing_in.cookies.set(session.SESSION_COOKIE, cookie)  # a copy kept from before sign-out
     assert signing_in.get("/", follow_redirects=False).status_code == 401
+
+
+def test_a_browser_is_sent_to_github_with_secure_cookies_behind_https(
+    signing_in: TestClient, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("PLANGATE_PUBLIC_URL", "https://gate.example.org/plangate")
+    answer = signing_in.get("/", headers=HTML, follow_redirects=False)
+    assert answer.status_code == 302
+    location = answer.headers["location"]
+    assert location.startswith("https://github.com/login/oauth/authorize?")
+    query = parse_qs(urlsplit(location).query)
+    assert query["client_id"] == [SIGN_IN["GITHUB_CLIENT_ID"]] and len(query["state"][0]) >= 32
+    assert query["redirect_uri"] == ["https://gate.example.org/plangate/auth/callback"]
+    cookie = answer.headers["set-cookie"].lower()
+    for part in ("secure", "httponly", "samesite=lax", "path=/plangate/auth", "max-age=600"):
+        assert part in cookie
