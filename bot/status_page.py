@@ -12,7 +12,6 @@ import base64
 import hashlib
 import time
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
 from html import escape
 from typing import Any
 from urllib.parse import urlsplit
@@ -25,6 +24,7 @@ from starlette.responses import HTMLResponse, Response
 from starlette.routing import Route
 
 from bot.enqueue import QUEUE_NAMES
+from bot.gate_states import GateState, gate_states
 from bot.status_auth import EVERYTHING, Access, page_access
 from bot.urls import public_base_url
 from workers.runlog import KEEP, recent_runs
@@ -32,7 +32,6 @@ from workers.runlog import KEEP, recent_runs
 RUNS_SHOWN = 50
 REFRESH_SECONDS = 10
 _KNOWN_STATES = {"success", "failure", "pending", "error"}
-_CONTEXTS = {"plan": "plangate/destroy", "approval": "plangate/destroy", "apply": "plangate/apply"}
 _STYLE = (
     "body{font-family:system-ui,sans-serif;margin:1.5rem;line-height:1.4;color:#1f2328}"
     "table{border-collapse:collapse;margin-bottom:1.5rem}"
@@ -51,44 +50,6 @@ HEADERS = {
     "Referrer-Policy": "no-referrer",
     "X-Content-Type-Options": "nosniff",
 }
-
-
-@dataclass
-class GateState:
-    """The newest gate verdict recorded for one status context on one commit."""
-
-    repo: str
-    number: Any
-    sha: str
-    context: str
-    state: str
-    description: str
-    at: Any
-    projects: list[str] = field(default_factory=list)
-
-
-def gate_states(runs: Sequence[Mapping[str, Any]]) -> list[GateState]:
-    """Per (repo, number, sha, context): the newest run's gate, with every project seen there. Runs are newest first."""
-    found: dict[tuple[str, str, str, str], GateState] = {}
-    for run in runs:
-        if not run.get("gate"):
-            continue
-        context = _CONTEXTS.get(str(run.get("kind")), f"plangate/{run.get('kind')}")
-        key = (str(run.get("repo")), str(run.get("number")), str(run.get("sha")), context)
-        if key not in found:
-            found[key] = GateState(
-                repo=_text(run.get("repo")),
-                number=run.get("number"),
-                sha=_text(run.get("sha")),
-                context=context,
-                state=_text(run.get("gate")),
-                description=_text(run.get("gate_description")),
-                at=run.get("at"),
-            )
-        project = _text(run.get("project"))
-        if project and project not in found[key].projects:
-            found[key].projects.append(project)
-    return list(found.values())
 
 
 def render_status_page(

@@ -17,8 +17,9 @@ from starlette.testclient import TestClient
 
 from bot import settings, status_page
 from bot.enqueue import COMMANDS_QUEUE, PLANS_QUEUE
+from bot.gate_states import gate_states
 from bot.status_auth import Access
-from bot.status_page import gate_states, render_status_page
+from bot.status_page import render_status_page
 from standin.local_redis import free_port
 from workers.runlog import record_run
 
