@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 
@@ -14,11 +15,14 @@ from starlette.responses import JSONResponse, PlainTextResponse, RedirectRespons
 from starlette.routing import Route
 
 from bot import settings as settings_module
-from bot import setup, status_page
+from bot import setup, signin, status_page
 from bot.enqueue import COMMANDS_QUEUE, PLANS_QUEUE
 from bot.metrics import GateDecisions
 from bot.settings import Settings
+from bot.status_auth import metrics_access
 from bot.webhook import webhook
+
+log = logging.getLogger("plangate")
 
 
 def create_app(settings: Settings | None = None) -> Starlette:
@@ -34,6 +38,7 @@ def create_app(settings: Settings | None = None) -> Starlette:
         app.state.plans = Queue(PLANS_QUEUE, connection=conn)
         app.state.worker_metrics = CollectorRegistry(auto_describe=True)
         app.state.worker_metrics.register(GateDecisions(conn))
+        _log_status_access(loaded)
         yield
         conn.close()
 
@@ -44,10 +49,24 @@ def create_app(settings: Settings | None = None) -> Starlette:
             Route("/readyz", readyz),
             Route("/metrics", metrics),
             *setup.routes,
+            *signin.routes,
             *status_page.routes,
         ],
         lifespan=lifespan,
     )
+
+
+def _log_status_access(settings: Settings) -> None:
+    """One line at start-up saying who can read / and /metrics; a loud one when anyone can."""
+    auth = settings.status_auth
+    if auth.public:
+        log.warning(
+            "PLANGATE_STATUS_PUBLIC=true: the status page and /metrics are open to ANYONE who can reach this "
+            "server, showing repository names, PRs, approvers and SHAs"
+        )
+        return
+    opened = [name for name, on in (("PLANGATE_STATUS_TOKEN", auth.token), ("GitHub sign-in", auth.sign_in)) if on]
+    log.info("status page and /metrics: %s", " or ".join(opened) if opened else "closed to everyone (no setting)")
 
 
 def create_setup_app(settings: Settings) -> Starlette:
@@ -74,7 +93,10 @@ async def readyz(request: Request) -> Response:
 
 
 async def metrics(request: Request) -> Response:
-    """This process's metrics, then what workers counted in Redis."""
+    """This process's metrics, then what workers counted in Redis; PLANGATE_STATUS_TOKEN only, never a session."""
+    refused = metrics_access(request)
+    if refused is not None:
+        return refused
     body = generate_latest() + generate_latest(request.app.state.worker_metrics)
     return Response(body, media_type=CONTENT_TYPE_LATEST)
 

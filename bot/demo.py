@@ -155,7 +155,8 @@ def run(args: argparse.Namespace) -> int:
         Story(stack, state).play()
         say(f"\nState file: {state}")
         if not args.no_serve:
-            say(f"\nStatus page: {stack.web_url}/  (Ctrl-C to stop)")
+            stack.gh.sign_in_browser("bob")  # opening the page signs you in through the stand-in as @bob
+            say(f"\nStatus page: {stack.web_url}/  (you sign in with the stand-in's GitHub as @bob; Ctrl-C to stop)")
             try:
                 while True:
                     time.sleep(3600)

@@ -9,11 +9,12 @@ import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from urllib.parse import quote, urlparse
+from urllib.parse import quote, unquote, urlparse
 
 from cryptography.hazmat.primitives.asymmetric.rsa import RSAPrivateKey
 from cryptography.hazmat.primitives.serialization import load_pem_private_key
 
+from bot.status_settings import CLOSED, StatusAuth
 from workers.drift_schedule import validate_schedule
 from workers.render_mask import PatternError, compile_pattern
 from workers.sandbox import MODES, Grant, parse_grants
@@ -58,18 +59,21 @@ class Settings:
     tf_env_plan: tuple[str, ...] = ()  # added to tf_env for PR plans and drift checks
     tf_env_apply: tuple[str, ...] = ()  # added to tf_env for the post-merge plan and apply
     secret_files: tuple[Path, ...] = ()  # files secrets were read from: never visible in the sandbox
+    status_auth: StatusAuth = CLOSED  # who may read / and /metrics; secrets kept out of repr
 
     def __repr__(self) -> str:
         return f"Settings(app_id={self.app_id}, api_url={self.api_url!r}, workdir={str(self.workdir)!r})"
 
     @property
     def redis_password(self) -> str | None:
-        return urlparse(self.redis_url).password or None
+        password = urlparse(self.redis_url).password
+        return unquote(password) if password else None
 
     @property
     def secrets(self) -> tuple[str, ...]:
         """Every secret this process holds, for the backstop mask of what it posts."""
-        found = (self.private_key, self.webhook_secret, self.redis_password)
+        auth = self.status_auth
+        found = (self.private_key, self.webhook_secret, self.redis_password, auth.token, auth.client_secret)
         return tuple(s for s in found if s)
 
 
@@ -93,7 +97,8 @@ def _decode_private_key(raw: str, name: str) -> str:
 
 
 def _read_secret(env: Mapping[str, str], name: str) -> str | None:
-    """`NAME` from the environment, else the file `NAME_PATH` names (a mounted secret); None if neither."""
+    """`NAME` from the environment, else the file `NAME_PATH` names (a mounted secret); None if neither
+    (an empty file counts as unset, so a template's empty secret leaves the setting off)."""
     if env.get(name):
         return env[name]
     path = env.get(f"{name}_PATH")
@@ -101,8 +106,9 @@ def _read_secret(env: Mapping[str, str], name: str) -> str | None:
         return None
     try:
         return Path(path).read_text().strip() or None
-    except OSError as exc:
-        raise SettingsError(f"{name}_PATH", f"cannot read {path}: {exc.strerror}") from None
+    except (OSError, UnicodeDecodeError) as exc:
+        problem = getattr(exc, "strerror", None) or "not text"
+        raise SettingsError(f"{name}_PATH", f"cannot read {path}: {problem}") from None
 
 
 def _redis_url(env: Mapping[str, str]) -> str:
@@ -254,4 +260,36 @@ def load(
         tf_env_plan=_names(env, "PLANGATE_TF_ENV_PLAN"),
         tf_env_apply=_names(env, "PLANGATE_TF_ENV_APPLY"),
         secret_files=_secret_files(env),
+        status_auth=_status_auth(env, app_id),
+    )
+
+
+def _status_auth(env: Mapping[str, str], app_id: int | None) -> StatusAuth:
+    """PLANGATE_STATUS_PUBLIC, PLANGATE_STATUS_TOKEN(_PATH), GITHUB_CLIENT_ID, GITHUB_CLIENT_SECRET(_PATH).
+
+    A secret is read from its variable, else from the file its `_PATH` variable names."""
+    raw = {
+        n: (env.get(n) or "").strip() for n in ("PLANGATE_STATUS_PUBLIC", "PLANGATE_STATUS_TOKEN", "GITHUB_CLIENT_ID")
+    }
+
+    public = raw["PLANGATE_STATUS_PUBLIC"].lower()
+    if public not in ("", "true", "false", "1", "0", "yes", "no"):
+        raise SettingsError("PLANGATE_STATUS_PUBLIC", f"must be true or false, got {public!r}")
+    token = _read_secret(env, "PLANGATE_STATUS_TOKEN")
+    if token is not None and not re.fullmatch(r"[\x21-\x7e]{16,}", token):
+        where = "PLANGATE_STATUS_TOKEN" if raw["PLANGATE_STATUS_TOKEN"] else "PLANGATE_STATUS_TOKEN_PATH"
+        raise SettingsError(where, "must be 16 or more visible ASCII characters, no spaces (openssl rand -hex 32)")
+    client_id, client_secret = raw["GITHUB_CLIENT_ID"] or None, _read_secret(env, "GITHUB_CLIENT_SECRET")
+    if client_id is not None and not re.fullmatch(r"[A-Za-z0-9._-]{1,100}", client_id):
+        raise SettingsError("GITHUB_CLIENT_ID", f"is not a GitHub App client id, got {client_id!r}")
+    if client_id and not client_secret:
+        raise SettingsError("GITHUB_CLIENT_SECRET", "is required with GITHUB_CLIENT_ID (or GITHUB_CLIENT_SECRET_PATH)")
+    if client_secret and not client_id:
+        raise SettingsError("GITHUB_CLIENT_ID", "is required with GITHUB_CLIENT_SECRET: sign-in needs both")
+    if client_id and app_id is None:
+        raise SettingsError(
+            "GITHUB_APP_ID", "is required with GITHUB_CLIENT_ID: sign-in lists this App's installations"
+        )
+    return StatusAuth(
+        public=public in ("true", "1", "yes"), token=token, client_id=client_id, client_secret=client_secret
     )

@@ -7,8 +7,6 @@ place where the web tier calls GitHub: once, driven by the operator, to turn the
 from __future__ import annotations
 
 import base64
-import hashlib
-import hmac
 import logging
 import os
 import re
@@ -16,7 +14,7 @@ import secrets
 import time
 from pathlib import Path
 from typing import Any
-from urllib.parse import quote, urlencode, urlsplit, urlunsplit
+from urllib.parse import quote, urlencode, urlsplit
 
 import httpx
 import yaml
@@ -24,9 +22,10 @@ from starlette.requests import Request
 from starlette.responses import PlainTextResponse, Response
 from starlette.routing import Route
 
-from bot import envfile, setup_pages
+from bot import envfile, setup_pages, signing
 from bot import settings as settings_module
 from bot.settings import Settings, SettingsError
+from bot.urls import github_web_url, public_base_url
 
 log = logging.getLogger(__name__)
 
@@ -35,17 +34,11 @@ STATE_TTL = 3600  # GitHub's manifest codes live one hour too
 _STATE_KEY = secrets.token_bytes(32)  # per process: a state is valid only on the process that issued it
 _ORG = re.compile(r"[A-Za-z0-9](?:[A-Za-z0-9-]{0,38})")
 _CODE = re.compile(r"[A-Za-z0-9._-]{1,256}")
-_HOST = re.compile(r"[A-Za-z0-9.-]+(?::[0-9]{1,5})?|\[[0-9A-Fa-f:.]+\](?::[0-9]{1,5})?")
 
 
 def env_file_path() -> Path:
     """Where the credentials go (PLANGATE_ENV_FILE, default ./.env); the lead may swap in Settings.env_file."""
     return Path(os.environ.get("PLANGATE_ENV_FILE") or ".env")
-
-
-def public_url_setting() -> str | None:
-    """PLANGATE_PUBLIC_URL: plangate's external URL; when set, request headers are not consulted."""
-    return (os.environ.get("PLANGATE_PUBLIC_URL") or "").rstrip("/") or None
 
 
 def manifest_path() -> Path:
@@ -56,33 +49,6 @@ def manifest_path() -> Path:
 def setup_active(settings: Settings) -> bool:
     """True while no App setting is present at all; any one of them means someone configured an App."""
     return settings.app_id is None and settings.private_key is None and settings.webhook_secret is None
-
-
-def github_web_url(api_url: str) -> str:
-    """The web host for an API URL: api.github.com → github.com, https://HOST/api/v3 → https://HOST."""
-    parts = urlsplit(api_url)
-    host, path = parts.netloc, parts.path.rstrip("/")
-    if path.endswith("/api/v3"):
-        path = path.removesuffix("/api/v3")
-    elif host.startswith("api."):
-        host = host.removeprefix("api.")
-    return urlunsplit((parts.scheme, host, path, "", ""))
-
-
-def public_base_url(request: Request) -> str:
-    """PLANGATE_PUBLIC_URL, else the URL the page was opened on, with X-Forwarded-Proto/-Host applied.
-
-    Forwarded headers are honoured without a trust setting: they shape only the answer to the request
-    that carries them (a page the operator reads before clicking, sent with Cache-Control: no-store),
-    exactly like the Host header does, and a TLS-terminating proxy in front is the normal deployment."""
-    configured = public_url_setting()
-    if configured:
-        return configured
-    proto = request.headers.get("x-forwarded-proto", "").split(",")[0].strip().lower()
-    host = request.headers.get("x-forwarded-host", "").split(",")[0].strip()
-    scheme = proto if proto in ("http", "https") else request.url.scheme
-    netloc = host if _HOST.fullmatch(host) else request.url.netloc
-    return f"{scheme}://{netloc}{request.scope.get('root_path', '')}".rstrip("/")
 
 
 def manifest(base_url: str) -> dict[str, Any]:
@@ -104,28 +70,14 @@ def _fill(value: Any, base_url: str) -> Any:
     return value
 
 
-def _sign(payload: str) -> str:
-    return hmac.new(_STATE_KEY, payload.encode(), hashlib.sha256).hexdigest()
-
-
 def issue_state(now: float) -> tuple[str, str]:
-    """A fresh random state for GitHub's round trip, and the signed cookie that binds it to this browser."""
-    state = secrets.token_urlsafe(24)
-    payload = f"{state}.{int(now)}"
-    return state, f"{payload}.{_sign(payload)}"
+    """A fresh state and its signed cookie, valid only on this process (setup has no secret to derive from)."""
+    return signing.issue_state(_STATE_KEY, now)
 
 
 def check_state(cookie: str | None, state: str | None, now: float) -> bool:
     """The callback's state is the one this process issued to this browser, less than STATE_TTL ago."""
-    if not cookie or not state:
-        return False
-    parts = cookie.split(".")
-    if len(parts) != 3 or not parts[1].isdigit():
-        return False
-    value, issued, signature = parts
-    if not hmac.compare_digest(signature, _sign(f"{value}.{issued}")):
-        return False
-    return 0 <= now - int(issued) <= STATE_TTL and hmac.compare_digest(value.encode(), state.encode())
+    return signing.check_state(_STATE_KEY, cookie, state, now, STATE_TTL)
 
 
 class ExchangeError(Exception):
@@ -171,6 +123,9 @@ def credentials(app: dict[str, Any]) -> dict[str, str]:
     values = {"GITHUB_APP_ID": str(app_id), "GITHUB_APP_PRIVATE_KEY": base64.b64encode(pem.encode()).decode()}
     if isinstance(secret, str) and secret:
         values["GITHUB_WEBHOOK_SECRET"] = secret
+    client_id, client_secret = app.get("client_id"), app.get("client_secret")
+    if isinstance(client_id, str) and client_id and isinstance(client_secret, str) and client_secret:
+        values["GITHUB_CLIENT_ID"], values["GITHUB_CLIENT_SECRET"] = client_id, client_secret  # status page sign-in
     try:
         settings_module.load(values, need_app=True, need_webhook="GITHUB_WEBHOOK_SECRET" in values)
     except SettingsError as exc:

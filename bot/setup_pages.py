@@ -34,6 +34,7 @@ def create(*, action: str, manifest: dict[str, Any], account: str, web_url: str,
         ("App name (editable on GitHub)", str(manifest.get("name", ""))),
         ("Webhook URL", str(hook)),
         ("Redirect URL", str(manifest.get("redirect_url", ""))),
+        ("Sign-in callback URL", ", ".join(map(str, manifest.get("callback_urls", [])))),
         ("Permissions", ", ".join(f"{k}: {v}" for k, v in manifest.get("default_permissions", {}).items())),
         ("Events", ", ".join(manifest.get("default_events", []))),
     ]
@@ -52,8 +53,8 @@ def create(*, action: str, manifest: dict[str, Any], account: str, web_url: str,
         f'<input type="hidden" name="manifest" value="{escape(json.dumps(manifest))}">'
         '<button type="submit">Create GitHub App</button></form>'
         "<p>For an organization, open <code>/setup?org=NAME</code>.</p>"
-        f"<p>The App's id, private key and webhook secret will be written to <code>{escape(str(env_file))}</code> "
-        "(mode 0600).</p>"
+        "<p>The App's id, private key, webhook secret and OAuth client (for signing in to the status page) will "
+        f"be written to <code>{escape(str(env_file))}</code> (mode 0600).</p>"
     )
     return _page("Set up plangate", body)
 
@@ -67,8 +68,10 @@ def done(app_url: str, env_file: Path, *, has_secret: bool) -> HTMLResponse:
         "<code>GITHUB_WEBHOOK_SECRET=…</code> to the file; plangate refuses webhooks without it.</p>"
     )
     body = (
-        f'<p>The App <a href="{escape(app_url)}">{escape(app_url)}</a> exists; its id, private key and webhook '
-        f"secret are in <code>{escape(str(env_file))}</code> (mode 0600).</p>{secret_note}"
+        f'<p>The App <a href="{escape(app_url)}">{escape(app_url)}</a> exists; its id, private key, webhook '
+        f"secret and OAuth client are in <code>{escape(str(env_file))}</code> (mode 0600). The OAuth client "
+        "lets people sign in to the status page with GitHub; they see only the repositories they can read."
+        f"</p>{secret_note}"
         "<ol><li>Restart plangate (web, worker and cron) with that file in its environment, e.g. "
         "<code>env_file: .env</code> in compose, or <code>set -a; . ./.env; set +a</code>.</li>"
         f'<li><a href="{escape(install)}">Install the App</a> on the repositories plangate should guard.</li></ol>'

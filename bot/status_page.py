@@ -1,5 +1,7 @@
 """`GET /`: what plangate did lately, read from Redis only (never GitHub), as plain server-rendered HTML.
 
+Who may read it, and which repositories they see, is bot.status_auth's decision.
+
 The page works without JavaScript (there is none: the CSP forbids scripts), refreshes itself every
 10 seconds, and escapes every value it shows: repo, project and summary come from users' repositories.
 """
@@ -10,7 +12,6 @@ import base64
 import hashlib
 import time
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
 from html import escape
 from typing import Any
 from urllib.parse import urlsplit
@@ -23,12 +24,14 @@ from starlette.responses import HTMLResponse, Response
 from starlette.routing import Route
 
 from bot.enqueue import QUEUE_NAMES
-from workers.runlog import recent_runs
+from bot.gate_states import GateState, gate_states
+from bot.status_auth import EVERYTHING, Access, page_access
+from bot.urls import public_base_url
+from workers.runlog import KEEP, recent_runs
 
 RUNS_SHOWN = 50
 REFRESH_SECONDS = 10
 _KNOWN_STATES = {"success", "failure", "pending", "error"}
-_CONTEXTS = {"plan": "plangate/destroy", "approval": "plangate/destroy", "apply": "plangate/apply"}
 _STYLE = (
     "body{font-family:system-ui,sans-serif;margin:1.5rem;line-height:1.4;color:#1f2328}"
     "table{border-collapse:collapse;margin-bottom:1.5rem}"
@@ -49,52 +52,25 @@ HEADERS = {
 }
 
 
-@dataclass
-class GateState:
-    """The newest gate verdict recorded for one status context on one commit."""
-
-    repo: str
-    number: Any
-    sha: str
-    context: str
-    state: str
-    description: str
-    at: Any
-    projects: list[str] = field(default_factory=list)
-
-
-def gate_states(runs: Sequence[Mapping[str, Any]]) -> list[GateState]:
-    """Per (repo, number, sha, context): the newest run's gate, with every project seen there. Runs are newest first."""
-    found: dict[tuple[str, str, str, str], GateState] = {}
-    for run in runs:
-        if not run.get("gate"):
-            continue
-        context = _CONTEXTS.get(str(run.get("kind")), f"plangate/{run.get('kind')}")
-        key = (str(run.get("repo")), str(run.get("number")), str(run.get("sha")), context)
-        if key not in found:
-            found[key] = GateState(
-                repo=_text(run.get("repo")),
-                number=run.get("number"),
-                sha=_text(run.get("sha")),
-                context=context,
-                state=_text(run.get("gate")),
-                description=_text(run.get("gate_description")),
-                at=run.get("at"),
-            )
-        project = _text(run.get("project"))
-        if project and project not in found[key].projects:
-            found[key].projects.append(project)
-    return list(found.values())
-
-
 def render_status_page(
-    runs: Sequence[Mapping[str, Any]], queues: Mapping[str, int], workers: Sequence[Mapping[str, Any]], now: float
+    runs: Sequence[Mapping[str, Any]],
+    queues: Mapping[str, int],
+    workers: Sequence[Mapping[str, Any]],
+    now: float,
+    *,
+    access: Access = EVERYTHING,
+    signout_url: str = "/auth/signout",
 ) -> str:
-    """The whole document. Pure: the same inputs give the same page. `runs` newest first (as runlog stores them)."""
+    """The whole document. Pure: the same inputs give the same page. `runs` newest first (as runlog stores them).
+
+    For a signed-in person (`access.repos` set) `runs` must already hold only their repositories; workers
+    are then only counted, since their job ids name repositories and projects."""
+    workers_html = _workers_section(workers, now) if access.repos is None else _workers_count(workers)
     body = (
         f'<h1>plangate</h1><p class="muted">As of {_e(_utc(now))}; refreshes every {REFRESH_SECONDS} s.</p>'
+        f"{_viewer_section(access, signout_url)}"
         f"{_gates_section(gate_states(runs), now)}{_drift_section(runs, now)}{_runs_section(runs, now)}"
-        f"{_queues_section(queues)}{_workers_section(workers, now)}"
+        f"{_queues_section(queues)}{workers_html}"
     )
     return (
         '<!doctype html><html lang="en"><head><meta charset="utf-8">'
@@ -102,6 +78,21 @@ def render_status_page(
         '<meta name="viewport" content="width=device-width, initial-scale=1">'
         f"<title>plangate status</title><style>{_STYLE}</style></head><body>{body}</body></html>"
     )
+
+
+def _viewer_section(access: Access, signout_url: str) -> str:
+    if access.repos is None or access.login is None:
+        return ""
+    line = (
+        f"<p>Signed in as <strong>@{_e(access.login)}</strong>: showing the repositories you can read on GitHub. "
+        f'<a href="{_e(signout_url)}">Sign out</a></p>'
+    )
+    if not access.repos:
+        line += (
+            "<p><strong>You cannot read any repository this App is installed on</strong>, so there is nothing "
+            "to show here. Ask for read access to a repository, then sign out and in again.</p>"
+        )
+    return line
 
 
 def _gates_section(gates: list[GateState], now: float) -> str:
@@ -188,6 +179,13 @@ def _workers_section(workers: Sequence[Mapping[str, Any]], now: float) -> str:
     return "<h2>Workers</h2>" + _table(("Name", "State", "Current job", "Queues", "Last heartbeat"), rows)
 
 
+def _workers_count(workers: Sequence[Mapping[str, Any]]) -> str:
+    if not workers:
+        return "<h2>Workers</h2><p><strong>No workers running</strong>: queued jobs wait until one starts.</p>"
+    busy = sum(1 for w in workers if w.get("state") == "busy")
+    return f"<h2>Workers</h2><p>{len(workers)} running, {busy} busy.</p>"
+
+
 def _table(headers: Sequence[str], rows: Sequence[str]) -> str:
     head = "".join(f"<th>{_e(h)}</th>" for h in headers)
     return f"<table><thead><tr>{head}</tr></thead><tbody>{''.join(rows)}</tbody></table>"
@@ -258,16 +256,24 @@ def read_workers(conn: redis.Redis) -> list[dict[str, Any]]:
     return sorted(workers, key=lambda w: str(w["name"]))
 
 
-def _snapshot(conn: redis.Redis) -> str:
-    runs = recent_runs(conn, RUNS_SHOWN)
+def _snapshot(conn: redis.Redis, access: Access, signout_url: str) -> str:
+    """What `access` may see: for a signed-in person, only their repositories' runs, from the whole run log."""
+    if access.repos is None:
+        runs = recent_runs(conn, RUNS_SHOWN)
+    else:
+        runs = [r for r in recent_runs(conn, KEEP) if str(r.get("repo", "")).lower() in access.repos][:RUNS_SHOWN]
     queues = {name: Queue(name, connection=conn).count for name in QUEUE_NAMES}
-    return render_status_page(runs, queues, read_workers(conn), time.time())
+    return render_status_page(runs, queues, read_workers(conn), time.time(), access=access, signout_url=signout_url)
 
 
 async def status_page(request: Request) -> Response:
     """Blocking Redis reads run in the thread pool so the webhook path is never held up by this page."""
     try:
-        page = await run_in_threadpool(_snapshot, request.app.state.redis)
+        access = await page_access(request)
+        if isinstance(access, Response):
+            return access
+        signout_url = f"{public_base_url(request)}/auth/signout"
+        page = await run_in_threadpool(_snapshot, request.app.state.redis, access, signout_url)
     except redis.RedisError as exc:
         reason = _e(type(exc).__name__)
         unavailable = f"<!doctype html><title>plangate status</title><p>Redis unavailable ({reason}).</p>"

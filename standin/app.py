@@ -7,7 +7,7 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from standin import git_http, routes_apps, routes_contents, routes_issues, routes_repos
+from standin import git_http, routes_apps, routes_contents, routes_issues, routes_oauth, routes_repos, routes_user
 from standin.auth import DOCS, auth_kind
 from standin.state import LoggedRequest, State
 
@@ -56,6 +56,8 @@ def create_app(state: State) -> ASGIApp:
             *routes_repos.routes,
             *routes_contents.routes,
             *routes_issues.routes,
+            *routes_oauth.routes,
+            *routes_user.routes,
             *git_http.routes,
         ],
         exception_handlers={404: _not_found},

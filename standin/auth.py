@@ -10,7 +10,7 @@ import jwt
 from starlette.requests import Request
 from starlette.responses import JSONResponse
 
-from standin.state import State, Token
+from standin.state import State, Token, UserToken
 
 DOCS = "https://docs.github.com/rest"
 SKEW = 5  # seconds of clock drift tolerated on `iat`
@@ -101,6 +101,20 @@ def require_token(state: State, request: Request) -> Token | JSONResponse:
     if scheme not in ("token", "bearer"):
         return error(401, "Bad credentials")
     record = state.valid_token(value)
+    return record if record is not None else error(401, "Bad credentials")
+
+
+def require_user(state: State, request: Request) -> UserToken | JSONResponse:
+    """A `ghu_` user access token's record, or GitHub's answer: an App JWT or installation token is a 403 here."""
+    creds = _credentials(request)
+    if creds is None:
+        return error(401, "Requires authentication")
+    scheme, value = creds
+    if scheme not in ("token", "bearer"):
+        return error(401, "Bad credentials")
+    if (scheme == "bearer" and looks_like_jwt(value) and _verify_jwt(state, value) is None) or state.valid_token(value):
+        return error(403, "Resource not accessible by integration")
+    record = state.valid_user_token(value)
     return record if record is not None else error(401, "Bad credentials")
 
 

@@ -30,6 +30,7 @@ class StandIn:
         webhook_url: str | None = None,
         webhook_secret: str | None = None,
         token_ttl: dt.timedelta = dt.timedelta(hours=1),
+        callback_urls: list[str] | None = None,
     ) -> None:
         bot = User(login=f"{slug}[bot]", id=10_000 + app_id, type="Bot")
         app = App(
@@ -42,6 +43,7 @@ class StandIn:
             webhook_secret=webhook_secret or secrets.token_hex(20),
             client_id=f"Iv1.{secrets.token_hex(8)}",
             bot=bot,
+            callback_urls=list(callback_urls or []),
         )
         self.root = root
         self.state = State(app, token_ttl)
@@ -66,6 +68,14 @@ class StandIn:
         self.add_user(login)
         with self.state.lock:
             self.state.teams.setdefault((org.lower(), slug.lower()), set()).add(login)
+
+    def sign_in_browser(self, login: str | None, *, approve: bool = True) -> None:
+        """Who is signed in to GitHub in "the" browser (None: nobody), and whether they press "Authorize"
+        when an App's sign-in asks; `/login/oauth/authorize` answers for that person."""
+        if login is not None:
+            self.add_user(login)
+        with self.state.lock:
+            self.state.browser_login, self.state.browser_approves = login, approve
 
     # -- repositories ----------------------------------------------------------------------------
     def create_repo(

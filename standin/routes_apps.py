@@ -101,7 +101,7 @@ async def manifest_conversion(request: Request) -> Response:
         else None,
         "created_at": iso(utcnow()),
         "updated_at": iso(utcnow()),
-        "client_secret": "standin-client-secret",
+        "client_secret": app.client_secret,
         "webhook_secret": app.webhook_secret,
         "pem": app.private_key_pem,
     }

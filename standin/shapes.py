@@ -5,7 +5,18 @@ from __future__ import annotations
 import base64
 from typing import Any
 
-from standin.state import App, Comment, Installation, Issue, PullRequest, Repo, State, Status, User, iso
+from standin.state import (
+    App,
+    Comment,
+    Installation,
+    Issue,
+    PullRequest,
+    Repo,
+    State,
+    Status,
+    User,
+    iso,
+)
 
 Json = dict[str, Any]
 
@@ -15,14 +26,24 @@ def node_id(kind: str, ident: int) -> str:
 
 
 def user(u: User, base: str) -> Json:
+    """GitHub's "Simple User", with every URL it always carries."""
+    api = f"{base}/users/{u.login}"
     return {
         "login": u.login,
         "id": u.id,
         "node_id": node_id(u.type, u.id),
         "avatar_url": f"{base}/avatars/u/{u.id}",
         "gravatar_id": "",
-        "url": f"{base}/users/{u.login}",
+        "url": api,
         "html_url": f"{base}/{u.login}",
+        **{
+            f"{name}_url": f"{api}/{name}"
+            for name in ("events", "followers", "organizations", "repos", "subscriptions")
+        },
+        "following_url": f"{api}/following{{/other_user}}",
+        "gists_url": f"{api}/gists{{/gist_id}}",
+        "starred_url": f"{api}/starred{{/owner}}{{/repo}}",
+        "received_events_url": f"{api}/received_events",
         "type": u.type,
         "site_admin": False,
     }
@@ -85,6 +106,9 @@ def installation(inst: Installation, a: App, base: str) -> Json:
         "target_type": inst.account.type,
         "permissions": app(a, base)["permissions"],
         "events": app(a, base)["events"],
+        "created_at": iso(inst.created_at),
+        "updated_at": iso(inst.created_at),
+        "single_file_name": None,
         "suspended_at": None,
         "suspended_by": None,
     }

@@ -91,6 +91,7 @@ def running_stack(
     logs.mkdir(parents=True, exist_ok=True)
     with start(gh) as server:
         port = web_port or free_port()
+        gh.app.callback_urls = [f"http://127.0.0.1:{port}/auth/callback"]
         key_setting = {"GITHUB_APP_PRIVATE_KEY": key}
         if key_file:
             path = root / "secrets" / "app.pem"
@@ -104,6 +105,8 @@ def running_stack(
             "GITHUB_APP_ID": str(gh.app.id),
             **key_setting,
             "GITHUB_WEBHOOK_SECRET": secret,
+            "GITHUB_CLIENT_ID": gh.app.client_id,
+            "GITHUB_CLIENT_SECRET": gh.app.client_secret,
             "GITHUB_API_URL": server.base_url,
             "REDIS_URL": redis_url,
             "PLANGATE_WORKDIR": str(root / "work"),

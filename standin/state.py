@@ -39,6 +39,8 @@ class App:
     webhook_secret: str
     client_id: str
     bot: User
+    client_secret: str = field(default_factory=lambda: secrets.token_hex(20))
+    callback_urls: list[str] = field(default_factory=list)  # where sign-in may send a browser back
 
 
 @dataclass
@@ -46,6 +48,7 @@ class Installation:
     id: int
     account: User
     repo_ids: set[int] = field(default_factory=set)
+    created_at: dt.datetime = field(default_factory=utcnow)
 
 
 @dataclass
@@ -141,6 +144,24 @@ class Token:
 
 
 @dataclass
+class UserToken:
+    """A `ghu_` user access token: acts as `login`, within what the App may reach too."""
+
+    login: str
+    expires_at: dt.datetime
+
+
+@dataclass
+class OAuthCode:
+    """The web flow's code: single-use, short-lived, bound to the client and the redirect_uri it was sent to."""
+
+    login: str
+    client_id: str
+    redirect_uri: str
+    expires_at: dt.datetime
+
+
+@dataclass
 class LoggedRequest:
     method: str
     path: str
@@ -169,6 +190,10 @@ class State:
         self.statuses: list[Status] = []
         self.tokens: dict[str, Token] = {}
         self.manifest_codes: dict[str, dt.datetime] = {}
+        self.oauth_codes: dict[str, OAuthCode] = {}
+        self.user_tokens: dict[str, UserToken] = {}
+        self.browser_login: str | None = None  # who is signed in to github.com in "the" browser
+        self.browser_approves = True  # whether that person presses "Authorize" on the consent page
         self.requests: list[LoggedRequest] = []
 
     def next_id(self) -> int:
@@ -216,6 +241,20 @@ class State:
     def valid_token(self, token: str) -> Token | None:
         with self.lock:
             record = self.tokens.get(token)
+        if record is None or record.expires_at <= utcnow():
+            return None
+        return record
+
+    def mint_user_token(self, login: str) -> str:
+        """A `ghu_` token that expires after 8 hours, like a GitHub App's user access token."""
+        token = "ghu_" + secrets.token_urlsafe(27).replace("-", "A").replace("_", "b")[:36]
+        with self.lock:
+            self.user_tokens[token] = UserToken(login=login, expires_at=utcnow() + dt.timedelta(hours=8))
+        return token
+
+    def valid_user_token(self, token: str) -> UserToken | None:
+        with self.lock:
+            record = self.user_tokens.get(token)
         if record is None or record.expires_at <= utcnow():
             return None
         return record

@@ -1,4 +1,8 @@
-"""The status page in a real headless Chromium, after a real PR that destroys something went through the stack."""
+"""The status page in a real headless Chromium, after a real PR that destroys something went through the stack.
+
+The browser signs in with GitHub (the stand-in's web flow) as @alice, who can read the repository; the
+hostile-content check uses PLANGATE_STATUS_TOKEN instead, which shows every repository.
+"""
 
 from __future__ import annotations
 
@@ -26,6 +30,7 @@ CHROMIUM_FLAGS = [
     "--disable-sync",
 ]
 HOSTILE = "<script>window.pwned=1</script><img src=x onerror=window.pwned=2>"
+TOKEN = "browser-test-status-token-0123456789"
 
 
 @pytest.fixture(scope="module")
@@ -49,9 +54,11 @@ def test_a_person_sees_the_gated_pr_on_the_status_page(
     state = tmp_path / "state" / "terraform.tfstate"
     base = main_tf(state, {"keep": "a", "doomed": "b"})
     apply_directly(tmp_path / "applied", base)
-    with running_stack(tmp_path, redis_url) as stack:
+    with running_stack(tmp_path, redis_url, extra_env={"PLANGATE_STATUS_TOKEN": TOKEN}) as stack:
         gh = stack.gh
         repo = gh.create_repo("acme", "infra", {"infra/main.tf": base})
+        gh.set_permission(repo, "alice", "read")
+        gh.sign_in_browser("alice")
         pr = gh.open_pr(repo, "remove", "alice", "Remove a resource", {"infra/main.tf": main_tf(state, {"keep": "a"})})
         stack.wait_for("the destroy gate on the PR", lambda: _gated(stack, repo, pr.head_sha))
         stack.wait_for("the run in the run log", lambda: recent_runs(redis_conn, 5))
@@ -60,10 +67,11 @@ def test_a_person_sees_the_gated_pr_on_the_status_page(
         page = context.new_page()
         csp_reports: list[str] = []
         page.on("console", lambda message: csp_reports.append(message.text))
-        response = page.goto(stack.web_url + "/")
-        assert response is not None and response.status == 200
+        response = page.goto(stack.web_url + "/")  # to GitHub, signed in as @alice, and back
+        assert response is not None and response.status == 200 and response.url == stack.web_url + "/"
         assert "default-src 'none'" in response.headers["content-security-policy"]
         seen = page.inner_text("body")
+        assert "Signed in as @alice" in seen
         assert "acme/infra" in seen
         assert f"#{pr.number}" in seen
         assert pr.head_sha[:7] in seen
@@ -75,7 +83,7 @@ def test_a_person_sees_the_gated_pr_on_the_status_page(
         assert "infra" in runs_table.split("acme/infra", 1)[1]  # the project column, after the repo
         queues = page.inner_text("h2:has-text('Queues') + table")
         assert "plangate-plans" in queues and "plangate-commands" in queues
-        assert page.inner_text("h2:has-text('Workers') + table").count("plangate-") >= 1
+        assert "running" in page.inner_text("h2:has-text('Workers') + p")  # a signed-in person sees a count
         comment_url = gh.statuses(repo, pr.head_sha)["plangate/destroy"].target_url
         assert comment_url and page.get_attribute("a:has-text('comment')", "href") == comment_url
         # The CSP's style hash matches the page's own stylesheet: the gate state is red, not unstyled.
@@ -90,12 +98,13 @@ def test_a_person_sees_the_gated_pr_on_the_status_page(
         context.close()
 
         record_run(redis_conn, kind="plan", repo=HOSTILE, number=1, project=HOSTILE, sha="f" * 40, summary=HOSTILE)
-        scripted = browser.new_context()
+        scripted = browser.new_context(extra_http_headers={"Authorization": f"Bearer {TOKEN}"})
         page = scripted.new_page()
         dialogs: list[str] = []
         page.on("dialog", lambda dialog: dialogs.append(dialog.message))
         page.goto(stack.web_url + "/")
-        assert HOSTILE in page.inner_text("body")
+        assert HOSTILE in page.inner_text("body")  # the token sees every repository
+        assert page.inner_text("h2:has-text('Workers') + table").count("plangate-") >= 1
         assert page.evaluate("window.pwned") is None and not dialogs
         assert page.locator("script").count() == 0 and page.locator("img").count() == 0
         scripted.close()

@@ -26,7 +26,7 @@ from collections.abc import Iterator, Mapping
 from functools import cache
 from pathlib import Path
 from typing import Any
-from urllib.parse import quote, unquote, urlparse
+from urllib.parse import urlparse
 
 import kubernetes_validate  # type: ignore[import-untyped]
 import pytest
@@ -201,20 +201,6 @@ def test_web_port_probes_service_and_ingress_agree_with_the_app() -> None:
 
 # Settings the sandbox change (DESIGN.md, principle 6) introduces. They are named by the deploy files
 # before bot/settings.py (or workers/) reads them all; _known_settings() covers those it reads already.
-PENDING_SETTINGS = {
-    "GITHUB_WEBHOOK_SECRET_PATH",
-    "REDIS_PASSWORD_PATH",
-    "PLANGATE_STATUS_TOKEN",
-    "PLANGATE_STATUS_TOKEN_PATH",
-    "PLANGATE_STATUS_PUBLIC",
-    "GITHUB_CLIENT_ID",
-    "GITHUB_CLIENT_SECRET",
-    "GITHUB_CLIENT_SECRET_PATH",
-    "PLANGATE_SANDBOX",
-    "PLANGATE_SANDBOX_PATHS",
-    "PLANGATE_TF_ENV_PLAN",
-    "PLANGATE_TF_ENV_APPLY",
-}
 # Values no process may hold in its environment (they are files, read once at start-up).
 SECRET_NAMES = {
     "GITHUB_APP_PRIVATE_KEY",
@@ -234,11 +220,11 @@ FILES_NEEDED = {
 
 
 def _setting_names() -> set[str]:
-    """What bot.settings.load reads, what the code reads from os.environ directly, and the pending names."""
+    """What bot.settings.load reads and what the code reads from os.environ directly."""
     direct = re.compile(r"""environ(?:\.get\(|\[)["']([A-Z][A-Z0-9_]*)["']""")
     sources = [*(ROOT / "bot").rglob("*.py"), *(ROOT / "workers").rglob("*.py")]
     read = {m[1] for path in sources for m in direct.finditer(path.read_text())}
-    return _known_settings() | read | PENDING_SETTINGS
+    return _known_settings() | read
 
 
 def _filled_secrets() -> dict[str, dict[str, str]]:
@@ -305,22 +291,11 @@ def _pod_env(
 
 
 def _load(env: Mapping[str, str], **needs: bool) -> settings_module.Settings:
-    """bot.settings.load, with the *_PATH contract (read the file; the Redis password goes into
-    REDIS_URL) applied here for the names this checkout's bot.settings does not read yet."""
-    env = dict(env)
-    known = _known_settings()
-    if "GITHUB_WEBHOOK_SECRET_PATH" not in known and "GITHUB_WEBHOOK_SECRET_PATH" in env:
-        env["GITHUB_WEBHOOK_SECRET"] = Path(env.pop("GITHUB_WEBHOOK_SECRET_PATH")).read_text().strip()
-    if "REDIS_PASSWORD_PATH" not in known and "REDIS_PASSWORD_PATH" in env:
-        password = Path(env.pop("REDIS_PASSWORD_PATH")).read_text().strip()
-        url = urlparse(env.get("REDIS_URL") or settings_module.DEFAULT_REDIS_URL)
-        env["REDIS_URL"] = url._replace(netloc=f":{quote(password, safe='')}@{url.netloc}").geturl()
     return settings_module.load(env, **needs)
 
 
 def _redis_password(loaded: settings_module.Settings) -> str | None:
-    password = urlparse(loaded.redis_url).password
-    return unquote(password) if password else getattr(loaded, "redis_password", None)
+    return loaded.redis_password
 
 
 def _workloads(docs: tuple[Doc, ...]) -> Iterator[tuple[Doc, Doc, Doc]]:

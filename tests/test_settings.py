@@ -12,6 +12,7 @@ import pytest
 
 from bot import settings
 from bot.settings import SettingsError
+from bot.status_settings import StatusAuth
 from tests.keys import ec_pem, rsa_pem
 
 
@@ -54,6 +55,15 @@ BAD = [
     ({"PLANGATE_TF_MEMORY_MB": "-1"}, "PLANGATE_TF_MEMORY_MB"),
     ({"PLANGATE_MASK_PATTERNS": "([unclosed"}, "PLANGATE_MASK_PATTERNS"),
     ({"PLANGATE_DRIFT_SCHEDULE": "61 * * * *"}, "PLANGATE_DRIFT_SCHEDULE"),
+    ({"PLANGATE_STATUS_PUBLIC": "maybe"}, "PLANGATE_STATUS_PUBLIC"),
+    ({"PLANGATE_STATUS_TOKEN": "too-short"}, "PLANGATE_STATUS_TOKEN"),
+    ({"PLANGATE_STATUS_TOKEN": "has a space in the middle"}, "PLANGATE_STATUS_TOKEN"),
+    ({"PLANGATE_STATUS_TOKEN_PATH": "/nonexistent/token"}, "PLANGATE_STATUS_TOKEN_PATH"),
+    ({"GITHUB_APP_ID": "1", "GITHUB_CLIENT_ID": "Iv1.abc"}, "GITHUB_CLIENT_SECRET"),
+    ({"GITHUB_CLIENT_SECRET": "s3cret"}, "GITHUB_CLIENT_ID"),
+    ({"GITHUB_APP_ID": "1", "GITHUB_CLIENT_ID": "not an id", "GITHUB_CLIENT_SECRET": "s"}, "GITHUB_CLIENT_ID"),
+    ({"GITHUB_CLIENT_ID": "Iv1.abc", "GITHUB_CLIENT_SECRET": "s3cret"}, "GITHUB_APP_ID"),
+    ({"GITHUB_CLIENT_ID": "Iv1.abc", "GITHUB_CLIENT_SECRET_PATH": "/nonexistent/secret"}, "GITHUB_CLIENT_SECRET_PATH"),
 ]
 
 
@@ -63,6 +73,27 @@ def test_each_bad_setting_names_itself(env: dict[str, str], name: str) -> None:
         settings.load(env)
     assert err.value.name == name
     assert str(err.value).startswith(f"setting {name}: ")
+
+
+def test_status_access_settings(tmp_path: Path) -> None:
+    assert settings.load({}).status_auth == StatusAuth()  # closed unless a setting opens it
+    token_file, secret_file = tmp_path / "token", tmp_path / "secret"
+    token_file.write_text("t0ken-from-a-file-0123456789\n")
+    secret_file.write_text("client-secret-from-a-file\n")
+    env = {
+        "GITHUB_APP_ID": "7",
+        "PLANGATE_STATUS_PUBLIC": "False",
+        "PLANGATE_STATUS_TOKEN_PATH": str(token_file),
+        "GITHUB_CLIENT_ID": "Iv1.0123abcd",
+        "GITHUB_CLIENT_SECRET_PATH": str(secret_file),
+    }
+    loaded = settings.load(env).status_auth
+    assert (loaded.public, loaded.token, loaded.client_id) == (False, "t0ken-from-a-file-0123456789", "Iv1.0123abcd")
+    assert loaded.client_secret == "client-secret-from-a-file" and loaded.sign_in
+    for shown in (repr(loaded), repr(settings.load(env)), str(loaded)):
+        assert "t0ken" not in shown and "client-secret" not in shown
+    direct = settings.load({**env, "PLANGATE_STATUS_TOKEN": "direct-token-wins-0123", "PLANGATE_STATUS_PUBLIC": "true"})
+    assert direct.status_auth.token == "direct-token-wins-0123" and direct.status_auth.public
 
 
 def test_ec_key_is_refused() -> None:

@@ -19,7 +19,7 @@ from hypothesis import strategies as st
 from starlette.applications import Starlette
 from starlette.testclient import TestClient
 
-from bot import envfile, settings, setup
+from bot import envfile, settings, setup, urls
 from standin import StandIn, start
 from tests.keys import rsa_pem
 
@@ -89,6 +89,7 @@ def test_page_posts_the_manifest_with_this_hosts_urls(env_file: Path) -> None:
     assert manifest["url"] == "http://testserver"
     assert manifest["hook_attributes"]["url"] == "http://testserver/webhook"
     assert manifest["redirect_url"] == "http://testserver/setup/callback"
+    assert manifest["callback_urls"] == ["http://testserver/auth/callback"]  # status page sign-in
     assert manifest["public"] is False
     assert set(manifest["default_events"]) == {"pull_request", "issue_comment", "push"}
     assert manifest["default_permissions"] == {
@@ -153,7 +154,7 @@ def test_ghes_variant(env_file: Path) -> None:
     ],
 )
 def test_github_web_url(api: str, web: str) -> None:
-    assert setup.github_web_url(api) == web
+    assert urls.github_web_url(api) == web
 
 
 # -- the callback ---------------------------------------------------------------------------------
@@ -174,9 +175,18 @@ def test_callback_writes_a_0600_env_that_settings_accept(gh: StandIn, env_file: 
     assert stat.S_IMODE(env_file.stat().st_mode) == 0o600
     written = read_env(env_file)
     assert written["REDIS_URL"] == "redis://cache:6379/1"
-    assert list(written) == ["REDIS_URL", "GITHUB_APP_ID", "GITHUB_APP_PRIVATE_KEY", "GITHUB_WEBHOOK_SECRET"]
+    assert list(written) == [
+        "REDIS_URL",
+        "GITHUB_APP_ID",
+        "GITHUB_APP_PRIVATE_KEY",
+        "GITHUB_WEBHOOK_SECRET",
+        "GITHUB_CLIENT_ID",
+        "GITHUB_CLIENT_SECRET",
+    ]
     loaded = settings.load(written, need_app=True, need_webhook=True)
     assert loaded.app_id == 4242 and loaded.webhook_secret == SECRET
+    assert loaded.status_auth.client_id == gh.app.client_id and loaded.status_auth.sign_in
+    assert loaded.status_auth.client_secret == gh.app.client_secret and gh.app.client_secret not in done.text
     assert loaded.private_key is not None and loaded.private_key.strip() == rsa_pem().strip()
     assert SECRET not in done.text and "PRIVATE KEY" not in done.text
     assert sorted(p.name for p in env_file.parent.iterdir()) == [".env"]  # no temp file left behind

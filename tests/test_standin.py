@@ -454,6 +454,7 @@ def test_manifest_code_converts_once(gh: StandIn, key: str) -> None:
         made = c.post(f"/app-manifests/{code}/conversions")
         assert made.status_code == 201
         assert (made.json()["id"], made.json()["pem"], made.json()["webhook_secret"]) == (4242, key, SECRET)
+        assert (made.json()["client_id"], made.json()["client_secret"]) == (gh.app.client_id, gh.app.client_secret)
         assert c.post(f"/app-manifests/{code}/conversions").status_code == 404
         assert c.post("/app-manifests/nope/conversions").status_code == 404
 

@@ -15,9 +15,11 @@ from rq import Queue, Worker
 from starlette.applications import Starlette
 from starlette.testclient import TestClient
 
-from bot import status_page
+from bot import settings, status_page
 from bot.enqueue import COMMANDS_QUEUE, PLANS_QUEUE
-from bot.status_page import gate_states, render_status_page
+from bot.gate_states import gate_states
+from bot.status_auth import Access
+from bot.status_page import render_status_page
 from standin.local_redis import free_port
 from workers.runlog import record_run
 
@@ -160,8 +162,10 @@ def test_malformed_entries_do_not_break_the_page() -> None:
 
 
 def _app(conn: redis.Redis) -> Starlette:
+    """The page's route alone, opened with PLANGATE_STATUS_PUBLIC (who may read it: tests/test_status_auth.py)."""
     app = Starlette(routes=status_page.routes)
     app.state.redis = conn
+    app.state.settings = settings.load({"PLANGATE_STATUS_PUBLIC": "true"})
     return app
 
 
@@ -230,3 +234,15 @@ def test_last_drift_check_per_project() -> None:
     section = page.split("<h2>Drift checks</h2>")[1].split("<h2>")[0]
     assert section.count("<tr>") == 2  # header row + the newest check only
     assert "bbbbbbb" in section and "clean" in section and "aaaaaaa" not in section
+
+
+def test_a_signed_in_person_sees_who_they_are_and_only_counts_of_workers() -> None:
+    workers: list[dict[str, Any]] = [{"name": "host-1", "state": "busy", "job": "drift-1234-infra-x", "queues": []}]
+    mine = Access(login="alice", repos=frozenset({"acme/infra"}))
+    text = Parsed(render_status_page([run()], {PLANS_QUEUE: 2}, workers, NOW, access=mine)).joined()
+    assert "Signed in as @alice" in text and "Sign out" in text and "acme/infra" in text
+    assert "1 running, 1 busy" in text and "host-1" not in text and "drift-1234" not in text
+    assert "nothing to show" not in text
+    nobody = Access(login="carol", repos=frozenset())
+    empty = Parsed(render_status_page([], {PLANS_QUEUE: 2}, [], NOW, access=nobody)).joined()
+    assert "You cannot read any repository this App is installed on" in empty and "Signed in as @carol" in empty

@@ -29,6 +29,7 @@ PLAN_FIXTURES = {
     "pull_request.ready_for_review.json",
 }
 PUSH_FIXTURES = {"push.new-branch-default.json", "push.no-username-committer.json"}
+METRICS_TOKEN = "metrics-token-0123456789abcdef"
 INSTALLATION_FIXTURES = {
     "installation.created.json",
     "installation.created.with-requester.json",
@@ -43,7 +44,7 @@ INSTALLATION_FIXTURES = {
 
 @pytest.fixture
 def client(redis_url: str, redis_conn: redis.Redis) -> Iterator[TestClient]:
-    env = {"GITHUB_WEBHOOK_SECRET": SECRET, "REDIS_URL": redis_url}
+    env = {"GITHUB_WEBHOOK_SECRET": SECRET, "REDIS_URL": redis_url, "PLANGATE_STATUS_TOKEN": METRICS_TOKEN}
     with TestClient(create_app(settings_module.load(env))) as c:
         yield c
 
@@ -217,7 +218,7 @@ def test_metrics_and_readiness(client: TestClient, redis_conn: redis.Redis) -> N
     audit.record(redis_conn, "approved", repo="acme/infra")
     post(client, "ping", load("ping.json"))
     assert client.get("/readyz").json() == {"ready": True}
-    text = client.get("/metrics").text
+    text = client.get("/metrics", headers={"Authorization": f"Bearer {METRICS_TOKEN}"}).text
     assert 'plangate_deliveries_total{event="ping",outcome="acknowledged"}' in text
     assert "plangate_enqueue_seconds_bucket" in text
     assert 'plangate_gate_decisions_total{decision="approved"} 1.0' in text
