@@ -28,6 +28,7 @@ from bot.gate_states import GateState, gate_states
 from bot.status_auth import EVERYTHING, Access, page_access
 from bot.urls import public_base_url
 from workers.runlog import KEEP, recent_runs
+from workers.sandbox import SANDBOX_KEY_PREFIX
 
 RUNS_SHOWN = 50
 REFRESH_SECONDS = 10
@@ -60,6 +61,7 @@ def render_status_page(
     *,
     access: Access = EVERYTHING,
     signout_url: str = "/auth/signout",
+    sandboxes: Mapping[str, str] | None = None,
 ) -> str:
     """The whole document. Pure: the same inputs give the same page. `runs` newest first (as runlog stores them).
 
@@ -68,7 +70,7 @@ def render_status_page(
     workers_html = _workers_section(workers, now) if access.repos is None else _workers_count(workers)
     body = (
         f'<h1>plangate</h1><p class="muted">As of {_e(_utc(now))}; refreshes every {REFRESH_SECONDS} s.</p>'
-        f"{_viewer_section(access, signout_url)}"
+        f"{_viewer_section(access, signout_url)}{_sandbox_section(sandboxes or {})}"
         f"{_gates_section(gate_states(runs), now)}{_drift_section(runs, now)}{_runs_section(runs, now)}"
         f"{_queues_section(queues)}{workers_html}"
     )
@@ -78,6 +80,19 @@ def render_status_page(
         '<meta name="viewport" content="width=device-width, initial-scale=1">'
         f"<title>plangate status</title><style>{_STYLE}</style></head><body>{body}</body></html>"
     )
+
+
+def _sandbox_section(sandboxes: Mapping[str, str]) -> str:
+    """How workers run terraform; an opted-out sandbox is the first thing anyone sees."""
+    off = sorted(name for name, how in sandboxes.items() if how.startswith("OFF"))
+    if off:
+        return (
+            '<p class="state-failure">SANDBOX OFF on '
+            f"{_e(', '.join(off))}: terraform runs pull requests' code with the worker's view of the host "
+            "(PLANGATE_SANDBOX=off).</p>"
+        )
+    kinds = sorted(set(sandboxes.values()))
+    return f'<p class="muted">Terraform sandbox: {_e("; ".join(kinds))}.</p>' if kinds else ""
 
 
 def _viewer_section(access: Access, signout_url: str) -> str:
@@ -263,7 +278,26 @@ def _snapshot(conn: redis.Redis, access: Access, signout_url: str) -> str:
     else:
         runs = [r for r in recent_runs(conn, KEEP) if str(r.get("repo", "")).lower() in access.repos][:RUNS_SHOWN]
     queues = {name: Queue(name, connection=conn).count for name in QUEUE_NAMES}
-    return render_status_page(runs, queues, read_workers(conn), time.time(), access=access, signout_url=signout_url)
+    return render_status_page(
+        runs,
+        queues,
+        read_workers(conn),
+        time.time(),
+        access=access,
+        signout_url=signout_url,
+        sandboxes=read_sandboxes(conn),
+    )
+
+
+def read_sandboxes(conn: redis.Redis) -> dict[str, str]:
+    """Worker name → how it runs terraform, as each worker recorded it at start-up."""
+    found = {}
+    for key in conn.scan_iter(match=f"{SANDBOX_KEY_PREFIX}*", count=100):
+        value = conn.get(key)
+        name = key.decode() if isinstance(key, bytes) else str(key)
+        if isinstance(value, bytes):
+            found[name.removeprefix(SANDBOX_KEY_PREFIX)] = value.decode()
+    return found
 
 
 async def status_page(request: Request) -> Response:

@@ -147,3 +147,58 @@ def test_unconfigured_web_serves_only_the_setup_flow(tmp_path: Path) -> None:
         proc.terminate()
         _, err = proc.communicate(timeout=20)
     assert b"no GitHub App configured" in err
+
+
+def test_secrets_can_come_from_files_and_leave_the_environment(tmp_path: Path) -> None:
+    (tmp_path / "hook").write_text("hook-secret\n")
+    (tmp_path / "redis").write_text("p@ss/word\n")
+    loaded = settings.load(
+        {
+            "GITHUB_WEBHOOK_SECRET_PATH": str(tmp_path / "hook"),
+            "REDIS_PASSWORD_PATH": str(tmp_path / "redis"),
+            "REDIS_URL": "redis://redis:6379/0",
+        }
+    )
+    assert loaded.webhook_secret == "hook-secret"
+    assert loaded.redis_url == "redis://:p%40ss%2Fword@redis:6379/0" and loaded.redis_password == "p@ss/word"
+    assert set(loaded.secrets) == {"hook-secret", "p@ss/word"}
+    assert loaded.secret_files == (tmp_path / "hook", tmp_path / "redis")
+    unix = settings.load({"REDIS_URL": "unix:///run/redis.sock", "REDIS_PASSWORD": "pw"})
+    assert unix.redis_url == "unix:///run/redis.sock?password=pw"
+    environ = {"GITHUB_APP_PRIVATE_KEY": "k", "REDIS_URL": "u", "AWS_REGION": "eu", "PLANGATE_STATUS_TOKEN": "t"}
+    settings.forget_secrets(environ)
+    assert environ == {"AWS_REGION": "eu"}
+
+
+def test_a_worker_needs_a_redis_password_unless_on_a_socket() -> None:
+    with pytest.raises(SettingsError, match="has no password") as err:
+        settings.load({"REDIS_URL": "redis://127.0.0.1:6379/0"}, need_redis_password=True)
+    assert err.value.name == "REDIS_URL"
+    settings.load({"REDIS_URL": "redis://:pw@127.0.0.1:6379/0"}, need_redis_password=True)
+    settings.load({"REDIS_URL": "unix:///run/redis.sock"}, need_redis_password=True)
+
+
+def test_sandbox_and_phase_settings() -> None:
+    loaded = settings.load(
+        {
+            "PLANGATE_SANDBOX_PATHS": "/srv/state:rw,/etc/aws",
+            "PLANGATE_TF_ENV_PLAN": "AWS_RO_*",
+            "PLANGATE_TF_ENV_APPLY": "AWS_RW_*, TF_VAR_x",
+        }
+    )
+    assert loaded.sandbox == "bwrap" and [g.writable for g in loaded.sandbox_paths] == [True, False]
+    assert loaded.tf_env_plan == ("AWS_RO_*",) and loaded.tf_env_apply == ("AWS_RW_*", "TF_VAR_x")
+    for env, name in (
+        ({"PLANGATE_SANDBOX": "docker"}, "PLANGATE_SANDBOX"),
+        ({"PLANGATE_SANDBOX_PATHS": "relative:rw"}, "PLANGATE_SANDBOX_PATHS"),
+        ({"PLANGATE_TF_ENV_APPLY": "bad name"}, "PLANGATE_TF_ENV_APPLY"),
+    ):
+        with pytest.raises(SettingsError) as err:
+            settings.load(env)
+        assert err.value.name == name
+
+
+def test_a_bad_redis_url_never_echoes_its_password() -> None:
+    with pytest.raises(SettingsError) as err:
+        settings.load({"REDIS_URL": "http://:hunter2hunter2@redis:6379"})
+    assert "hunter2" not in str(err.value)

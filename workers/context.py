@@ -16,14 +16,12 @@ from bot.settings import Settings
 from workers.github import TokenCache
 from workers.records import Records
 from workers.runner import Terraform
-from workers.sandbox import Sandbox, SandboxError, describe, prepare
+from workers.sandbox import SANDBOX_KEY_PREFIX, SANDBOX_RECORD_TTL, Sandbox, SandboxError, describe, prepare
 from workers.tfenv import build_env, detect_tool
 
 # plan: a PR's code (read-only credentials, its own plugin cache); apply: the merged code (write
 # credentials); drift: the default branch's code, planned only.
 Phase = Literal["plan", "apply", "drift"]
-SANDBOX_KEY_PREFIX = "plangate:sandbox:"
-SANDBOX_RECORD_TTL = 7 * 24 * 3600
 
 
 @dataclass(frozen=True)

@@ -28,6 +28,8 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 MODES = ("bwrap", "off")
+SANDBOX_KEY_PREFIX = "plangate:sandbox:"  # + worker name → describe(): what the status page shows
+SANDBOX_RECORD_TTL = 7 * 24 * 3600
 SANDBOX_HOME = "/tmp/home"
 _SYSTEM_DIRS = ("/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32")
 # What name resolution, TLS and user lookups read; nothing here holds a secret.

@@ -1,0 +1,83 @@
+"""What the bubblewrap sandbox adds to each terraform call (run by hand).
+
+    .venv/bin/python -m benchmarks.bench_sandbox [--rounds 20]
+
+The same `Terraform` runner, with and without the sandbox, alternating A/B in one run (this
+machine is noisy): `init`, `plan -out` and `show -json` of a 20-resource `terraform_data` project,
+each timed separately. Prints the median per step and the extra wall time per call.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import shutil
+import statistics
+import tempfile
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+from workers.runner import Terraform
+from workers.sandbox import Sandbox, prepare
+from workers.tfenv import build_env
+
+
+def _runner(sandbox: Sandbox, root: Path, work: Path) -> Terraform:
+    tool = shutil.which("tofu") or shutil.which("terraform")
+    assert tool, "terraform or tofu must be on PATH"
+    cache = root / "cache"
+    cache.mkdir(exist_ok=True)
+    env = build_env(passthrough=[], source_env=os.environ, home=sandbox.home(root), plugin_cache=cache)
+    return Terraform(tool, env, timeout=300, sandbox=sandbox, writable=(cache, work))
+
+
+def _project(root: Path, n: int = 20) -> Path:
+    work = Path(tempfile.mkdtemp(dir=root))
+    body = "".join(f'resource "terraform_data" "r{i}" {{\n  input = "v-{i}"\n}}\n' for i in range(n))
+    (work / "main.tf").write_text(body)
+    (work / "plan").mkdir()
+    return work
+
+
+def _timed(step: Callable[[], object]) -> float:
+    started = time.perf_counter()
+    step()
+    return time.perf_counter() - started
+
+
+def _round(sandbox: Sandbox, root: Path) -> dict[str, float]:
+    work = _project(root)
+    tf = _runner(sandbox, root, work)
+    planfile = work / "plan" / "p.tfplan"
+    times = {
+        "init": _timed(lambda: tf.init(work)),
+        "plan": _timed(lambda: tf.plan(work, planfile)),
+        "show -json": _timed(lambda: tf.show_json(work, planfile)),
+    }
+    shutil.rmtree(work)
+    return times
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--rounds", type=int, default=20)
+    args = parser.parse_args()
+    root = Path(tempfile.mkdtemp(prefix="plangate-bench-sandbox-"))
+    sandbox = prepare("bwrap", (), root / "probe")
+    results: dict[str, dict[str, list[float]]] = {"off": {}, "bwrap": {}}
+    for i in range(args.rounds):
+        order = [("off", Sandbox("off")), ("bwrap", sandbox)]
+        for name, box in order if i % 2 == 0 else reversed(order):
+            for step, seconds in _round(box, root).items():
+                results[name].setdefault(step, []).append(seconds)
+    print(f"{args.rounds} rounds, A/B alternating; median seconds per call ({sandbox.bwrap}, proc={sandbox.proc})")
+    print(f"{'step':<12}{'no sandbox':>12}{'bwrap':>10}{'extra':>10}{'ratio':>8}")
+    for step in results["off"]:
+        off, box = statistics.median(results["off"][step]), statistics.median(results["bwrap"][step])
+        print(f"{step:<12}{off:>12.3f}{box:>10.3f}{(box - off) * 1000:>8.1f}ms{box / off:>8.2f}")
+    shutil.rmtree(root, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,41 @@
+"""WorkerContext.terraform: each phase gets its own credentials, and PR code its own plugin cache."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+import redis
+
+from bot import settings as settings_module
+from tests.keys import rsa_pem
+from workers.context import WorkerContext
+from workers.github import TokenCache
+from workers.records import Records
+from workers.sandbox import Sandbox
+
+
+def test_plan_and_apply_credentials_and_caches_are_kept_apart(
+    tmp_path: Path, redis_conn: redis.Redis, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    for name, value in {"AWS_RO_KEY": "ro", "AWS_RW_KEY": "rw", "AWS_REGION": "eu"}.items():
+        monkeypatch.setenv(name, value)
+    loaded = settings_module.load(
+        {
+            "PLANGATE_WORKDIR": str(tmp_path),
+            "PLANGATE_TF_ENV": "AWS_REGION",
+            "PLANGATE_TF_ENV_PLAN": "AWS_RO_*",
+            "PLANGATE_TF_ENV_APPLY": "AWS_RW_*",
+        }
+    )
+    key = rsa_pem()
+    ctx = WorkerContext(
+        loaded, redis_conn, TokenCache(redis_conn, app_id=1, private_key=key, api_url="http://x"),
+        Records(redis_conn, key), Sandbox(),
+    )  # fmt: skip
+    plan, drift, apply = (ctx.terraform("terraform", p) for p in ("plan", "drift", "apply"))
+    assert {k: plan.env[k] for k in ("AWS_REGION", "AWS_RO_KEY")} == {"AWS_REGION": "eu", "AWS_RO_KEY": "ro"}
+    assert "AWS_RW_KEY" not in plan.env and "AWS_RW_KEY" not in drift.env
+    assert apply.env["AWS_RW_KEY"] == "rw" and "AWS_RO_KEY" not in apply.env
+    assert plan.writable != apply.writable and drift.writable == apply.writable
+    assert plan.env["TF_PLUGIN_CACHE_DIR"].endswith("untrusted")

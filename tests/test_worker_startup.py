@@ -1,0 +1,73 @@
+"""`plangate worker` at start-up: no sandbox or an open Redis stops it with one line; an opt-out is loud."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import redis
+
+from bot.status_page import read_sandboxes, render_status_page
+from tests.keys import rsa_pem
+
+
+def _worker(env: dict[str, str], tmp_path: Path) -> subprocess.CompletedProcess[str]:
+    base = {
+        "PATH": os.environ["PATH"],
+        "HOME": str(tmp_path),
+        "GITHUB_APP_ID": "1",
+        "GITHUB_APP_PRIVATE_KEY": rsa_pem(),
+        "PLANGATE_WORKDIR": str(tmp_path / "work"),
+    }
+    return subprocess.run(
+        [sys.executable, "-m", "bot.cli", "worker", "--burst"],
+        env={**base, **env},
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+
+
+def _one_line(result: subprocess.CompletedProcess[str], name: str) -> str:
+    assert result.returncode == 2, result.stderr
+    lines = result.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith(f"plangate: setting {name}: "), result.stderr
+    return lines[0]
+
+
+def test_a_redis_without_password_is_refused(tmp_path: Path) -> None:
+    line = _one_line(_worker({"REDIS_URL": "redis://127.0.0.1:6379/0"}, tmp_path), "REDIS_URL")
+    assert "has no password" in line
+
+
+def test_no_sandbox_means_no_worker(tmp_path: Path, redis_url: str) -> None:
+    missing = tmp_path / "missing"
+    env = {"REDIS_URL": redis_url, "PLANGATE_SANDBOX_PATHS": str(missing)}
+    assert str(missing) in _one_line(_worker(env, tmp_path), "PLANGATE_SANDBOX_PATHS")
+
+    granted = tmp_path / "state"
+    granted.mkdir()
+    (granted / "app.pem").write_text(rsa_pem())
+    exposed = {
+        "REDIS_URL": redis_url,
+        "GITHUB_APP_PRIVATE_KEY": "",
+        "GITHUB_APP_PRIVATE_KEY_PATH": str(granted / "app.pem"),
+        "PLANGATE_SANDBOX_PATHS": f"{granted}:rw",
+    }
+    assert "holds a secret" in _one_line(_worker(exposed, tmp_path), "PLANGATE_SANDBOX_PATHS")
+
+
+def test_an_opted_out_sandbox_is_logged_loudly_and_shown_on_the_status_page(
+    tmp_path: Path, redis_url: str, redis_conn: redis.Redis
+) -> None:
+    result = _worker({"REDIS_URL": redis_url, "PLANGATE_SANDBOX": "off"}, tmp_path)
+    assert result.returncode == 0, result.stderr
+    assert "SANDBOX OFF" in result.stderr
+    sandboxes = read_sandboxes(redis_conn)
+    assert len(sandboxes) == 1 and next(iter(sandboxes.values())).startswith("OFF")
+    page = render_status_page([], {}, [], 0.0, sandboxes=sandboxes)
+    assert "SANDBOX OFF on" in page and "PLANGATE_SANDBOX=off" in page
+    calm = render_status_page([], {}, [], 0.0, sandboxes={"w": "bubblewrap (private /proc)"})
+    assert "SANDBOX OFF" not in calm and "Terraform sandbox: bubblewrap" in calm
