@@ -74,8 +74,8 @@ def main() -> None:
     print(f"{args.rounds} rounds, A/B alternating; median seconds per call ({sandbox.bwrap}, proc={sandbox.proc})")
     print(f"{'step':<12}{'no sandbox':>12}{'bwrap':>10}{'extra':>10}{'ratio':>8}")
     for step in results["off"]:
-        off, box = statistics.median(results["off"][step]), statistics.median(results["bwrap"][step])
-        print(f"{step:<12}{off:>12.3f}{box:>10.3f}{(box - off) * 1000:>8.1f}ms{box / off:>8.2f}")
+        bare, boxed = statistics.median(results["off"][step]), statistics.median(results["bwrap"][step])
+        print(f"{step:<12}{bare:>12.3f}{boxed:>10.3f}{(boxed - bare) * 1000:>8.1f}ms{boxed / bare:>8.2f}")
     shutil.rmtree(root, ignore_errors=True)
 
 
