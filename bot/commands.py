@@ -18,6 +18,8 @@ from dataclasses import dataclass
 COMMANDS = ("approve-destroy", "plan", "help")
 NO_ARGS = frozenset({"help"})
 PROJECT_NAME = re.compile(r"[A-Za-z0-9._/-]+")
+# 7 to 40 lower-case hex digits name a commit, never a project (GitHub's short SHAs are 7+).
+SHA_PREFIX = re.compile(r"[0-9a-f]{7,40}")
 # A typo scores >= 0.8 against its command ("/aprove-destroy", "/plans", "/replan"); a different
 # word does not ("/approve" 0.64, "/plan-it" 0.73, "/hold" vs help 0.5), so it stays silent.
 NEAR_MISS_CUTOFF = 0.8
@@ -29,6 +31,7 @@ _LINE_BREAK = re.compile(r"\r\n|\r|\n")
 class Command:
     name: str  # one of COMMANDS
     projects: tuple[str, ...]  # unique, in the order written; empty = all affected projects
+    sha: str | None = None  # `/approve-destroy SHA`: approve only if the latest plan is of this commit
 
 
 @dataclass(frozen=True)
@@ -113,4 +116,8 @@ def parse_command(body: str) -> Command | NearMiss | None:
     bad = [a for a in args if not PROJECT_NAME.fullmatch(a)]
     if bad:
         return NearMiss(line.strip(), name, f"{bad[0]!r} is not a project name (letters, digits, . _ / - only)")
-    return Command(name, tuple(dict.fromkeys(args)))
+    shas = [a for a in args if SHA_PREFIX.fullmatch(a)] if name == "approve-destroy" else []
+    if len(set(shas)) > 1:
+        return NearMiss(line.strip(), name, "name one commit at most")
+    projects = tuple(dict.fromkeys(a for a in args if a not in shas))
+    return Command(name, projects, shas[0] if shas else None)

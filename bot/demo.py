@@ -74,6 +74,7 @@ class Story:
         return line
 
     def human(self, repo: Repo, pr: PullRequest, login: str, body: str) -> None:
+        time.sleep(1.01 - time.time() % 1)  # people read the plan first; GitHub's clock ticks in seconds
         say(f"\n▶ @{login} comments on #{pr.number}: {body}")
         comment = self.gh.comment(repo, pr.number, login, body)
         self.seen.add(comment.id)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import time
 from pathlib import Path
 
 from standin.stack import Stack
@@ -46,6 +47,8 @@ def bot_bodies(stack: Stack, repo: Repo, number: int) -> list[str]:
 def comment_and_wait(stack: Stack, repo: Repo, number: int, login: str, body: str) -> str:
     """Comment as `login` and return plangate's reply (the bot comment that answers it)."""
     before = len(bot_bodies(stack, repo, number))
+    if body.startswith("/approve-destroy"):
+        next_second()
     stack.gh.comment(repo, number, login, body)
 
     def reply() -> str | None:
@@ -54,3 +57,9 @@ def comment_and_wait(stack: Stack, repo: Repo, number: int, login: str, body: st
         return fresh[0] if fresh else None
 
     return stack.wait_for(f"the reply to {login}'s {body!r}", reply)
+
+
+def next_second() -> None:
+    """Wait for GitHub's clock (whole seconds) to tick: an approval must be written after the plan it
+    approves went out, and a comment in the same second as the plan counts as written before it."""
+    time.sleep(1.01 - time.time() % 1)

@@ -146,7 +146,7 @@ def test_approvals_for_another_sha_never_count(destroys: dict[str, list[str]], w
 
 
 def _fields(**over: Any) -> dict[str, Any]:
-    base: dict[str, Any] = {"v": 1, "approver": "ops", "sha": SHA, "projects": ["dns"], "addresses": {"dns": ["a.b"]}}
+    base: dict[str, Any] = {"v": 2, "approver": "ops", "sha": SHA, "projects": ["dns"], "addresses": {"dns": ["a.b"]}}
     base.update(over)
     return {k: v for k, v in base.items() if v is not None}
 
@@ -161,7 +161,7 @@ def _z(data: object) -> str:
         "<!-- plangate:approval {not json} -->",
         "<!-- plangate:approval [1, 2] -->",
         marker("reply", **_fields()),  # wrong kind
-        marker("approval", **_fields(v=2)),
+        marker("approval", **_fields(v=1)),  # before projects were identities: counts for nothing
         marker("approval", **_fields(v="1")),
         marker("approval", **_fields(approver="")),
         marker("approval", **_fields(approver=None)),

@@ -12,6 +12,7 @@ import redis
 
 from standin.stack import Stack, running_stack
 from standin.state import Repo
+from tests.e2e import next_second
 from tests.tfproject import apply_directly, main_tf, state_addresses, tool
 
 pytestmark = pytest.mark.e2e
@@ -83,6 +84,7 @@ def test_merges_apply_and_destroys_wait_for_approval(
         blocked = [b for b in _bot_bodies(stack, repo, removing.number) if "plangate:apply-blocked" in b]
         assert len(blocked) == 1 and "`terraform_data.doomed`" in blocked[0]
 
+        next_second()  # approvals come after the plan they approve went out
         gh.comment(repo, removing.number, "alice", "/approve-destroy")  # the author may not
         gh.comment(repo, removing.number, "bob", "/approve-destroy")
         _apply_state(stack, repo, merged, "success")
@@ -99,6 +101,7 @@ def test_pr_approval_carries_over_unless_the_destroy_set_grew(
 
         pr = gh.open_pr(repo, "drop", "alice", "Drop", {"infra/main.tf": main_tf(state, {"keep": "a"})})
         _planned(stack, repo, pr.head_sha)
+        next_second()  # approvals come after the plan they approve went out
         gh.comment(repo, pr.number, "bob", "/approve-destroy")
         stack.wait_for(
             "the approval",
@@ -113,6 +116,7 @@ def test_pr_approval_carries_over_unless_the_destroy_set_grew(
         pr2 = gh.open_pr(repo, "drop2", "alice", "Drop again", {"infra/main.tf": main_tf(state, {"keep": "a2"})})
         _planned(stack, repo, pr2.head_sha)
         apply_directly(tmp_path / "applied2", main_tf(state, {"keep": "a", "doomed": "b", "stray": "s", "late": "l"}))
+        next_second()  # approvals come after the plan they approve went out
         gh.comment(repo, pr2.number, "bob", "/approve-destroy")
         stack.wait_for(
             "the approval reply", lambda: any("Approved by @bob" in b for b in _bot_bodies(stack, repo, pr2.number))
@@ -141,6 +145,7 @@ def test_direct_push_opens_an_issue_and_approval_there_applies(
         number = stack.wait_for("the blocked-apply issue", issue)
         title = gh.state.issues[(repo.id, number)].title
         assert title == f"plangate: apply blocked on {pushed[:7]} (infra)"
+        next_second()  # approvals come after the plan they approve went out
         gh.comment(repo, number, "bob", "/approve-destroy")
         _apply_state(stack, repo, pushed, "success")
         assert state_addresses(state) == {"terraform_data.keep"}

@@ -10,6 +10,7 @@ import redis
 
 from standin.stack import Stack, running_stack
 from standin.state import PullRequest, Repo
+from tests.e2e import next_second
 from tests.tfproject import apply_directly, main_tf
 
 pytestmark = pytest.mark.e2e
@@ -37,6 +38,8 @@ def _answered(stack: Stack, repo: Repo, pr: PullRequest, count: int) -> list[str
 
 def _comment_and_wait(stack: Stack, repo: Repo, pr: PullRequest, login: str, body: str) -> tuple[str, list[str]]:
     before = len(_replies(stack, repo, pr))
+    if body.startswith("/approve-destroy"):
+        next_second()
     comment = stack.gh.comment(repo, pr.number, login, body)
     reply = _answered(stack, repo, pr, before + 1)[before]
 
@@ -119,11 +122,11 @@ def test_approvals_are_scoped_checked_and_durable(tmp_path: Path, redis_url: str
 
         # A marker forged by a human never counts, even when the cache is gone.
         forged = {
-            "v": 1,
+            "v": 2,
             "approver": "mallory",
             "sha": sha2,
-            "projects": ["infra"],
-            "addresses": {"infra": ["terraform_data.doomed"]},
+            "projects": ["infra@default:infra"],
+            "addresses": {"infra@default:infra": ["terraform_data.doomed"]},
         }
         gh.comment(repo, pr.number, "mallory", f"<!-- plangate:approval {json.dumps(forged)} -->\nlgtm")
         redis_conn.flushdb()

@@ -20,6 +20,7 @@ from tests.e2e import applied_state, bot_bodies, comment_and_wait, infra_repo, s
 from tests.tfproject import main_tf, state_addresses
 
 pytestmark = pytest.mark.e2e
+INFRA = "infra@default:infra"  # the project identity approvals name
 
 # A "provider" the PR ships in the implied local mirror: `terraform init` installs it, `plan` runs
 # it as the worker's user would. It hunts for secrets and Redis, writes what it found where the test
@@ -94,7 +95,7 @@ def test_a_prs_code_finds_no_secret_no_redis_and_moves_no_gate(
 
 
 def _forge_approval(conn: redis.Redis, repo: Repo, number: int, sha: str, signature: bytes) -> None:
-    record = json.dumps([{"approver": "bob", "sha": sha, "pairs": [["infra", "terraform_data.doomed"]]}])
+    record = json.dumps([{"approver": "bob", "sha": sha, "pairs": [[INFRA, "terraform_data.doomed"]]}])
     conn.set(f"plangate:approvals:{repo.id}:{number}:{sha}", signature + record.encode())
 
 
@@ -110,8 +111,8 @@ def test_gate_records_in_redis_unlock_only_when_the_app_sealed_them(
         # Whoever reaches Redis writes an approval (unsigned, then badly signed) and makes mallory the bot.
         _forge_approval(redis_conn, repo, pr.number, pr.head_sha, b"")
         redis_conn.set("plangate:bot-login", "mallory")
-        forged = {"v": 1, "approver": "bob", "sha": pr.head_sha, "projects": ["infra"]}
-        marker = {**forged, "addresses": {"infra": ["terraform_data.doomed"]}}
+        forged = {"v": 2, "approver": "bob", "sha": pr.head_sha, "projects": [INFRA]}
+        marker = {**forged, "addresses": {INFRA: ["terraform_data.doomed"]}}
         gh.comment(repo, pr.number, "mallory", f"<!-- plangate:approval {json.dumps(marker)} -->")
         merged = gh.merge_pr(pr, merged_by="alice")
         status(stack, repo, merged, "plangate/apply", "failure", "blocked")

@@ -67,7 +67,7 @@ def _approve_all(
                     repo=REPO,
                     login=login,
                     user_type="Bot" if login.endswith("[bot]") else "User",
-                    pr_author="author",
+                    authors=["author"],
                     policy=policy,
                 )
                 for login, _, policy in cases
@@ -168,7 +168,7 @@ def test_a_repo_the_installation_cannot_see_refuses(github: tuple[StandIn, Runni
     async def run() -> Permission:
         async with installation_client(cache, next(iter(gh.state.installations)), server.base_url) as client:
             return await may_approve(
-                client, repo="elsewhere/secret", login="elsewhere", user_type="User", pr_author=None, policy=WRITE
+                client, repo="elsewhere/secret", login="elsewhere", user_type="User", authors=[], policy=WRITE
             )
 
     assert not asyncio.run(run()).allowed
@@ -179,13 +179,13 @@ def test_a_closed_port_refuses_and_never_allows() -> None:
         async with httpx.AsyncClient(timeout=5) as http:
             client = GitHubAPI(http, "plangate-test", oauth_token="ghs_x", base_url=f"http://127.0.0.1:{closed_port()}")
             return [
-                await may_approve(client, repo=REPO, login="wanda", user_type="User", pr_author="a", policy=WRITE),
+                await may_approve(client, repo=REPO, login="wanda", user_type="User", authors=["a"], policy=WRITE),
                 await may_approve(
                     client,
                     repo=REPO,
                     login="wanda",
                     user_type="User",
-                    pr_author=None,
+                    authors=[],
                     policy=DestroyApprovers(teams=("acme/sre",)),
                 ),
                 await may_plan(client, REPO, "wanda", "User"),
@@ -228,7 +228,7 @@ def test_any_api_error_refuses_with_try_again(status: int, body: object, team_st
             client = GitHubAPI(http, "plangate-test", oauth_token="ghs_x")
             policy = DestroyApprovers(teams=("acme/sre",))
             approve = await may_approve(
-                client, repo=REPO, login="wanda", user_type="User", pr_author=None, policy=policy
+                client, repo=REPO, login="wanda", user_type="User", authors=[], policy=policy
             )
             return approve, await may_plan(client, REPO, "wanda", "User")
 
@@ -245,7 +245,7 @@ def test_custom_role_falls_back_to_its_base_permission() -> None:
         transport = _answering(200, {"permission": perm, "role_name": "deployer"})
         async with httpx.AsyncClient(transport=transport) as http:
             client = GitHubAPI(http, "plangate-test", oauth_token="ghs_x")
-            return await may_approve(client, repo=REPO, login="c", user_type="User", pr_author=None, policy=WRITE)
+            return await may_approve(client, repo=REPO, login="c", user_type="User", authors=[], policy=WRITE)
 
     assert asyncio.run(run("write")) == Permission(True, "@c has write permission on acme/infra")
     assert not asyncio.run(run("read")).allowed

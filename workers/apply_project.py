@@ -9,13 +9,14 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from gidgethub.abc import GitHubAPI
 
-from workers import apply_store, audit, gate_store, pipeline, vcs
+from workers import apply_store, audit, pipeline, vcs
+from workers.apply_approvals import Standing, standing
 from workers.apply_store import BlockedApply
-from workers.approvals import approved_keys
+from workers.config import RepoConfig
 from workers.context import WorkerContext
 from workers.gate import Apply, Block, Decision, decide_apply, unreadable
 from workers.github import installation_client
@@ -29,11 +30,13 @@ from workers.render_apply import (
     render_not_applied,
     render_superseded,
 )
-from workers.repo_config import mask_patterns
+from workers.repo_config import base_config
 from workers.runlog import record_run
 from workers.runner import Terraform
 
 log = logging.getLogger("plangate.apply")
+AUTHORED_PR = "opened the merged pull request"
+AUTHORED_PUSH = "pushed this commit or authored one of its commits"
 
 
 @dataclass(frozen=True)
@@ -42,7 +45,7 @@ class Where:
 
     number: int | None
     is_pr: bool
-    pr_author: str | None
+    authors: tuple[str, ...]  # the merged PR's author; for a direct push, the pusher and commit logins
     approved_on: str | None
 
 
@@ -53,6 +56,7 @@ class Planned:
     planned: pipeline.Planned
     decision: Decision
     mask_patterns: list[str]
+    approved: Standing
 
     @property
     def plan(self) -> Plan | None:
@@ -80,10 +84,11 @@ async def _run(ctx: WorkerContext, req: PushRequest, project: Project, where: Wh
             return "not-applied"
         tf = ctx.terraform(project.tool, "apply")
         token = await ctx.tokens.token(req.installation_id)
-        patterns = await mask_patterns(gh, req.repo, req.default_branch, ctx.settings.mask_patterns)
-        approved = await _approved(ctx, gh, req, project, where)
-        scope, name = "push", project.name
-        with pipeline.checked_out(ctx.checkouts, req.repo_id, scope, req.after, name, req.clone_url, token) as dirs:
+        policy = await _policy(gh, req)
+        patterns = [*ctx.settings.mask_patterns, *(policy.mask_patterns if policy else ())]
+        approved = await _approved(ctx, gh, req, project, where, policy)
+        scope, name, code = "push", project.name, project.destroy_from or req.after
+        with pipeline.checked_out(ctx.checkouts, req.repo_id, scope, code, name, req.clone_url, token) as dirs:
             planned = await asyncio.to_thread(_plan, tf, project, dirs, approved, patterns)
             if not project.apply_on_merge:
                 return await _report_only(gh, req, project, where, planned, "apply_on_merge is false")
@@ -94,40 +99,51 @@ async def _run(ctx: WorkerContext, req: PushRequest, project: Project, where: Wh
             return await _apply(ctx, gh, req, project, where, planned, tf, dirs)
 
 
-def _plan(
-    tf: Terraform, project: Project, dirs: pipeline.JobDirs, approved: frozenset[str], patterns: list[str]
-) -> Planned:
+def _plan(tf: Terraform, project: Project, dirs: pipeline.JobDirs, approved: Standing, patterns: list[str]) -> Planned:
     planned = pipeline.plan(tf, project, dirs)
     if planned.plan is None:
-        return Planned(planned, unreadable(planned.error or "no plan"), patterns)
-    return Planned(planned, decide_apply(planned.plan, approved), patterns)
+        return Planned(planned, unreadable(planned.error or "no plan"), patterns, approved)
+    return Planned(planned, decide_apply(planned.plan, approved.keys), patterns, approved)
+
+
+async def _policy(gh: GitHubAPI, req: PushRequest) -> RepoConfig | None:
+    """The default branch's config: who may approve, and the masks. None (fail closed) when unreadable."""
+    try:
+        return await base_config(gh, req.repo, req.default_branch)
+    except Exception as exc:
+        log.warning(json.dumps({"repo": req.repo, "default_branch_config": "unreadable", "error": str(exc)}))
+        return None
 
 
 async def _approved(
-    ctx: WorkerContext, gh: GitHubAPI, req: PushRequest, project: Project, where: Where
-) -> frozenset[str]:
-    """Destroy keys approved on the merged PR's last head, plus those approved on this blocked apply."""
+    ctx: WorkerContext, gh: GitHubAPI, req: PushRequest, project: Project, where: Where, policy: RepoConfig | None
+) -> Standing:
+    """Destroy keys approved on the merged PR's last head or on this blocked apply, by people who still qualify."""
     login = await vcs.bot_login(ctx.records, ctx.app_id, ctx.private_key, ctx.settings.api_url)
-    keys: set[str] = set()
-    if where.number is None:
-        return frozenset()
-    for sha in {s for s in (where.approved_on, req.after) if s}:
-        approvals = await gate_store.load_approvals(
-            ctx.records, gh, repo=req.repo, repo_id=req.repo_id, number=where.number, sha=sha, bot_login=login
-        )
-        keys |= approved_keys(approvals, project.name, sha=sha)
-    return frozenset(keys)
+    return await standing(
+        ctx.records,
+        gh,
+        repo=req.repo,
+        repo_id=req.repo_id,
+        number=where.number,
+        shas=tuple(s for s in dict.fromkeys((where.approved_on, req.after)) if s),
+        identity=project.identity,
+        bot_login=login,
+        authors=where.authors,
+        authored=AUTHORED_PR if where.is_pr else AUTHORED_PUSH,
+        policy=policy.destroy_approvers if policy is not None else None,
+    )
 
 
 async def _superseded(ctx: WorkerContext, gh: GitHubAPI, req: PushRequest, project: Project) -> bool:
     """An older push never applies over a newer one; a newer push closes the older blocked apply."""
-    blocked = apply_store.blocked_for_project(ctx.records, req.repo_id, project.name)
+    blocked = apply_store.blocked_for_project(ctx.records, req.repo_id, project.identity)
     if blocked is not None and blocked.push["after"] != req.after:
         newer = await _is_newer(gh, req.repo, blocked.push["after"], req.after)
         if not newer:
             return True
         await _close_blocked(ctx, gh, req, blocked)
-    applied = apply_store.last_applied(ctx.records, req.repo_id, project.name)
+    applied = apply_store.last_applied(ctx.records, req.repo_id, project.identity)
     return applied is not None and applied != req.after and not await _is_newer(gh, req.repo, applied, req.after)
 
 
@@ -144,7 +160,7 @@ async def _close_blocked(ctx: WorkerContext, gh: GitHubAPI, req: PushRequest, bl
     if not blocked.is_pr:
         await gh.patch(f"/repos/{req.repo}/issues/{blocked.number}", data={"state": "closed"})
     apply_store.clear_blocked(ctx.records, blocked)
-    record_outcome(ctx, PushRequest(**blocked.push), name, "not-applied")
+    record_outcome(ctx, replace(req, after=old), name, "not-applied")
     audit.record(ctx.redis, "voided", repo=req.repo, project=name, sha=old, superseded_by=req.after)
 
 
@@ -163,6 +179,7 @@ async def _block(
         pr=where.number if where.is_pr else None,
         approved_on=where.approved_on,
         mask_patterns=planned.mask_patterns,
+        revoked=planned.approved.revoked,
     )
     number, is_pr = where.number, where.is_pr
     if number is None:
@@ -170,11 +187,13 @@ async def _block(
             f"/repos/{req.repo}/issues",
             data={"title": render_blocked_issue_title(req.after, project.name), "body": body},
         )
-        number, is_pr, comment_id = int(issue["number"]), False, None
+        number, is_pr, comment_id, at = int(issue["number"]), False, None, issue.get("created_at")
     else:
-        comment_id = int((await vcs.post_comment(gh, req.repo, number, body))["id"])
+        comment = await vcs.post_comment(gh, req.repo, number, body)
+        comment_id, at = int(comment["id"]), comment.get("created_at")
     if not decision.error:
-        held = apply_store.hold(req, project, where, number, is_pr, list(decision.unapproved), comment_id)
+        unapproved = list(decision.unapproved)
+        held = apply_store.hold(req, project, where, number, is_pr, unapproved, comment_id, at)
         apply_store.save_blocked(ctx.records, held)
     audit.record(
         ctx.redis,
@@ -209,17 +228,17 @@ async def _apply(
     tf: Terraform,
     dirs: pipeline.JobDirs,
 ) -> str:
-    key = apply_store.applying_key(req.repo_id, req.after, project.name)
+    key = apply_store.applying_key(req.repo_id, req.after, project.identity)
     ctx.redis.set(key, json.dumps({"number": where.number}), ex=7 * 24 * 3600)
     step = await asyncio.to_thread(pipeline.apply, tf, project, dirs, planned.planned)
     ctx.redis.delete(key)
     ok = step.ok
     if ok:
-        apply_store.set_applied(ctx.records, req.repo_id, project.name, req.after)
-        blocked = apply_store.blocked_for_project(ctx.records, req.repo_id, project.name)
+        apply_store.set_applied(ctx.records, req.repo_id, project.identity, req.after)
+        blocked = apply_store.blocked_for_project(ctx.records, req.repo_id, project.identity)
         if blocked is not None and blocked.push["after"] == req.after:
             apply_store.clear_blocked(ctx.records, blocked)
-    approvers = sorted({a for a in _approvers(ctx, req, where, project)})
+    approvers = sorted(planned.approved.approvers)
     secrets = planned.plan.sensitive_values if planned.plan else ()
     body = render_apply_result(
         project=project.name,
@@ -239,15 +258,6 @@ async def _apply(
     audit.record(ctx.redis, "applied" if ok else "apply-failed", repo=req.repo, sha=req.after, project=project.name)
     _run_entry(ctx, req, project, where.number, planned, "applied" if ok else "apply failed", approvers)
     return "applied" if ok else "failed"
-
-
-def _approvers(ctx: WorkerContext, req: PushRequest, where: Where, project: Project) -> list[str]:
-    if where.number is None:
-        return []
-    found: list[str] = []
-    for sha in {s for s in (where.approved_on, req.after) if s}:
-        found += [a.approver for a in gate_store.cached_approvals(ctx.records, req.repo_id, where.number, sha)]
-    return found
 
 
 def _run_entry(

@@ -8,6 +8,7 @@ import json
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
+from workers.projects import project_identity
 from workers.records import Records
 
 TTL = 90 * 24 * 3600
@@ -21,14 +22,22 @@ class BlockedApply:
     project: dict[str, Any]  # the Project, as plain values
     number: int  # the merged PR, or the issue plangate opened
     is_pr: bool
-    pr_author: str | None
+    authors: list[str]  # who may not approve it (unless self-approval is allowed): PR author, or pusher and committers
     approved_on: str | None  # the PR head SHA whose approvals were checked
     destroys: list[str] = field(default_factory=list)
     comment_id: int | None = None
+    blocked_at: str | None = None  # GitHub's time of the comment (or issue) saying so: approvals come after
 
 
 def hold(
-    push: Any, project: Any, where: Any, number: int, is_pr: bool, destroys: list[str], comment_id: int | None = None
+    push: Any,
+    project: Any,
+    where: Any,
+    number: int,
+    is_pr: bool,
+    destroys: list[str],
+    comment_id: int | None = None,
+    blocked_at: str | None = None,
 ) -> BlockedApply:
     """Record an apply held on `number` (the PR, or an issue plangate opened) until a human answers."""
     return BlockedApply(
@@ -36,10 +45,11 @@ def hold(
         project=asdict(project),
         number=number,
         is_pr=is_pr,
-        pr_author=where.pr_author,
+        authors=list(where.authors),
         approved_on=where.approved_on,
         destroys=destroys,
         comment_id=comment_id,
+        blocked_at=blocked_at,
     )
 
 
@@ -51,8 +61,13 @@ def _by_project(repo_id: int, project: str) -> str:
     return f"plangate:blocked-project:{repo_id}:{project}"
 
 
+def _identity(blocked: BlockedApply) -> str:
+    p = blocked.project
+    return project_identity(str(p["name"]), str(p.get("workspace", "default")), str(p["dir"]))
+
+
 def save_blocked(records: Records, blocked: BlockedApply) -> None:
-    repo_id, name = int(blocked.push["repo_id"]), str(blocked.project["name"])
+    repo_id, name = int(blocked.push["repo_id"]), _identity(blocked)
     data = json.dumps(asdict(blocked))
     records.hset(_by_number(repo_id, blocked.number), name, data)
     records.conn.expire(_by_number(repo_id, blocked.number), TTL)
@@ -65,12 +80,13 @@ def blocked_on(records: Records, repo_id: int, number: int) -> list[BlockedApply
 
 
 def blocked_for_project(records: Records, repo_id: int, project: str) -> BlockedApply | None:
+    """The held apply of the project with this identity, if any."""
     data = records.get_json(_by_project(repo_id, project))
     return BlockedApply(**data) if isinstance(data, dict) else None
 
 
 def clear_blocked(records: Records, blocked: BlockedApply) -> None:
-    repo_id, name = int(blocked.push["repo_id"]), str(blocked.project["name"])
+    repo_id, name = int(blocked.push["repo_id"]), _identity(blocked)
     with records.conn.pipeline() as pipe:
         pipe.hdel(_by_number(repo_id, blocked.number), name)
         pipe.delete(_by_project(repo_id, name))

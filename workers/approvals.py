@@ -1,8 +1,11 @@
 """What an `/approve-destroy` covers, recorded and read back (pure: data in, data out).
 
 An approval names exact (project, destroy key) pairs of the plan at one SHA, never "everything":
-a destroy that appears later (a new push, a re-plan that found more) is not covered. GitHub is the
-system of record, so each approval is also written as a hidden marker in the bot's reply comment;
+a destroy that appears later (a new push, a re-plan that found more) is not covered. A project is
+named by its identity (name, workspace and dir: workers.projects.project_identity), so approving a
+staging destroy never covers the same address in another workspace. An approval only covers a plan
+that was published before the comment was written (`timing_refusal`). GitHub is the system of
+record, so each approval is also written as a hidden marker in the bot's reply comment;
 `approvals_from_comments` rebuilds approvals from those markers when Redis has lost them, trusting
 only comments the App itself wrote.
 """
@@ -17,18 +20,19 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from workers.projects import identity_name
 from workers.render_marker import marker, parse_marker
 from workers.render_text import code
 
-Pair = tuple[str, str]  # (project name, destroy key as in workers.gate.destroy_key)
-Destroys = Mapping[str, Sequence[str]]  # project → destroy keys of its plan at one SHA
+Pair = tuple[str, str]  # (project identity, destroy key as in workers.gate.destroy_key)
+Destroys = Mapping[str, Sequence[str]]  # project identity → destroy keys of its plan at one SHA
 
 # The approval marker must leave room in a 65,536-character comment for the visible text.
 MAX_MARKER = 50_000
 # Addresses are stored as plain JSON when they fit, else zlib-compressed (terraform addresses
 # share long prefixes, so thousands of them compress well). Inflating stops here.
 _MAX_INFLATED = 16 * 1024 * 1024
-MARKER_VERSION = 1
+MARKER_VERSION = 2  # 2: projects are identities (1 named them by name only, and counts for nothing now)
 
 
 @dataclass(frozen=True)
@@ -77,18 +81,43 @@ def _pairs(destroys: Destroys) -> frozenset[Pair]:
 
 
 def _names(names: Iterable[str]) -> str:
-    return ", ".join(code(n, 200) for n in names)
+    return ", ".join(code(identity_name(n), 200) for n in dict.fromkeys(identity_name(n) for n in names))
+
+
+def timing_refusal(
+    sha: str, *, named_sha: str | None, comment_at: str | None, published_at: str | None
+) -> Refusal | None:
+    """Why an approval written at `comment_at` cannot cover the plan of `sha` published at `published_at`.
+
+    Timestamps are GitHub's own (ISO 8601, UTC, to the second), so no clock of ours is compared with
+    GitHub's. A plan published in the same second as the comment, or at an unknown time, counts as
+    published after it: the approver may not have seen it. `named_sha` (`/approve-destroy SHA`) must
+    be a prefix of `sha`.
+    """
+    if named_sha is not None and not sha.startswith(named_sha):
+        return Refusal(
+            f"you approved {code(named_sha[:12])}, but the latest plan is of {code(sha[:7])}; "
+            "look at that plan and approve it"
+        )
+    if comment_at is None or published_at is None or not published_at < comment_at:
+        return Refusal(
+            f"the plan changed after you commented (the plan of {code(sha[:7])} was published at "
+            f"{published_at or 'an unknown time'}) — look again and re-approve"
+        )
+    return None
 
 
 def approval_for(destroys: Destroys, sha: str, approver: str, projects: Sequence[str] = ()) -> Approval | Refusal:
     """The approval of every destroy at `sha` (or only in `projects`), or why there is nothing to approve.
 
-    `destroys` must hold every project planned at `sha`, with an empty list for those without destroys,
-    so that a name can be told apart from a typo.
+    `destroys` must hold every project planned at `sha` (by identity), with an empty list for those
+    without destroys, so that a name can be told apart from a typo. `projects` are names as people
+    write them (or identities): each selects every planned project of that name.
     """
     short = sha[:7]
-    selected = list(dict.fromkeys(projects)) or list(destroys)
-    unknown = [p for p in selected if p not in destroys]
+    wanted = list(dict.fromkeys(projects))
+    selected = [p for p in destroys if not wanted or p in wanted or identity_name(p) in wanted]
+    unknown = [w for w in wanted if not any(w in (p, identity_name(p)) for p in destroys)]
     if unknown:
         noun = "project" if len(unknown) == 1 else "projects"
         planned = _names(destroys) or "none"

@@ -24,6 +24,8 @@ class CommandRequest:
     projects: list[str]
     near_miss: list[str] | None
     issue_author: str = ""
+    sha: str | None = None  # `/approve-destroy SHA`
+    created_at: str | None = None  # when the comment was written (GitHub's clock): what its author could see
 
 
 @dataclass(frozen=True)

@@ -21,12 +21,13 @@ from rq.exceptions import DuplicateJobError
 from bot.enqueue import PLANS_QUEUE
 from workers import pipeline, vcs
 from workers.checkout import checkout, job_workdir, remote_head
-from workers.config import ConfigError, parse_config
+from workers.config import ConfigError
 from workers.context import WorkerContext
+from workers.discovery import discover
 from workers.drift_schedule import DriftTarget, delays, due, targets_for
 from workers.github import app_client, installation_client
-from workers.pr_plan import CHECKOUT_TIMEOUT, check_dirs
-from workers.projects import Project, all_projects
+from workers.pipeline import CHECKOUT_TIMEOUT
+from workers.projects import Project
 from workers.render import ProjectResult
 from workers.render_drift import (
     DRIFT_LABEL,
@@ -38,7 +39,6 @@ from workers.render_drift import (
 )
 from workers.repo_config import base_config, mask_patterns
 from workers.runlog import record_run
-from workers.scan import scan
 
 log = logging.getLogger("plangate.drift")
 TARGETS_KEY = "plangate:drift-targets"
@@ -109,10 +109,7 @@ async def projects_due(ctx: WorkerContext, target: DriftTarget) -> tuple[str, li
     sha = await asyncio.to_thread(remote_head, target.clone_url, target.default_branch, token, timeout=60)
     with job_workdir(ctx.checkouts, target.repo_id, "drift", sha, "_discovery") as work:
         await asyncio.to_thread(checkout, target.clone_url, sha, work, token, timeout=CHECKOUT_TIMEOUT)
-        snapshot = scan(work)
-        config = parse_config(snapshot.config_text, refused=snapshot.config_refused)
-        every = all_projects(config, snapshot.all_files, snapshot.module_sources)
-        check_dirs(work, every)
+        every = discover(work, None).every
     return sha, [p for p in every if target.project is None or p.name == target.project]
 
 

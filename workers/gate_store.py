@@ -20,8 +20,9 @@ TTL = 90 * 24 * 3600
 
 @dataclass(frozen=True)
 class DestroysRecord:
-    destroys: dict[str, list[str]]  # project → destroy keys; every planned project, [] when none
-    failed: list[str]  # projects whose plan failed: nothing there can be approved
+    destroys: dict[str, list[str]]  # project identity → destroy keys; every planned project, [] when none
+    failed: list[str]  # project identities whose plan failed: nothing there can be approved
+    published_at: str | None = None  # GitHub's time the plan comment showed this plan (approvals come after)
 
 
 def _key(kind: str, repo_id: int, number: int, sha: str) -> str:
@@ -29,7 +30,7 @@ def _key(kind: str, repo_id: int, number: int, sha: str) -> str:
 
 
 def save_destroys(records: Records, repo_id: int, number: int, sha: str, record: DestroysRecord) -> None:
-    payload = json.dumps({"destroys": record.destroys, "failed": record.failed})
+    payload = json.dumps({"destroys": record.destroys, "failed": record.failed, "published_at": record.published_at})
     records.set(_key("destroys", repo_id, number, sha), payload, ex=TTL)
 
 
@@ -37,7 +38,7 @@ def load_destroys(records: Records, repo_id: int, number: int, sha: str) -> Dest
     data = records.get_json(_key("destroys", repo_id, number, sha))
     if not isinstance(data, dict):
         return None
-    return DestroysRecord(destroys=data["destroys"], failed=data["failed"])
+    return DestroysRecord(destroys=data["destroys"], failed=data["failed"], published_at=data.get("published_at"))
 
 
 def start_sha(records: Records, repo_id: int, number: int, sha: str) -> None:

@@ -11,10 +11,11 @@ from gidgethub.abc import GitHubAPI
 
 from workers import audit, gate_store, vcs
 from workers.apply_store import BlockedApply
-from workers.approvals import Refusal, approval_for, coverage
+from workers.approvals import Refusal, approval_for, coverage, timing_refusal
 from workers.command_types import CommandRequest, Outcome
 from workers.context import WorkerContext
 from workers.permissions import may_approve, may_plan
+from workers.projects import project_identity
 from workers.render_replies import render_approved, render_not_allowed, render_planning, render_refusal
 from workers.repo_config import base_config
 
@@ -33,6 +34,11 @@ async def decide(ctx: WorkerContext, gh: GitHubAPI, req: CommandRequest, held: l
     return await _approve(ctx, gh, req, current, sha)
 
 
+def _identity(blocked: BlockedApply) -> str:
+    p = blocked.project
+    return project_identity(str(p["name"]), str(p.get("workspace", "default")), str(p["dir"]))
+
+
 async def _approve(
     ctx: WorkerContext, gh: GitHubAPI, req: CommandRequest, held: list[BlockedApply], sha: str
 ) -> Outcome:
@@ -43,14 +49,18 @@ async def _approve(
         repo=req.repo,
         login=req.commenter,
         user_type=req.commenter_type,
-        pr_author=held[0].pr_author,
+        authors=held[0].authors,
         policy=policy.destroy_approvers,
+        authored="opened this pull request" if held[0].is_pr else "pushed this commit or authored one of its commits",
     )
     if not allowed.allowed:
         audit.record(ctx.redis, "refused", reason=allowed.reason, **where)
         return Outcome(render_not_allowed(req.commenter, allowed.reason, reply_to=req.comment_id), "-1")
-    destroys = {str(b.project["name"]): list(b.destroys) for b in held}
-    decision = approval_for(destroys, sha, req.commenter, req.projects)
+    destroys = {_identity(b): list(b.destroys) for b in held}
+    stamps = [b.blocked_at for b in held]
+    blocked_at = max(s for s in stamps if s) if stamps and all(stamps) else None  # after every blocked comment
+    late = timing_refusal(sha, named_sha=req.sha, comment_at=req.created_at, published_at=blocked_at)
+    decision = late or approval_for(destroys, sha, req.commenter, req.projects)
     if isinstance(decision, Refusal):
         audit.record(ctx.redis, "refused", reason=decision.reason, **where)
         return Outcome(render_refusal(decision.reason, reply_to=req.comment_id), "confused")
@@ -62,5 +72,5 @@ async def _approve(
     cov = coverage(destroys, [*known, decision], sha=sha)
     audit.record(ctx.redis, "approved", destroys=len(decision.pairs), complete=cov.complete, **where)
     approved_projects = {project for project, _ in decision.pairs}
-    rerun = [b for b in held if str(b.project["name"]) in approved_projects]
+    rerun = [b for b in held if _identity(b) in approved_projects]
     return Outcome(render_approved(decision, cov, reply_to=req.comment_id), "+1", reapply=rerun)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import hashlib
 from dataclasses import asdict
 from datetime import UTC, datetime
 from typing import Any
@@ -26,9 +27,10 @@ from workers.render import ProjectResult
 STEP_MARGIN = 120  # RQ's own timeout must only fire after the runner's SIGINT → SIGTERM → SIGKILL
 
 
-def project_rate_limit(repo_id: int, project: str) -> RateLimit:
-    """One job at a time per (repo, project) across all workers: two never share a state lock."""
-    return RateLimit(key=f"project-{repo_id}-{project}", concurrency=1)
+def project_rate_limit(repo_id: int, project: Project) -> RateLimit:
+    """One job at a time per (repo, dir, workspace) across all workers: two never share a state lock."""
+    slug = hashlib.sha256(f"{project.dir}\0{project.workspace}".encode()).hexdigest()[:16]
+    return RateLimit(key=f"project-{repo_id}-{slug}", concurrency=1)
 
 
 def plan_pr(**kwargs: Any) -> list[str]:
@@ -45,7 +47,7 @@ def plan_pr(**kwargs: Any) -> list[str]:
         job = queue.enqueue(
             "workers.jobs.plan_project",
             kwargs={"request": asdict(req), "project": asdict(project)},
-            rate_limit=project_rate_limit(req.repo_id, project.name),
+            rate_limit=project_rate_limit(req.repo_id, project),
             job_timeout=timeout,
             result_ttl=24 * 3600,
         )
@@ -100,8 +102,8 @@ def handle_command(**kwargs: Any) -> str:
     if outcome is None:
         return "ignored"
     for held in outcome.reapply:
-        where = Where(number=held.number, is_pr=held.is_pr, pr_author=held.pr_author, approved_on=held.approved_on)
-        enqueue_applies(ctx.redis, PushRequest(**held.push), [Project(**held.project)], where)
+        where = Where(number=held.number, is_pr=held.is_pr, authors=tuple(held.authors), approved_on=held.approved_on)
+        enqueue_applies(ctx.redis, _push(held.push), [Project(**held.project)], where)
     if outcome.redrift is not None:
         queue = Queue(PLANS_QUEUE, connection=ctx.redis)
         queue.enqueue("workers.jobs.drift_check", kwargs={"target": outcome.redrift})
@@ -115,7 +117,7 @@ def handle_command(**kwargs: Any) -> str:
 def apply_push(**kwargs: Any) -> list[str]:
     """Dispatch a push to the default branch: one apply job per affected project, then the finish job."""
     ctx = context()
-    req = PushRequest(**kwargs)
+    req = _push(kwargs)
     found = asyncio.run(push_apply.dispatch(ctx, req))
     if found is None:
         return []
@@ -123,10 +125,18 @@ def apply_push(**kwargs: Any) -> list[str]:
     where = Where(
         number=pr.number if pr else None,
         is_pr=pr is not None,
-        pr_author=pr.author if pr else None,
+        authors=(pr.author,) if pr else req.authors,
         approved_on=pr.head_sha if pr else None,
     )
     return enqueue_applies(ctx.redis, req, found.projects, where)
+
+
+def _push(data: dict[str, Any]) -> PushRequest:
+    return PushRequest(**{**data, "authors": tuple(data.get("authors", ()))})
+
+
+def _where(data: dict[str, Any]) -> Where:
+    return Where(**{**data, "authors": tuple(data.get("authors", ()))})
 
 
 def enqueue_applies(conn: redis.Redis, req: PushRequest, projects: list[Project], where: Where) -> list[str]:
@@ -137,7 +147,7 @@ def enqueue_applies(conn: redis.Redis, req: PushRequest, projects: list[Project]
         job = queue.enqueue(
             "workers.jobs.apply_project",
             kwargs={"push": asdict(req), "project": asdict(project), "where": asdict(where)},
-            rate_limit=project_rate_limit(req.repo_id, project.name),
+            rate_limit=project_rate_limit(req.repo_id, project),
             job_timeout=int(context().settings.tf_timeout * 5 + STEP_MARGIN),
             result_ttl=24 * 3600,
             failure_ttl=7 * 24 * 3600,
@@ -153,19 +163,19 @@ def enqueue_applies(conn: redis.Redis, req: PushRequest, projects: list[Project]
 
 
 def apply_project(push: dict[str, Any], project: dict[str, Any], where: dict[str, Any]) -> str:
-    return apply_project_module.run(context(), PushRequest(**push), Project(**project), Where(**where))
+    return apply_project_module.run(context(), _push(push), Project(**project), _where(where))
 
 
 def finish_apply(push: dict[str, Any], job_ids: list[str], where: dict[str, Any]) -> None:
     """Jobs that died mid-apply are reported; then `plangate/apply` from every project's outcome at the SHA."""
     ctx = context()
-    req, at = PushRequest(**push), Where(**where)
+    req, at = _push(push), _where(where)
     died: list[Project] = []
     for job_id in job_ids:
         job = Job.fetch(job_id, connection=ctx.redis)
         if job.get_status() != JobStatus.FINISHED:
             project = Project(**job.kwargs["project"])
-            in_apply = ctx.redis.delete(apply_store.applying_key(req.repo_id, req.after, project.name))
+            in_apply = ctx.redis.delete(apply_store.applying_key(req.repo_id, req.after, project.identity))
             push_apply.record_outcome(ctx, req, project.name, "error" if in_apply else "failed")
             if in_apply:
                 died.append(project)
@@ -193,7 +203,7 @@ def drift_check(target: dict[str, Any]) -> list[str]:
         job = queue.enqueue(
             "workers.jobs.drift_project",
             kwargs={"target": target, "project": asdict(project), "sha": sha},
-            rate_limit=project_rate_limit(goal.repo_id, project.name),
+            rate_limit=project_rate_limit(goal.repo_id, project),
             job_timeout=int(ctx.settings.tf_timeout * 4 + STEP_MARGIN),
         )
         ids.append(job.id)

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import logging
+from collections.abc import Sequence
 from dataclasses import dataclass
 from http import HTTPStatus
 from urllib.parse import quote
@@ -89,15 +90,23 @@ def _role_text(role: str | None, repo: str, login: str) -> str:
 
 
 async def may_approve(
-    gh: GitHubAPI, *, repo: str, login: str, user_type: str, pr_author: str | None, policy: DestroyApprovers
+    gh: GitHubAPI,
+    *,
+    repo: str,
+    login: str,
+    user_type: str,
+    authors: Sequence[str],
+    policy: DestroyApprovers,
+    authored: str = "opened this pull request",
 ) -> Permission:
-    """May `login` approve destroys on `repo`? `pr_author` None: no pull request (a blocked direct push)."""
+    """May `login` approve destroys on `repo`? `authors`: who made the change (the PR's author; for a
+    direct push, the pusher and every commit author and committer with a login), as `authored` says."""
     if is_bot(login, user_type):
         return Permission(False, f"@{login} is a bot; bots never approve destroys")
-    if pr_author is not None and login.casefold() == pr_author.casefold() and not policy.allow_self_approval:
+    if login.casefold() in {a.casefold() for a in authors if a} and not policy.allow_self_approval:
         return Permission(
             False,
-            f"@{login} opened this pull request; destroys need someone else's approval here "
+            f"@{login} {authored}; destroys need someone else's approval here "
             "(destroy_approvers.allow_self_approval is false)",
         )
     if login.casefold() in {u.casefold() for u in policy.users}:

@@ -59,7 +59,8 @@ class Planned:
 def checked_out(
     root: Path, repo_id: int, scope: str, sha: str, name: str, clone_url: str, token: str | None
 ) -> Iterator[JobDirs]:
-    """Fetch `sha` into a fresh job directory (removed afterwards)."""
+    """Fetch `sha` into a fresh job directory (removed afterwards). For a deleted project, `sha` is
+    the commit its code is destroyed from (`Project.destroy_from`)."""
     with job_workdir(root, repo_id, scope, sha, name) as work:
         dirs = JobDirs(work)
         dirs.planfile.parent.mkdir(parents=True)
@@ -104,7 +105,7 @@ def plan(tf: Terraform, project: Project, dirs: JobDirs) -> Planned:
         init = tf.init(root)
         if not init.ok:
             return Planned(None, init.output, f"{tool} init failed:\n{init.output}", planfile)
-        step = tf.plan(root, planfile)
+        step = tf.plan(root, planfile, destroy=project.destroy_from is not None)
         if not step.ok:
             return Planned(None, step.output, f"{tool} plan failed:\n{step.output}", planfile)
         raw, text = tf.show_both(root, planfile)
@@ -135,6 +136,7 @@ def result(project: Project, sha: str, tool: str, planned: Planned) -> ProjectRe
         plan_text=planned.text if planned.plan is not None else "",
         error=planned.error,
         ours=planned.ours,
+        destroy_from=project.destroy_from,
     )
 
 
@@ -149,4 +151,5 @@ def failure(project: Project, sha: str, error: str, *, ours: bool = False) -> Pr
         plan=None,
         error=error,
         ours=ours,
+        destroy_from=project.destroy_from,
     )

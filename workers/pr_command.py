@@ -14,12 +14,13 @@ from gidgethub.abc import GitHubAPI
 
 from bot.commands import NearMiss
 from workers import apply_store, audit, drift, gate_store, held_applies, vcs
-from workers.approvals import Approval, Refusal, approval_for, coverage
+from workers.approvals import Approval, Refusal, approval_for, coverage, timing_refusal
 from workers.command_types import CommandRequest, Outcome
 from workers.config import ConfigError, RepoConfig
 from workers.context import WorkerContext
 from workers.github import installation_client
 from workers.permissions import may_approve, may_plan
+from workers.projects import identity_label
 from workers.render_replies import (
     approval_status,
     render_approved,
@@ -77,7 +78,7 @@ async def _decide(ctx: WorkerContext, gh: GitHubAPI, req: CommandRequest) -> Out
         return Outcome(render_refusal(reason, command=req.command or "help", reply_to=req.comment_id), "confused")
     record = gate_store.load_destroys(ctx.records, req.repo_id, req.number, sha)
     if req.command == "help":
-        planned = sorted(record.destroys) if record else []
+        planned = sorted({identity_label(p) for p in record.destroys}) if record else []
         return Outcome(render_help(req.repo, policy, planned=planned, sha=sha, reply_to=req.comment_id), "+1")
     if req.command == "plan":
         return await _plan(gh, req, pull, sha)
@@ -97,6 +98,7 @@ async def _plan(gh: GitHubAPI, req: CommandRequest, pull: dict[str, Any], sha: s
         "default_branch": req.default_branch,
         "pr": req.number,
         "sha": sha,
+        "base_sha": str((pull.get("base") or {}).get("sha") or ""),
         "author": str(pull["user"]["login"]),
         "fork": head_repo != req.repo,
         "trigger": f"comment-{req.comment_id}",
@@ -132,18 +134,19 @@ async def _approve(
         repo=req.repo,
         login=req.commenter,
         user_type=req.commenter_type,
-        pr_author=author,
+        authors=[author],
         policy=policy.destroy_approvers,
     )
     if not allowed.allowed:
         audit.record(ctx.redis, "refused", reason=allowed.reason, **where)
         return Outcome(render_not_allowed(req.commenter, allowed.reason, reply_to=req.comment_id), "-1")
     if record.failed:
-        failed = ", ".join(f"`{name}`" for name in record.failed)
+        failed = ", ".join(f"`{identity_label(name)}`" for name in record.failed)
         reason = f"the plan failed at {sha[:7]} for {failed}; fix it and approve the new plan"
         audit.record(ctx.redis, "refused", reason=reason, **where)
         return Outcome(render_refusal(reason, reply_to=req.comment_id), "confused")
-    decision = approval_for(record.destroys, sha, req.commenter, req.projects)
+    late = timing_refusal(sha, named_sha=req.sha, comment_at=req.created_at, published_at=record.published_at)
+    decision = late or approval_for(record.destroys, sha, req.commenter, req.projects)
     if isinstance(decision, Refusal):
         audit.record(ctx.redis, "refused", reason=decision.reason, **where)
         return Outcome(render_refusal(decision.reason, reply_to=req.comment_id), "confused")
@@ -173,7 +176,7 @@ async def _record_approval(
         kind="approval",
         repo=req.repo,
         number=req.number,
-        project=", ".join(sorted(approval.addresses())),
+        project=", ".join(sorted(identity_label(p) for p in approval.addresses())),
         sha=approval.sha,
         summary=f"{len(approval.pairs)} destroy{'s' if len(approval.pairs) != 1 else ''} approved",
         gate=state,

@@ -12,31 +12,30 @@ import asyncio
 import json
 import logging
 from dataclasses import dataclass
-from pathlib import Path
 
 from gidgethub.abc import GitHubAPI
 
 from workers import audit, gate_store, pipeline, vcs
 from workers.approvals import coverage
 from workers.checkout import checkout, job_workdir
-from workers.config import ConfigError, RepoConfig, parse_config
+from workers.config import ConfigError, RepoConfig
 from workers.context import WorkerContext
+from workers.discovery import deleted, discover, with_deleted
 from workers.gate import destroy_keys
 from workers.github import installation_client
+from workers.pipeline import CHECKOUT_TIMEOUT
 from workers.plan import summary_line
-from workers.projects import Project, ProjectSelection, all_projects, find_projects
+from workers.projects import Project, ProjectSelection
 from workers.render import ProjectResult, render_config_error, render_fork_refused, render_plan_comments
 from workers.render_replies import approval_status
 from workers.render_status import destroy_status, pending_status, plan_status
 from workers.repo_config import base_config
 from workers.runlog import record_run
 from workers.sandbox import SandboxError
-from workers.scan import scan
 
 log = logging.getLogger("plangate.plan")
 PLAN_CONTEXT = "plangate/plan"
 DESTROY_CONTEXT = "plangate/destroy"
-CHECKOUT_TIMEOUT = 600.0
 
 
 @dataclass(frozen=True)
@@ -54,6 +53,7 @@ class PlanRequest:
     fork: bool = False
     trigger: str = "push"
     only: tuple[str, ...] = ()  # `/plan NAME ...`: plan these projects whether or not the PR changes them
+    base_sha: str = ""  # the base branch's commit the PR is compared with: a deleted project is destroyed from it
 
     def head_key(self) -> str:
         return f"plangate:head:{self.repo_id}:{self.pr}"
@@ -76,26 +76,32 @@ async def dispatch(ctx: WorkerContext, req: PlanRequest) -> list[Project] | None
         await vcs.set_status(gh, req.repo, req.sha, PLAN_CONTEXT, *pending_status(0))
         changed = await vcs.changed_files(gh, req.repo, req.pr)
         token = await ctx.tokens.token(req.installation_id)
-        with job_workdir(ctx.checkouts, req.repo_id, f"pr-{req.pr}", req.sha, "_discovery") as work:
-            await asyncio.to_thread(checkout, req.clone_url, req.sha, work, token, timeout=CHECKOUT_TIMEOUT)
-            snapshot = scan(work)
-            try:
-                config = parse_config(snapshot.config_text, refused=snapshot.config_refused)
-                every = all_projects(config, snapshot.all_files, snapshot.module_sources)
-                check_dirs(work, every)
-                selection = find_projects(config, changed, snapshot.all_files, snapshot.module_sources)
-                if req.only:
-                    selection = ProjectSelection(tuple(p for p in every if p.name in req.only))
-            except ConfigError as exc:
-                await _config_failed(ctx, gh, req, exc)
-                return None
-        if not selection.projects:
+        scope = f"pr-{req.pr}"
+        try:
+            with job_workdir(ctx.checkouts, req.repo_id, scope, req.sha, "_discovery") as work:
+                await asyncio.to_thread(checkout, req.clone_url, req.sha, work, token, timeout=CHECKOUT_TIMEOUT)
+                found = discover(work, changed, req.only)
+        except ConfigError as exc:
+            await _config_failed(ctx, gh, req, exc)
+            return None
+        gone = await deleted(
+            ctx.checkouts,
+            repo_id=req.repo_id,
+            scope=scope,
+            base_sha=req.base_sha,
+            clone_url=req.clone_url,
+            token=token,
+            head=found,
+            changed=changed,
+        )
+        projects = with_deleted(found.selection.projects, () if req.only else gone)
+        if not projects:
             await vcs.set_status(gh, req.repo, req.sha, PLAN_CONTEXT, "success", "no Terraform project affected")
             await vcs.set_status(gh, req.repo, req.sha, DESTROY_CONTEXT, "success", "no destroys")
             return None
         masks = policy.mask_patterns if policy is not None else ()
-        _remember_selection(ctx, req, masks, selection)
-        return list(selection.projects)
+        _remember_selection(ctx, req, masks, found.selection)
+        return projects
 
 
 async def _policy(gh: GitHubAPI, req: PlanRequest) -> RepoConfig | None:
@@ -105,15 +111,6 @@ async def _policy(gh: GitHubAPI, req: PlanRequest) -> RepoConfig | None:
     except Exception as exc:
         log.warning(json.dumps({"repo": req.repo, "default_branch_config": "unreadable", "error": str(exc)}))
         return None
-
-
-def check_dirs(work: Path, projects: tuple[Project, ...]) -> None:
-    """Every project dir must be a real directory inside the checkout; ConfigError names the first that is not."""
-    for project in projects:
-        try:
-            pipeline.inside(work, project.dir)
-        except pipeline.UnsafePathError as exc:
-            raise ConfigError(f"project {project.name}", f"dir {exc}") from None
 
 
 def _take_head(ctx: WorkerContext, req: PlanRequest) -> None:
@@ -141,9 +138,11 @@ async def _config_failed(ctx: WorkerContext, gh: GitHubAPI, req: PlanRequest, ex
     login = await _login(ctx)
     body = render_config_error(exc.key, exc.problem)
     bodies = [body]
-    url = await vcs.upsert_comments(
-        gh, ctx.records, repo=req.repo, repo_id=req.repo_id, number=req.pr, login=login, kind="plan", bodies=bodies
-    )
+    url = (
+        await vcs.upsert_comments(
+            gh, ctx.records, repo=req.repo, repo_id=req.repo_id, number=req.pr, login=login, kind="plan", bodies=bodies
+        )
+    ).url
     await vcs.set_status(gh, req.repo, req.sha, PLAN_CONTEXT, "failure", f"invalid .plangate.yml: {exc.key}", url)
     await vcs.set_status(gh, req.repo, req.sha, DESTROY_CONTEXT, "failure", "not planned: invalid .plangate.yml", url)
 
@@ -190,16 +189,19 @@ async def publish(ctx: WorkerContext, req: PlanRequest, results: list[ProjectRes
     patterns = [*ctx.settings.mask_patterns, *meta.get("mask_patterns", [])]
     note = "changes_unknown" if meta.get("changes_unknown") else ""
     bodies = render_plan_comments(results, pr=req.pr, sha=req.sha, mask_patterns=patterns, note=note)
-    record = gate_store.DestroysRecord(
-        destroys={r.name: list(destroy_keys(r.plan)) for r in results if r.plan is not None},
-        failed=[r.name for r in results if r.plan is None],
-    )
-    gate_store.save_destroys(ctx.records, req.repo_id, req.pr, req.sha, record)
     async with installation_client(ctx.tokens, req.installation_id, ctx.settings.api_url) as gh:
         login = await _login(ctx)
-        url = await vcs.upsert_comments(
+        published = await vcs.upsert_comments(
             gh, ctx.records, repo=req.repo, repo_id=req.repo_id, number=req.pr, login=login, kind="plan", bodies=bodies
         )
+        url = published.url
+        # Saved once the comment shows it: an approval is measured against when its author could see it.
+        record = gate_store.DestroysRecord(
+            destroys={r.identity: list(destroy_keys(r.plan)) for r in results if r.plan is not None},
+            failed=[r.identity for r in results if r.plan is None],
+            published_at=published.at,
+        )
+        gate_store.save_destroys(ctx.records, req.repo_id, req.pr, req.sha, record)
         await vcs.set_status(gh, req.repo, req.sha, PLAN_CONTEXT, *plan_status(results), url)
         gate = await _gate_status(ctx, gh, req, results, record, login)
         await vcs.set_status(gh, req.repo, req.sha, DESTROY_CONTEXT, *gate, url)

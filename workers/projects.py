@@ -26,7 +26,7 @@ from __future__ import annotations
 import posixpath
 import re
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from functools import lru_cache
 
 from workers.config import DEFAULT_WHEN_MODIFIED, RepoConfig
@@ -46,6 +46,29 @@ class Project:
     tool: str | None = None
     apply_on_merge: bool = True
     drift_schedule: str | None = None
+    destroy_from: str | None = None  # deleted by the change: `plan -destroy` of its code at this SHA
+
+    @property
+    def identity(self) -> str:
+        """What approvals and gate records name: the same name on another dir or workspace is another project."""
+        return project_identity(self.name, self.workspace, self.dir)
+
+
+def project_identity(name: str, workspace: str, dir: str) -> str:
+    """`name@workspace:dir`: names and workspaces hold no `@` or `:` (config checks), dir comes last."""
+    return f"{name}@{workspace}:{dir}"
+
+
+def identity_name(identity: str) -> str:
+    """The project name an identity (or a bare name) carries."""
+    return identity.split("@", 1)[0]
+
+
+def identity_label(identity: str) -> str:
+    """How people see a project: its name, and its workspace when that is not `default`."""
+    name, _, rest = identity.partition("@")
+    workspace = rest.partition(":")[0]
+    return name if workspace in ("", "default") else f"{name} (workspace {workspace})"
 
 
 @dataclass(frozen=True)
@@ -248,3 +271,35 @@ def find_projects(
     }
     affected = _roots_using(touched, _module_users(tf_dirs, module_sources), {p.dir for p in projects})
     return ProjectSelection(tuple(p for p in projects if p.dir in affected))
+
+
+def _under(path: str, directory: str) -> bool:
+    return directory == "." or path == directory or path.startswith(directory + "/")
+
+
+def may_delete_projects(changed_files: list[str] | None, all_files: list[str]) -> bool:
+    """Could the change have deleted a project? (A changed `*.tf` whose directory holds none any more.)
+    Cheap, from the head alone: only then is the base checked out to find which."""
+    if changed_files is None:
+        return True
+    tf_dirs = _tf_dirs(all_files)
+    for path in changed_files:
+        norm = normalize_path(path)
+        if norm is not None and norm.endswith((".tf", ".tf.json")) and (posixpath.dirname(norm) or ".") not in tf_dirs:
+            return True
+    return False
+
+
+def deleted_projects(
+    base: tuple[Project, ...], head_files: list[str], changed_files: list[str] | None, base_sha: str
+) -> tuple[Project, ...]:
+    """The base's projects whose directory holds no Terraform file at the head, and that the change
+    touched: their resources would be orphaned, so they are planned as `plan -destroy` of the base's
+    code (`destroy_from`), gated and applied like any other destroy."""
+    head_dirs = _tf_dirs(head_files)
+    return tuple(
+        replace(p, destroy_from=base_sha)
+        for p in base
+        if p.dir not in head_dirs
+        and (changed_files is None or any(_under(normalize_path(f) or "", p.dir) for f in changed_files))
+    )

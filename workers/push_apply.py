@@ -11,22 +11,21 @@ from __future__ import annotations
 import asyncio
 import logging
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
 from gidgethub.abc import GitHubAPI
 
 from workers import apply_store, audit, vcs
 from workers.checkout import checkout, job_workdir
-from workers.config import ConfigError, parse_config
+from workers.config import ConfigError
 from workers.context import WorkerContext
+from workers.discovery import deleted, discover, with_deleted
 from workers.github import installation_client
-from workers.pr_plan import CHECKOUT_TIMEOUT, check_dirs
-from workers.projects import Project, all_projects, find_projects
+from workers.pipeline import CHECKOUT_TIMEOUT
+from workers.projects import Project
 from workers.render import render_config_error
 from workers.render_apply import apply_pending, apply_status, render_apply_died
 from workers.repo_config import base_config
-from workers.scan import scan
 
 log = logging.getLogger("plangate.apply")
 APPLY_CONTEXT = "plangate/apply"
@@ -45,6 +44,7 @@ class PushRequest:
     after: str
     forced: bool = False
     branch: str = ""  # the pushed branch; applies happen only on the apply branch
+    authors: tuple[str, ...] = ()  # the pusher and every commit author/committer login: never their own approvers
 
 
 @dataclass(frozen=True)
@@ -71,25 +71,29 @@ async def dispatch(ctx: WorkerContext, req: PushRequest) -> Dispatch | None:
         try:
             with job_workdir(ctx.checkouts, req.repo_id, "push", req.after, "_discovery") as work:
                 await asyncio.to_thread(checkout, req.clone_url, req.after, work, token, timeout=CHECKOUT_TIMEOUT)
-                projects = _discover(work, changed)
+                found = discover(work, changed)
         except ConfigError as exc:
             await vcs.set_status(gh, req.repo, req.after, APPLY_CONTEXT, "failure", f"invalid .plangate.yml: {exc.key}")
             if pr is not None:
                 await vcs.post_comment(gh, req.repo, pr.number, render_config_error(exc.key, exc.problem))
             return None
+        base = "" if req.forced or req.before == ZERO_SHA else req.before
+        gone = await deleted(
+            ctx.checkouts,
+            repo_id=req.repo_id,
+            scope="push",
+            base_sha=base,
+            clone_url=req.clone_url,
+            token=token,
+            head=found,
+            changed=changed,
+        )
+        projects = with_deleted(found.selection.projects, gone)
         if not projects:
             await vcs.set_status(gh, req.repo, req.after, APPLY_CONTEXT, "success", "no Terraform project affected")
             return None
         await vcs.set_status(gh, req.repo, req.after, APPLY_CONTEXT, *apply_pending(len(projects)))
     return Dispatch(projects, pr)
-
-
-def _discover(work: Path, changed: list[str] | None) -> list[Project]:
-    """The projects the push changed, from the checkout's config; ConfigError when it is invalid."""
-    snapshot = scan(work)
-    config = parse_config(snapshot.config_text, refused=snapshot.config_refused)
-    check_dirs(work, all_projects(config, snapshot.all_files, snapshot.module_sources))
-    return list(find_projects(config, changed, snapshot.all_files, snapshot.module_sources).projects)
 
 
 async def _is_apply_branch(gh: GitHubAPI, req: PushRequest) -> bool:

@@ -12,6 +12,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from workers.plan import Plan
+from workers.projects import project_identity
 from workers.render_destroys import destroy_section, drift_lines
 from workers.render_marker import marker, parse_marker
 from workers.render_mask import MASK, Masker, mask
@@ -62,6 +63,11 @@ class ProjectResult:
     plan_text: str = ""  # `show -no-color` of the saved plan
     error: str | None = None
     ours: bool = False  # the error is plangate's environment (e.g. the sandbox), not the repository's
+    destroy_from: str | None = None  # the project was deleted: this is `plan -destroy` of its code there
+
+    @property
+    def identity(self) -> str:
+        return project_identity(self.name, self.workspace, self.dir)
 
     @property
     def secrets(self) -> tuple[str, ...]:
@@ -85,9 +91,14 @@ def _summary(result: ProjectResult) -> str:
 def _headline(result: ProjectResult, m: Callable[[str], str]) -> str:
     icon = "❌" if failed(result) else ("⚠️" if result.plan and result.plan.destroys else "✅")
     name = f"**{m(one_line(result.name))}** · " if result.name and result.name != result.dir else ""
+    deleted = (
+        f" · 🗑️ directory deleted: `plan -destroy` of its code at {code(result.destroy_from[:7])}"
+        if result.destroy_from
+        else ""
+    )
     return (
         f"- {icon} {name}dir {_where(result, m)}"
-        f" · {code(result.sha[:7])} · {one_line(result.tool, 20)} — {_summary(result)}"
+        f" · {code(result.sha[:7])} · {one_line(result.tool, 20)}{deleted} — {_summary(result)}"
     )
 
 

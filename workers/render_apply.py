@@ -99,9 +99,12 @@ def render_blocked(
     pr: int | None,
     approved_on: str | None,
     mask_patterns: Sequence[str] = (),
+    revoked: Sequence[tuple[str, str]] = (),
     limit: int = GITHUB_LIMIT,
 ) -> str:
-    """The comment (on the merged PR, or on the issue for a direct push) for an apply the gate refused."""
+    """The comment (on the merged PR, or on the issue for a direct push) for an apply the gate refused.
+
+    `revoked`: approvers whose approval no longer counts, and why (re-checked at apply time)."""
     m = Masker(plan.sensitive_values if plan is not None else (), mask_patterns)
     short = sha[:7]
     where = f" from #{pr}" if pr is not None else ""
@@ -123,6 +126,8 @@ def render_blocked(
         top += ["> [!CAUTION]", f"> **{len(block.unapproved):,} to destroy — not approved.**"]
         if approved_on:
             top += [f"> The approval given on {one_line(approved_on, 64)[:7]} did not cover these destroys."]
+        for login, why in revoked:
+            top += [f"> @{one_line(login, 100)} no longer qualifies to approve destroys: {m(one_line(why, 300))}"]
         top += [""]
         bottom = [
             f"Comment `/approve-destroy` here to approve exactly these destroys at {short}; "

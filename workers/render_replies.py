@@ -15,6 +15,7 @@ from typing import Any
 from bot.commands import NearMiss
 from workers.approvals import Approval, Coverage, approval_marker
 from workers.config import RepoConfig
+from workers.projects import identity_label
 from workers.render_marker import marker
 from workers.render_status import State, describe
 from workers.render_text import ELLIPSIS, code, one_line
@@ -61,7 +62,8 @@ def _listing(addresses: dict[str, list[str]], budget: int) -> str:
     lines: list[str] = []
     used = shown = 0
     for project, keys in addresses.items():
-        block = [*([""] if lines else []), f"**{one_line(project)}** ({_count(len(keys))}):"] if several else []
+        label = one_line(identity_label(project))
+        block = [*([""] if lines else []), f"**{label}** ({_count(len(keys))}):"] if several else []
         cost = sum(len(line) + 1 for line in block)
         if used + cost > budget:
             break
@@ -96,7 +98,7 @@ def _still_open(cov: Coverage, sha: str) -> str:
 
 
 def _project_names(names: Sequence[str], most: int = 10) -> str:
-    shown = ", ".join(one_line(n) for n in names[:most])
+    shown = ", ".join(one_line(identity_label(n)) for n in names[:most])
     return f"{shown} and {len(names) - most:,} more projects" if len(names) > most else shown
 
 

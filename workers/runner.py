@@ -300,9 +300,17 @@ class Terraform:
             fcntl.flock(lock, fcntl.LOCK_EX)  # released when the file closes, even if the job dies
             return StepResult("init", self._run(workdir, args))
 
-    def plan(self, workdir: Path, out: Path) -> StepResult:
-        """`plan -detailed-exitcode`: 0 no changes, 2 changes, anything else (1) an error."""
-        args = ["plan", "-input=false", "-no-color", "-detailed-exitcode", f"-out={out}"]
+    def plan(self, workdir: Path, out: Path, *, destroy: bool = False) -> StepResult:
+        """`plan -detailed-exitcode`: 0 no changes, 2 changes, anything else (1) an error.
+        `destroy`: plan the destruction of everything the configuration manages (a deleted project)."""
+        args = [
+            "plan",
+            "-input=false",
+            "-no-color",
+            "-detailed-exitcode",
+            *(["-destroy"] if destroy else []),
+            f"-out={out}",
+        ]
         result = self._run(workdir, args, writable=(out.parent,))
         changes = None if result.timed_out or result.returncode not in (0, 2) else result.returncode == 2
         digest = file_digest(out) if changes is not None and out.is_file() else None

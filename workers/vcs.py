@@ -8,6 +8,7 @@ edits), so a re-plan edits its comment in place without listing the PR's comment
 from __future__ import annotations
 
 import json
+from dataclasses import dataclass
 from typing import Any
 
 from gidgethub import BadRequest
@@ -72,6 +73,14 @@ async def _find_own(gh: GitHubAPI, repo: str, number: int, login: str, kind: str
     return found
 
 
+@dataclass(frozen=True)
+class Published:
+    """Where a comment now says what it says, and since when (GitHub's clock, to the second)."""
+
+    url: str | None
+    at: str | None  # the latest `updated_at` among the parts written
+
+
 async def upsert_comments(
     gh: GitHubAPI,
     records: Records,
@@ -82,8 +91,9 @@ async def upsert_comments(
     login: str,
     kind: str,
     bodies: list[str],
-) -> str | None:
-    """Edit the bot's `kind` comments in place (posting parts that do not exist yet); returns part 1's URL.
+) -> Published:
+    """Edit the bot's `kind` comments in place (posting parts that do not exist yet): part 1's URL and
+    when the text went out, which approvals are measured against.
 
     Parts left over from a longer earlier version are edited to say they are no longer used.
     """
@@ -95,6 +105,7 @@ async def upsert_comments(
         else await _find_own(gh, repo, number, login, kind)
     )
     first_url: str | None = None
+    stamps: list[str] = []
     for part, body in enumerate(bodies, start=1):
         comment = None
         if part in known:
@@ -106,6 +117,7 @@ async def upsert_comments(
         if comment is None:
             comment = await gh.post(f"/repos/{repo}/issues/{number}/comments", data={"body": body})
         known[part] = int(comment["id"])
+        stamps.append(str(comment.get("updated_at") or comment.get("created_at") or ""))
         if part == 1:
             first_url = comment.get("html_url")
     for part in sorted(p for p in known if p > len(bodies)):
@@ -115,7 +127,7 @@ async def upsert_comments(
         )
         del known[part]
     records.set(key, json.dumps(known), ex=90 * 24 * 3600)
-    return first_url
+    return Published(first_url, max(stamps) if all(stamps) and stamps else None)
 
 
 async def post_comment(gh: GitHubAPI, repo: str, number: int, body: str) -> dict[str, Any]:

@@ -44,6 +44,8 @@ async def slash_command(event: Event, delivery: Delivery) -> None:
         "commenter_type": str(comment["user"].get("type") or "User"),
         "command": parsed.name if isinstance(parsed, Command) else None,
         "projects": list(parsed.projects) if isinstance(parsed, Command) else [],
+        "sha": parsed.sha if isinstance(parsed, Command) else None,
+        "created_at": str(comment.get("created_at") or "") or None,
         "near_miss": [parsed.written, parsed.suggestion, parsed.reason] if isinstance(parsed, NearMiss) else None,
     }
     job_id = f"command-{kwargs['repo_id']}-{kwargs['comment_id']}"

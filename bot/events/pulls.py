@@ -26,6 +26,7 @@ def _plan_kwargs(data: dict[str, Any]) -> dict[str, Any]:
         **repo_args(data),
         "pr": int(pull["number"]),
         "sha": str(pull["head"]["sha"]),
+        "base_sha": str((pull.get("base") or {}).get("sha") or ""),
         "author": str(pull["user"]["login"]),
         "fork": head_repo != data["repository"]["full_name"],
         "trigger": "push",

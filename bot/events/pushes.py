@@ -7,6 +7,8 @@ pushes to other branches after one API call; tags and deletions never are.
 
 from __future__ import annotations
 
+from typing import Any
+
 from gidgethub.routing import Router
 from gidgethub.sansio import Event
 
@@ -15,6 +17,16 @@ from .context import Delivery, repo_args
 router = Router()
 
 ZERO_SHA = "0" * 40
+
+
+def push_authors(data: dict[str, Any]) -> list[str]:
+    """Who made a pushed change: the pusher, and every commit author and committer GitHub maps to a user.
+    For a direct push none of them may approve its destroys (unless self-approval is allowed)."""
+    logins = [str((data.get("sender") or {}).get("login") or "")]
+    for commit in [*(data.get("commits") or []), data.get("head_commit") or {}]:
+        for role in ("author", "committer"):
+            logins.append(str((commit.get(role) or {}).get("username") or ""))
+    return [login for login in dict.fromkeys(logins) if login]
 
 
 @router.register("push")
@@ -36,6 +48,7 @@ async def apply_push(event: Event, delivery: Delivery) -> None:
         "after": str(data["after"]),
         "forced": bool(data.get("forced")),
         "branch": ref.removeprefix("refs/heads/"),
+        "authors": push_authors(data),
     }
     job_id = f"push-{kwargs['repo_id']}-{kwargs['after']}"
     delivery.enqueue(delivery.plans, "workers.jobs.apply_push", job_id, kwargs)
