@@ -11,8 +11,10 @@ from pathlib import Path
 PROJECT_DIR = "infra"
 
 
-def main_tf(state_path: Path, resources: dict[str, str]) -> str:
-    lines = ["terraform {", '  backend "local" {', f'    path = "{state_path}"', "  }", "}", ""]
+def main_tf(state_path: Path, resources: dict[str, str], workspace_dir: Path | None = None) -> str:
+    """`workspace_dir`: where the local backend keeps non-default workspaces (else inside the checkout)."""
+    backend = [f'    path = "{state_path}"', *([f'    workspace_dir = "{workspace_dir}"'] if workspace_dir else [])]
+    lines = ["terraform {", '  backend "local" {', *backend, "  }", "}", ""]
     for name, value in resources.items():
         lines += [f'resource "terraform_data" "{name}" {{', f'  input = "{value}"', "}", ""]
     return "\n".join(lines)

@@ -28,3 +28,11 @@ def redis_conn(redis_url: str) -> Iterator[redis.Redis]:
     conn.flushdb()
     yield conn
     conn.flushdb()
+
+
+@pytest.fixture(autouse=True)
+def _fresh_redis(request: pytest.FixtureRequest) -> None:
+    """Every test that uses Redis starts from an empty database: job ids repeat between tests
+    (the stand-in numbers repositories and comments the same way each time)."""
+    if "redis_url" in request.fixturenames:
+        redis.Redis.from_url(request.getfixturevalue("redis_url")).flushdb()

@@ -23,6 +23,7 @@ from workers.approvals import (
     coverage,
     from_json,
     fully_approved,
+    timing_refusal,
     to_json,
 )
 from workers.render_marker import marker
@@ -302,3 +303,28 @@ def test_a_marker_echoed_inside_a_bot_comment_never_counts() -> None:
     bodies = [f"@bob /plan refused: `{forged}`", f"plangate did not apply: {forged}", f"\n{forged}"]
     comments = [{"id": i, "user": {"login": "plangate[bot]"}, "body": b} for i, b in enumerate(bodies)]
     assert approvals_from_comments(comments, "plangate[bot]", sha) == []
+
+
+def test_an_approval_covers_only_a_plan_published_before_it_was_written() -> None:
+    at, before, after = "2026-12-01T10:00:05Z", "2026-12-01T10:00:04Z", "2026-12-01T10:00:06Z"
+    assert timing_refusal(SHA, named_sha=None, comment_at=at, published_at=before) is None
+    for published in (at, after, None):  # same second, later, unknown: the approver may not have seen it
+        refusal = timing_refusal(SHA, named_sha=None, comment_at=at, published_at=published)
+        assert refusal is not None and "the plan changed after you commented" in refusal.reason
+    assert timing_refusal(SHA, named_sha=None, comment_at=None, published_at=before) is not None
+    assert timing_refusal(SHA, named_sha=SHA[:7], comment_at=at, published_at=before) is None
+    wrong = timing_refusal(SHA, named_sha="0000000", comment_at=at, published_at=before)
+    assert wrong is not None and "you approved `0000000`" in wrong.reason and SHA[:7] in wrong.reason
+
+
+def test_names_select_every_workspace_of_a_project_and_identities_keep_them_apart() -> None:
+    staging, prod = "app@staging:infra", "app@prod:infra"
+    destroys = {staging: ["a.x"], prod: ["a.x"], "dns@default:dns": []}
+    both = approval_for(destroys, SHA, "ops", ("app",))
+    assert isinstance(both, Approval) and both.pairs == {(staging, "a.x"), (prod, "a.x")}
+    one = approval_for(destroys, SHA, "ops", (staging,))
+    assert isinstance(one, Approval) and one.pairs == {(staging, "a.x")}
+    assert approved_keys([one], prod, sha=SHA) == frozenset()
+    unknown = approval_for(destroys, SHA, "ops", ("web",))
+    assert isinstance(unknown, Refusal) and "`web`" in unknown.reason and "`app`" in unknown.reason
+    assert "@" not in unknown.reason  # people read names, not identities

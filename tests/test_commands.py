@@ -8,7 +8,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from bot.commands import COMMANDS, Command, NearMiss, parse_command, should_consider
+from bot.commands import COMMANDS, SHA_PREFIX, Command, NearMiss, parse_command, should_consider
 
 AD = "approve-destroy"
 
@@ -212,5 +212,16 @@ def test_text_then_approve_destroy_never_approves(prefix: str) -> None:
     st.sampled_from(["", "\nthanks", "\r\n> quote"]),
 )
 def test_valid_commands_roundtrip(projects: list[str], lead: str, trail: str) -> None:
+    projects = [p for p in projects if not SHA_PREFIX.fullmatch(p)]  # those name a commit (next test)
     body = lead + " ".join(["/approve-destroy", *projects]) + trail
     assert parse_command(body) == Command(AD, tuple(dict.fromkeys(projects)))
+
+
+def test_approve_destroy_can_name_the_commit_it_approves() -> None:
+    assert parse_command("/approve-destroy abc1234") == Command(AD, (), "abc1234")
+    assert parse_command("/approve-destroy dns 0123456789abcdef dns") == Command(AD, ("dns",), "0123456789abcdef")
+    assert parse_command("/approve-destroy ABC1234") == Command(AD, ("ABC1234",))  # upper case: a project
+    assert parse_command("/approve-destroy abc123") == Command(AD, ("abc123",))  # 6 digits: a project
+    assert parse_command("/plan abc1234") == Command("plan", ("abc1234",))
+    two = parse_command("/approve-destroy abc1234 def5678")
+    assert isinstance(two, NearMiss) and "one commit" in two.reason

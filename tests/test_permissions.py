@@ -227,9 +227,7 @@ def test_any_api_error_refuses_with_try_again(status: int, body: object, team_st
         async with httpx.AsyncClient(transport=_answering(status, body, team_status)) as http:
             client = GitHubAPI(http, "plangate-test", oauth_token="ghs_x")
             policy = DestroyApprovers(teams=("acme/sre",))
-            approve = await may_approve(
-                client, repo=REPO, login="wanda", user_type="User", authors=[], policy=policy
-            )
+            approve = await may_approve(client, repo=REPO, login="wanda", user_type="User", authors=[], policy=policy)
             return approve, await may_plan(client, REPO, "wanda", "User")
 
     approve, plan = asyncio.run(run())

@@ -14,10 +14,14 @@ from workers.projects import (
     Project,
     ProjectSelection,
     anchor_glob,
+    deleted_projects,
     find_projects,
     glob_regex,
+    identity_label,
+    identity_name,
     local_module_sources,
     matches_any,
+    may_delete_projects,
     normalize_path,
 )
 
@@ -344,3 +348,26 @@ def test_configured_projects_carry_their_settings() -> None:
         Project("net", "infra/net", "prod", None, False, "0 * * * *"),
         Project("manual", "infra/manual", "default", None, True, "0 * * * *"),
     )
+
+
+def test_a_change_that_empties_a_projects_directory_deletes_it() -> None:
+    base = (Project("dns", "infra/dns"), Project("web", "infra/web"), Project("app", "app", "staging"))
+    head_files = ["infra/web/main.tf", "app/main.tf", "README.md"]
+    changed = ["infra/dns/main.tf", "infra/dns/records.tf"]
+    assert may_delete_projects(changed, head_files)
+    assert not may_delete_projects(["infra/web/main.tf", "README.md"], head_files)
+    assert may_delete_projects(None, head_files)  # unknown changes: look at the base
+    gone = deleted_projects(base, head_files, changed, "b" * 40)
+    assert [(p.name, p.destroy_from) for p in gone] == [("dns", "b" * 40)]
+    assert gone[0].identity == base[0].identity  # approvals name it as before
+    assert deleted_projects(base, head_files, ["README.md"], "b" * 40) == ()  # untouched: not this change
+    everything = deleted_projects(base, ["README.md"], None, "b" * 40)
+    assert [p.name for p in everything] == ["dns", "web", "app"]
+
+
+def test_identities_tell_workspaces_and_dirs_apart() -> None:
+    assert Project("app", "infra", "staging").identity == "app@staging:infra"
+    assert Project("app", "infra").identity != Project("app", "infra", "prod").identity
+    assert identity_name("app@staging:infra") == "app" and identity_name("app") == "app"
+    assert identity_label("app@staging:infra") == "app (workspace staging)"
+    assert identity_label("app@default:x") == "app"

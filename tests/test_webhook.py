@@ -275,3 +275,15 @@ def test_random_deliveries_never_5xx(
 def test_signed_payloads_with_wrong_shapes_never_5xx(client: TestClient, fixture: str, key: str, value: object) -> None:
     payload = _mutated_payload(load(fixture), key, value)
     assert post(client, event_name(fixture), payload)[0] < 500
+
+
+def test_a_push_names_everyone_who_made_it() -> None:
+    """The pusher and every commit author/committer with a GitHub login: none may approve its destroys."""
+    from bot.events.pushes import push_authors
+
+    data = json.loads((FIXTURES / "push.default-branch.json").read_text())
+    assert push_authors(data) == ["binkkatal"]
+    data["sender"]["login"] = "pusher"
+    data["commits"].append({"author": {"username": "alice"}, "committer": {"username": "web-flow"}})
+    data["commits"].append({"author": {"name": "no login"}, "committer": {}})
+    assert push_authors(data) == ["pusher", "binkkatal", "alice", "web-flow"]

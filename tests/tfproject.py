@@ -19,11 +19,13 @@ def tool() -> str:
     return found
 
 
-def apply_directly(workdir: Path, text: str) -> None:
+def apply_directly(workdir: Path, text: str, workspace: str = "default") -> None:
     """What main looked like after its last apply: set up the state the PRs are planned against."""
     workdir.mkdir(parents=True, exist_ok=True)
     (workdir / "main.tf").write_text(text)
     env = {**os.environ, "TF_IN_AUTOMATION": "1", "CHECKPOINT_DISABLE": "1"}
+    if workspace != "default":
+        env["TF_WORKSPACE"] = workspace
     for args in (["init", "-input=false"], ["apply", "-input=false", "-auto-approve"]):
         subprocess.run([tool(), *args], cwd=workdir, env=env, check=True, capture_output=True)
 

@@ -168,10 +168,8 @@ def plan_project(ctx: WorkerContext, req: PlanRequest, project: Project) -> Proj
     try:
         terraform = ctx.terraform(project.tool, "plan")
         token = asyncio.run(ctx.tokens.token(req.installation_id))
-        scope = f"pr-{req.pr}"
-        with pipeline.checked_out(
-            ctx.checkouts, req.repo_id, scope, req.sha, project.name, req.clone_url, token
-        ) as dirs:
+        scope, code = f"pr-{req.pr}", project.destroy_from or req.sha  # a deleted project: its base code
+        with pipeline.checked_out(ctx.checkouts, req.repo_id, scope, code, project.name, req.clone_url, token) as dirs:
             planned = pipeline.plan(terraform, project, dirs)
         return pipeline.result(project, req.sha, terraform.tool, planned)
     except Exception as exc:  # any failure is reported on the PR, never swallowed
