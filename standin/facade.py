@@ -303,6 +303,10 @@ class StandIn:
             self.outbox.append(Delivery(event, payload))
 
     def _push_event(self, repo: Repo, branch: str, before: str, after: str, sender: User, deliver: bool) -> None:
+        with self.state.lock:  # like GitHub, a moved base branch gets every open PR on it a new test merge
+            for pr in self.state.pulls.values():
+                if pr.repo_id == repo.id and pr.state == "open" and pr.base_ref == branch:
+                    self._refresh_pull_refs(repo, pr)
         payload = payloads.push(self.state, repo, f"refs/heads/{branch}", before, after, sender, self.base_url)
         self._emit("push", payload, deliver)
 

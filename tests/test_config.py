@@ -277,3 +277,10 @@ def test_random_project_mappings_never_crash(project: dict[str, object]) -> None
             "apply_on_merge",
             "drift",
         }
+
+
+def test_replan_on_base_change_defaults_on_and_can_be_turned_off() -> None:
+    assert parse_config("version: 1\n").replan_on_base_change is True
+    assert parse_config("version: 1\nreplan_on_base_change: false\n").replan_on_base_change is False
+    with pytest.raises(ConfigError, match="replan_on_base_change"):
+        parse_config("version: 1\nreplan_on_base_change: sometimes\n")

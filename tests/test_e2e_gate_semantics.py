@@ -190,3 +190,34 @@ def test_a_deleted_project_is_destroyed_through_the_gate(tmp_path: Path, redis_u
         status(stack, repo, merged, "plangate/apply", "success")
         assert state_addresses(dns_state) == set()
         assert state_addresses(state) == {"terraform_data.keep", "terraform_data.doomed"}
+
+
+def test_a_merge_marks_and_replans_the_other_open_pr_on_the_same_project(
+    tmp_path: Path, redis_url: str, redis_conn: redis.Redis
+) -> None:
+    state = applied_state(tmp_path)
+    with running_stack(tmp_path, redis_url) as stack:
+        gh = stack.gh
+        repo = infra_repo(stack, state)
+        first = gh.open_pr(repo, "x", "alice", "Add x", {"infra/main.tf": main_tf(state, {**_BASE, "x": "1"})})
+        status(stack, repo, first.head_sha, "plangate/destroy", "success")
+        second = gh.open_pr(repo, "y", "alice", "Add y", {"infra/y.tf": 'resource "terraform_data" "y" {}\n'})
+        status(stack, repo, second.head_sha, "plangate/destroy", "success")
+        (comment,) = [c for c in gh.comments_on(repo, second.number) if "plangate:plan" in c.body]
+
+        merged = gh.merge_pr(first, merged_by="bob")
+        status(stack, repo, merged, "plangate/apply", "success")
+        assert "terraform_data.x" in state_addresses(state)
+
+        def replanned() -> str | None:
+            body = next(c.body for c in gh.comments_on(repo, second.number) if c.id == comment.id)
+            return body if "this is the plan of the merge" in body else None
+
+        body = stack.wait_for("the second PR planned on the merge", replanned)
+        # Planned at its head, the second PR would now destroy x (its code lacks it); on the merge it does not.
+        assert "1 to add, 0 to change, 0 to destroy" in body and "terraform_data.x" not in body
+        status(stack, repo, second.head_sha, "plangate/destroy", "success", "No destroys")
+        path = f"/repos/{repo.full_name}/issues/comments/{comment.id}"
+        assert [r.method for r in gh.state.requests if r.path == path].count("GET") == 1  # marked stale once
+        plan_jobs = [k for k in redis_conn.scan_iter("rq:job:plan-*") if b"-main-" in k]
+        assert len(plan_jobs) == 1  # one re-plan of the second PR for this push; the merged PR none

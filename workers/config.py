@@ -69,6 +69,7 @@ class RepoConfig:
     apply_branch: str | None = None  # None: the repo's default branch
     mask_patterns: tuple[str, ...] = ()  # each compiles with RE2; only the default branch's are used
     drift_schedule: str | None = None  # cron; None: no drift checks
+    replan_on_base_change: bool = True  # re-plan open PRs on the merge when the apply branch moves
 
 
 class _UniqueKeyLoader(yaml.SafeLoader):
@@ -240,7 +241,16 @@ def _approvers(value: object) -> DestroyApprovers:
     )
 
 
-_TOP_KEYS = ("version", "projects", "destroy_approvers", "allow_fork_prs", "apply_branch", "mask_patterns", "drift")
+_TOP_KEYS = (
+    "version",
+    "projects",
+    "destroy_approvers",
+    "allow_fork_prs",
+    "apply_branch",
+    "mask_patterns",
+    "drift",
+    "replan_on_base_change",
+)
 
 
 def parse_config(text: str | None, *, refused: str | None = None) -> RepoConfig:
@@ -272,4 +282,5 @@ def parse_config(text: str | None, *, refused: str | None = None) -> RepoConfig:
         apply_branch=branch or None,
         mask_patterns=_str_list(m, "mask_patterns", "mask_patterns", _regex),
         drift_schedule=_drift(m, "drift"),
+        replan_on_base_change=_typed(m, "replan_on_base_change", "replan_on_base_change", bool, "true or false", True),
     )

@@ -23,6 +23,7 @@ from workers.pr_plan import PlanRequest
 from workers.projects import Project
 from workers.push_apply import PushRequest
 from workers.render import ProjectResult
+from workers.stale_plans import PlannedPR
 
 STEP_MARGIN = 120  # RQ's own timeout must only fire after the runner's SIGINT → SIGTERM → SIGKILL
 
@@ -36,10 +37,10 @@ def project_rate_limit(repo_id: int, project: Project) -> RateLimit:
 def plan_pr(**kwargs: Any) -> list[str]:
     """Dispatch: find the PR's projects, enqueue one plan per project and the publish job after them."""
     ctx = context()
-    req = _request(kwargs)
-    projects = asyncio.run(pr_plan.dispatch(ctx, req))
-    if not projects:
+    dispatched = asyncio.run(pr_plan.dispatch(ctx, _request(kwargs)))
+    if dispatched is None:
         return []
+    req, projects = dispatched
     queue = Queue(PLANS_QUEUE, connection=ctx.redis)
     timeout = int(ctx.settings.tf_timeout * 4 + STEP_MARGIN)
     ids = []
@@ -121,6 +122,7 @@ def apply_push(**kwargs: Any) -> list[str]:
     found = asyncio.run(push_apply.dispatch(ctx, req))
     if found is None:
         return []
+    _replan_on_merge(ctx.redis, req, found.replans)
     pr = found.pr
     where = Where(
         number=pr.number if pr else None,
@@ -129,6 +131,27 @@ def apply_push(**kwargs: Any) -> list[str]:
         approved_on=pr.head_sha if pr else None,
     )
     return enqueue_applies(ctx.redis, req, found.projects, where)
+
+
+def _replan_on_merge(conn: redis.Redis, req: PushRequest, prs: list[PlannedPR]) -> None:
+    """Plan each stale PR again, on GitHub's test merge with the code this push left on the branch."""
+    queue = Queue(PLANS_QUEUE, connection=conn)
+    for planned in prs:
+        replan = PlanRequest(
+            installation_id=req.installation_id,
+            repo_id=req.repo_id,
+            repo=req.repo,
+            clone_url=req.clone_url,
+            default_branch=req.default_branch,
+            pr=planned.number,
+            sha=planned.sha,
+            author=planned.author,
+            fork=planned.fork,
+            trigger=f"main-{req.after}",
+            on_merge=True,
+        )
+        job_id = f"plan-{req.repo_id}-{planned.number}-{planned.sha}-main-{req.after}"
+        enqueue_once(queue, "workers.jobs.plan_pr", job_id, asdict(replan))
 
 
 def _push(data: dict[str, Any]) -> PushRequest:

@@ -11,11 +11,11 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from gidgethub.abc import GitHubAPI
 
-from workers import audit, gate_store, pipeline, vcs
+from workers import audit, gate_store, pipeline, stale_plans, vcs
 from workers.approvals import coverage
 from workers.checkout import checkout, job_workdir
 from workers.config import ConfigError, RepoConfig
@@ -26,12 +26,20 @@ from workers.github import installation_client
 from workers.pipeline import CHECKOUT_TIMEOUT
 from workers.plan import summary_line
 from workers.projects import Project, ProjectSelection
-from workers.render import ProjectResult, render_config_error, render_fork_refused, render_plan_comments
+from workers.render import (
+    ProjectResult,
+    render_config_error,
+    render_fork_refused,
+    render_plan_comments,
+    render_planned_on_merge,
+    render_too_many_files,
+)
 from workers.render_replies import approval_status
 from workers.render_status import destroy_status, pending_status, plan_status
 from workers.repo_config import base_config
 from workers.runlog import record_run
 from workers.sandbox import SandboxError
+from workers.stale_plans import PlannedPR
 
 log = logging.getLogger("plangate.plan")
 PLAN_CONTEXT = "plangate/plan"
@@ -54,6 +62,8 @@ class PlanRequest:
     trigger: str = "push"
     only: tuple[str, ...] = ()  # `/plan NAME ...`: plan these projects whether or not the PR changes them
     base_sha: str = ""  # the base branch's commit the PR is compared with: a deleted project is destroyed from it
+    on_merge: bool = False  # the base branch moved: plan GitHub's test merge instead of the head
+    code_sha: str = ""  # the commit whose code is planned when it is not `sha` (the test merge)
 
     def head_key(self) -> str:
         return f"plangate:head:{self.repo_id}:{self.pr}"
@@ -65,10 +75,19 @@ def is_current(ctx: WorkerContext, req: PlanRequest) -> bool:
     return head is None or head.decode() == req.sha  # type: ignore[union-attr]
 
 
-async def dispatch(ctx: WorkerContext, req: PlanRequest) -> list[Project] | None:
+async def dispatch(ctx: WorkerContext, req: PlanRequest) -> tuple[PlanRequest, list[Project]] | None:
     """Mark the SHA current, find the affected projects; None when there is nothing to plan."""
+    if req.on_merge:
+        stale_plans.release(ctx.redis, req.repo_id, req.pr)
+        if not is_current(ctx, req):
+            return None  # a newer push of the PR is planned anyway
     _take_head(ctx, req)
     async with installation_client(ctx.tokens, req.installation_id, ctx.settings.api_url) as gh:
+        if req.on_merge:
+            merge = await _test_merge(gh, req)
+            if merge is None:
+                return None
+            req = replace(req, code_sha=merge)
         policy = await _policy(gh, req)
         if req.fork and not (policy is not None and policy.allow_fork_prs):
             await _refuse_fork(ctx, gh, req)
@@ -79,7 +98,8 @@ async def dispatch(ctx: WorkerContext, req: PlanRequest) -> list[Project] | None
         scope = f"pr-{req.pr}"
         try:
             with job_workdir(ctx.checkouts, req.repo_id, scope, req.sha, "_discovery") as work:
-                await asyncio.to_thread(checkout, req.clone_url, req.sha, work, token, timeout=CHECKOUT_TIMEOUT)
+                code = req.code_sha or req.sha
+                await asyncio.to_thread(checkout, req.clone_url, code, work, token, timeout=CHECKOUT_TIMEOUT)
                 found = discover(work, changed, req.only)
         except ConfigError as exc:
             await _config_failed(ctx, gh, req, exc)
@@ -101,7 +121,21 @@ async def dispatch(ctx: WorkerContext, req: PlanRequest) -> list[Project] | None
             return None
         masks = policy.mask_patterns if policy is not None else ()
         _remember_selection(ctx, req, masks, found.selection)
-        return projects
+        return req, projects
+
+
+async def _test_merge(gh: GitHubAPI, req: PlanRequest) -> str | None:
+    """GitHub's test merge of the PR's head with its base branch as it is now; None when the PR was
+    closed, moved on to another head, or does not merge cleanly (nothing to plan then)."""
+    pull = await gh.getitem(f"/repos/{req.repo}/pulls/{req.pr}")
+    if pull.get("state") != "open" or pull["head"]["sha"] != req.sha:
+        return None
+    merge = pull.get("merge_commit_sha")
+    base = (pull.get("base") or {}).get("sha")
+    if not merge or pull.get("mergeable") is False:
+        log.info(json.dumps({"repo": req.repo, "pr": req.pr, "replan_on_merge": "no clean test merge", "base": base}))
+        return None
+    return str(merge)
 
 
 async def _policy(gh: GitHubAPI, req: PlanRequest) -> RepoConfig | None:
@@ -168,7 +202,7 @@ def plan_project(ctx: WorkerContext, req: PlanRequest, project: Project) -> Proj
     try:
         terraform = ctx.terraform(project.tool, "plan")
         token = asyncio.run(ctx.tokens.token(req.installation_id))
-        scope, code = f"pr-{req.pr}", project.destroy_from or req.sha  # a deleted project: its base code
+        scope, code = f"pr-{req.pr}", project.destroy_from or req.code_sha or req.sha
         with pipeline.checked_out(ctx.checkouts, req.repo_id, scope, code, project.name, req.clone_url, token) as dirs:
             planned = pipeline.plan(terraform, project, dirs)
         return pipeline.result(project, req.sha, terraform.tool, planned)
@@ -185,7 +219,10 @@ async def publish(ctx: WorkerContext, req: PlanRequest, results: list[ProjectRes
     found = ctx.records.get_json(_meta_key(req))
     meta = found if isinstance(found, dict) else {}
     patterns = [*ctx.settings.mask_patterns, *meta.get("mask_patterns", [])]
-    note = "changes_unknown" if meta.get("changes_unknown") else ""
+    notes = [render_too_many_files(vcs.MAX_PR_FILES)] if meta.get("changes_unknown") else []
+    if req.code_sha:
+        notes.append(render_planned_on_merge(req.sha, req.code_sha, req.default_branch))
+    note = "\n\n".join(notes)
     bodies = render_plan_comments(results, pr=req.pr, sha=req.sha, mask_patterns=patterns, note=note)
     async with installation_client(ctx.tokens, req.installation_id, ctx.settings.api_url) as gh:
         login = await _login(ctx)
@@ -200,6 +237,8 @@ async def publish(ctx: WorkerContext, req: PlanRequest, results: list[ProjectRes
             published_at=published.at,
         )
         gate_store.save_destroys(ctx.records, req.repo_id, req.pr, req.sha, record)
+        planned = PlannedPR(req.pr, req.sha, req.author, req.fork, [r.identity for r in results])
+        stale_plans.remember(ctx.records, req.repo_id, planned)
         await vcs.set_status(gh, req.repo, req.sha, PLAN_CONTEXT, *plan_status(results), url)
         gate = await _gate_status(ctx, gh, req, results, record, login)
         await vcs.set_status(gh, req.repo, req.sha, DESTROY_CONTEXT, *gate, url)

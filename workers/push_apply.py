@@ -15,9 +15,9 @@ from typing import Any
 
 from gidgethub.abc import GitHubAPI
 
-from workers import apply_store, audit, vcs
+from workers import apply_store, audit, stale_plans, vcs
 from workers.checkout import checkout, job_workdir
-from workers.config import ConfigError
+from workers.config import ConfigError, RepoConfig
 from workers.context import WorkerContext
 from workers.discovery import deleted, discover, with_deleted
 from workers.github import installation_client
@@ -26,6 +26,7 @@ from workers.projects import Project
 from workers.render import render_config_error
 from workers.render_apply import apply_pending, apply_status, render_apply_died
 from workers.repo_config import base_config
+from workers.stale_plans import PlannedPR
 
 log = logging.getLogger("plangate.apply")
 APPLY_CONTEXT = "plangate/apply"
@@ -58,12 +59,14 @@ class MergedPR:
 class Dispatch:
     projects: list[Project]
     pr: MergedPR | None
+    replans: list[PlannedPR]  # open PRs planned against the code this push replaced: plan them on the merge
 
 
 async def dispatch(ctx: WorkerContext, req: PushRequest) -> Dispatch | None:
     """Mark the SHA pending and find the affected projects and the merged PR; None: nothing to do."""
     async with installation_client(ctx.tokens, req.installation_id, ctx.settings.api_url) as gh:
-        if not await _is_apply_branch(gh, req):
+        policy = await _apply_policy(gh, req)
+        if policy is None:
             return None
         pr = await merged_pr(gh, req.repo, req.after)
         changed = await _changed(gh, req)
@@ -93,19 +96,34 @@ async def dispatch(ctx: WorkerContext, req: PushRequest) -> Dispatch | None:
             await vcs.set_status(gh, req.repo, req.after, APPLY_CONTEXT, "success", "no Terraform project affected")
             return None
         await vcs.set_status(gh, req.repo, req.after, APPLY_CONTEXT, *apply_pending(len(projects)))
-    return Dispatch(projects, pr)
+        replans = await _stale(ctx, gh, req, projects, pr) if policy.replan_on_base_change else []
+    return Dispatch(projects, pr, replans)
 
 
-async def _is_apply_branch(gh: GitHubAPI, req: PushRequest) -> bool:
-    """`apply_branch` from the default branch's config (the default branch itself when unset).
-    An unreadable config applies nothing: the push to the default branch is then marked failed."""
+async def _apply_policy(gh: GitHubAPI, req: PushRequest) -> RepoConfig | None:
+    """The default branch's config when this push is to its `apply_branch` (the default branch itself
+    when unset); None otherwise. An unreadable config applies nothing: the push is marked failed."""
     try:
         config = await base_config(gh, req.repo, req.default_branch)
     except ConfigError as exc:
         if req.branch == req.default_branch:
             await vcs.set_status(gh, req.repo, req.after, APPLY_CONTEXT, "failure", f"invalid .plangate.yml: {exc.key}")
-        return False
-    return req.branch == (config.apply_branch or req.default_branch)
+        return None
+    return config if req.branch == (config.apply_branch or req.default_branch) else None
+
+
+async def _stale(
+    ctx: WorkerContext, gh: GitHubAPI, req: PushRequest, projects: list[Project], merged: MergedPR | None
+) -> list[PlannedPR]:
+    """Mark the plans of open PRs on the same projects stale; those with no re-plan pending get one."""
+    identities = {p.identity for p in projects}
+    prs = stale_plans.affected(ctx.records, req.repo_id, identities, merged.number if merged else None)
+    note = stale_plans.stale_note(req.after, req.branch)
+    for planned in prs:
+        comment_id = vcs.known_comment(ctx.records, req.repo_id, planned.number, "plan")
+        if comment_id is not None:
+            await stale_plans.mark_stale(gh, req.repo, comment_id, note)
+    return [p for p in prs if stale_plans.claim(ctx.redis, req.repo_id, p.number)]
 
 
 async def merged_pr(gh: GitHubAPI, repo: str, sha: str) -> MergedPR | None:

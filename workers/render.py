@@ -247,6 +247,14 @@ def render_too_many_files(n_files: int) -> str:
     )
 
 
+def render_planned_on_merge(head: str, merge: str, branch: str) -> str:
+    """The note for a plan of GitHub's test merge, made because the base branch moved."""
+    return (
+        f"> [!NOTE]\n> `{one_line(branch, 100)}` moved since {head[:7]} was planned, so this is the plan of the "
+        f"merge of {head[:7]} into it ({merge[:7]}): what merging would apply now."
+    )
+
+
 def render_config_error(key: str, problem: str) -> str:
     """An invalid `.plangate.yml`: name the key and the problem; nothing was planned or applied."""
     return (

@@ -61,6 +61,12 @@ def _comments_key(repo_id: int, number: int, kind: str) -> str:
     return f"plangate:comments:{repo_id}:{number}:{kind}"
 
 
+def known_comment(records: Records, repo_id: int, number: int, kind: str) -> int | None:
+    """The id of part 1 of the bot's `kind` comment on `number`, when this Redis knows it."""
+    cached = records.get_json(_comments_key(repo_id, number, kind))
+    return int(cached["1"]) if isinstance(cached, dict) and "1" in cached else None
+
+
 async def _find_own(gh: GitHubAPI, repo: str, number: int, login: str, kind: str) -> dict[int, int]:
     """part → comment id of the bot's own `kind` comments; markers by anyone else never count."""
     found: dict[int, int] = {}

@@ -9,6 +9,8 @@ from gidgethub.sansio import Event
 from rq.exceptions import NoSuchJobError
 from rq.job import Job, JobStatus
 
+from workers.stale_plans import forget
+
 from .context import Delivery, repo_args
 
 router = Router()
@@ -48,8 +50,9 @@ for _action in ("opened", "reopened", "synchronize", "ready_for_review"):
 
 @router.register("pull_request", action="closed")
 async def drop_queued(event: Event, delivery: Delivery) -> None:
-    """A closed PR needs no plan: cancel its head's plan if it has not started."""
+    """A closed PR needs no plan: cancel its head's plan if it has not started, and re-plan it no more."""
     pull = event.data["pull_request"]
+    forget(delivery.plans.connection, int(event.data["repository"]["id"]), int(pull["number"]))
     job_id = plan_job_id(int(event.data["repository"]["id"]), int(pull["number"]), str(pull["head"]["sha"]))
     try:
         job = Job.fetch(job_id, connection=delivery.plans.connection)
