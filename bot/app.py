@@ -17,7 +17,7 @@ from starlette.routing import Route
 from bot import settings as settings_module
 from bot import setup, signin, status_page
 from bot.enqueue import COMMANDS_QUEUE, PLANS_QUEUE
-from bot.metrics import GateDecisions
+from bot.metrics import GateDecisions, GitHubHealth
 from bot.settings import Settings
 from bot.status_auth import metrics_access
 from bot.webhook import webhook
@@ -38,6 +38,7 @@ def create_app(settings: Settings | None = None) -> Starlette:
         app.state.plans = Queue(PLANS_QUEUE, connection=conn)
         app.state.worker_metrics = CollectorRegistry(auto_describe=True)
         app.state.worker_metrics.register(GateDecisions(conn))
+        app.state.worker_metrics.register(GitHubHealth(conn))
         _log_status_access(loaded)
         yield
         conn.close()

@@ -6,6 +6,7 @@ import argparse
 import logging
 import os
 import sys
+import time
 from typing import NoReturn
 
 from bot import settings as settings_module
@@ -50,9 +51,9 @@ def cmd_web(args: argparse.Namespace) -> int:
 
 def cmd_worker(args: argparse.Namespace) -> int:
     import redis
-    from rq import Worker
 
     from bot.enqueue import QUEUE_NAMES
+    from workers.rq_worker import MAINTENANCE_INTERVAL, PlangateWorker
 
     settings = _settings(need_app=True, need_redis_password=True)
     _logging()
@@ -76,7 +77,7 @@ def cmd_worker(args: argparse.Namespace) -> int:
     ctx.record_sandbox()
 
     conn = redis.Redis.from_url(settings.redis_url)
-    worker = Worker(list(QUEUE_NAMES), connection=conn)
+    worker = PlangateWorker(list(QUEUE_NAMES), connection=conn, maintenance_interval=MAINTENANCE_INTERVAL)
     worker.work(burst=args.burst, logging_level="INFO", with_scheduler=True)  # runs jittered drift checks
     return 0
 
@@ -95,13 +96,20 @@ def cmd_cron(args: argparse.Namespace) -> int:
 
     conn = redis.Redis.from_url(settings.redis_url)
     forget_secrets(os.environ)
-    scheduler = CronScheduler(connection=conn, logging_level="INFO")
-    scheduler.register(maintenance.sweep_workdirs, PLANS_QUEUE, cron="17 * * * *", name="sweep-workdirs")
-    scheduler.register(jobs.refresh_drift_targets, PLANS_QUEUE, cron="7 * * * *", name="drift-targets")
-    scheduler.register(jobs.drift_tick, PLANS_QUEUE, cron="* * * * *", name="drift-tick")
-    Queue(PLANS_QUEUE, connection=conn).enqueue(jobs.refresh_drift_targets)  # know the targets from the start
-    scheduler.start()  # type: ignore[no-untyped-call]
-    return 0
+    wait = 1.0
+    while True:  # Redis restarts: reconnect with backoff and carry on, no process restart needed
+        try:
+            scheduler = CronScheduler(connection=conn, logging_level="INFO")
+            scheduler.register(maintenance.sweep_workdirs, PLANS_QUEUE, cron="17 * * * *", name="sweep-workdirs")
+            scheduler.register(jobs.refresh_drift_targets, PLANS_QUEUE, cron="7 * * * *", name="drift-targets")
+            scheduler.register(jobs.drift_tick, PLANS_QUEUE, cron="* * * * *", name="drift-tick")
+            Queue(PLANS_QUEUE, connection=conn).enqueue(jobs.refresh_drift_targets)  # know the targets now
+            scheduler.start()  # type: ignore[no-untyped-call]
+            return 0
+        except (redis.ConnectionError, redis.TimeoutError) as exc:
+            logging.getLogger("plangate.cron").error("Redis unreachable (%s); retrying in %.0fs", exc, wait)
+            time.sleep(wait)
+            wait = min(wait * 2, 60.0)
 
 
 def cmd_demo(args: argparse.Namespace) -> int:

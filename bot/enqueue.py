@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from prometheus_client import Histogram
-from rq import Queue
+from rq import Callback, Queue, Retry
 from rq.exceptions import DuplicateJobError
 
 ENQUEUE_SECONDS = Histogram(
@@ -24,6 +24,11 @@ ENQUEUE_SECONDS = Histogram(
 COMMANDS_QUEUE = "plangate-commands"
 PLANS_QUEUE = "plangate-plans"
 QUEUE_NAMES = (COMMANDS_QUEUE, PLANS_QUEUE)
+# A plan has no side effect, so a plan job whose worker died is run again, at most twice. An apply
+# is never re-run by itself; neither is a command (its reply would be posted twice).
+PLAN_RETRIES = 2
+RERUN_PLANS = frozenset({"workers.jobs.plan_pr"})
+COUNT_ABANDONED = "workers.rq_worker.count_abandoned"
 
 
 @dataclass(frozen=True)
@@ -37,8 +42,18 @@ def enqueue_once(
 ) -> Enqueued:
     """Enqueue unless a job with this id already exists (a redelivery or duplicate event)."""
     started = time.perf_counter()
+    rerun = func in RERUN_PLANS
     try:
-        queue.enqueue(func, kwargs=kwargs, job_id=job_id, unique=True, job_timeout=timeout, result_ttl=result_ttl)
+        queue.enqueue(
+            func,
+            kwargs=kwargs,
+            job_id=job_id,
+            unique=True,
+            job_timeout=timeout,
+            result_ttl=result_ttl,
+            retry=Retry(max=PLAN_RETRIES) if rerun else None,
+            on_failure=Callback(COUNT_ABANDONED) if rerun else None,
+        )
     except DuplicateJobError:
         return Enqueued(job_id, duplicate=True)
     finally:

@@ -27,6 +27,7 @@ from bot.enqueue import QUEUE_NAMES
 from bot.gate_states import GateState, gate_states
 from bot.status_auth import EVERYTHING, Access, page_access
 from bot.urls import public_base_url
+from workers.github_metrics import LIMITED_PREFIX
 from workers.runlog import KEEP, recent_runs
 from workers.sandbox import SANDBOX_KEY_PREFIX
 
@@ -62,6 +63,7 @@ def render_status_page(
     access: Access = EVERYTHING,
     signout_url: str = "/auth/signout",
     sandboxes: Mapping[str, str] | None = None,
+    rate_limited: Mapping[str, tuple[str, float]] | None = None,
 ) -> str:
     """The whole document. Pure: the same inputs give the same page. `runs` newest first (as runlog stores them).
 
@@ -71,6 +73,7 @@ def render_status_page(
     body = (
         f'<h1>plangate</h1><p class="muted">As of {_e(_utc(now))}; refreshes every {REFRESH_SECONDS} s.</p>'
         f"{_viewer_section(access, signout_url)}{_sandbox_section(sandboxes or {})}"
+        f"{_rate_limit_section(rate_limited or {})}"
         f"{_gates_section(gate_states(runs), now)}{_drift_section(runs, now)}{_runs_section(runs, now)}"
         f"{_queues_section(queues)}{workers_html}"
     )
@@ -93,6 +96,17 @@ def _sandbox_section(sandboxes: Mapping[str, str]) -> str:
         )
     kinds = sorted(set(sandboxes.values()))
     return f'<p class="muted">Terraform sandbox: {_e("; ".join(kinds))}.</p>' if kinds else ""
+
+
+def _rate_limit_section(limited: Mapping[str, tuple[str, float]]) -> str:
+    """While GitHub rate-limits an installation, plans and replies wait: say so, and for how long."""
+    lines = [
+        f"installation {_e(name)} ({_e(kind)} limit, about {max(1, round(left))} s more)"
+        for name, (kind, left) in sorted(limited.items())
+    ]
+    if not lines:
+        return ""
+    return f'<p class="state-pending">GitHub is rate-limiting {"; ".join(lines)}: jobs wait, nothing is lost.</p>'
 
 
 def _viewer_section(access: Access, signout_url: str) -> str:
@@ -286,7 +300,19 @@ def _snapshot(conn: redis.Redis, access: Access, signout_url: str) -> str:
         access=access,
         signout_url=signout_url,
         sandboxes=read_sandboxes(conn),
+        rate_limited=read_rate_limited(conn) if access.repos is None else {},
     )
+
+
+def read_rate_limited(conn: redis.Redis) -> dict[str, tuple[str, float]]:
+    """Installation → (primary | secondary, seconds left), from the keys workers set while limited."""
+    found = {}
+    for key in conn.scan_iter(match=f"{LIMITED_PREFIX}*", count=100):
+        kind, left = conn.get(key), conn.ttl(key)
+        name = (key.decode() if isinstance(key, bytes) else str(key)).removeprefix(LIMITED_PREFIX)
+        if isinstance(kind, bytes) and isinstance(left, int) and left > 0:
+            found[name] = (kind.decode(), float(left))
+    return found
 
 
 def read_sandboxes(conn: redis.Redis) -> dict[str, str]:

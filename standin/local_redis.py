@@ -25,37 +25,58 @@ def free_port() -> int:
         return port
 
 
-@contextmanager
-def private_redis() -> Iterator[str]:
-    """Yield the URL of a fresh redis-server that lives only as long as the block."""
-    server = shutil.which("redis-server")
-    if server is None:
-        raise RuntimeError("redis-server is not installed (Debian: apt-get install -y redis-server)")
-    port = free_port()
-    password = secrets.token_hex(16)
-    tmp = tempfile.mkdtemp(prefix="plangate-redis-")
-    proc = subprocess.Popen(
-        [server, "-", "--port", str(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no", "--dir", tmp],
-        stdin=subprocess.PIPE,
-        stdout=subprocess.DEVNULL,
-    )
-    assert proc.stdin is not None
-    proc.stdin.write(f"requirepass {password}\n".encode())
-    proc.stdin.close()
-    url = f"redis://:{password}@127.0.0.1:{port}/0"
-    try:
-        client = redis.Redis.from_url(url)
+class PrivateRedis:
+    """A redis-server on a fixed loopback port and password that can be stopped and started again,
+    empty each time (no persistence): a Redis restart that lost its data, for the outage tests."""
+
+    def __init__(self) -> None:
+        server = shutil.which("redis-server")
+        if server is None:
+            raise RuntimeError("redis-server is not installed (Debian: apt-get install -y redis-server)")
+        self._server = server
+        self.port = free_port()
+        self.password = secrets.token_hex(16)
+        self.url = f"redis://:{self.password}@127.0.0.1:{self.port}/0"
+        self._dir = tempfile.mkdtemp(prefix="plangate-redis-")
+        self._proc: subprocess.Popen[bytes] | None = None
+
+    def start(self) -> None:
+        args = ["-", "--port", str(self.port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no"]
+        proc = subprocess.Popen(
+            [self._server, *args, "--dir", self._dir], stdin=subprocess.PIPE, stdout=subprocess.DEVNULL
+        )
+        assert proc.stdin is not None
+        proc.stdin.write(f"requirepass {self.password}\n".encode())
+        proc.stdin.close()
+        self._proc = proc
+        client = redis.Redis.from_url(self.url)
         deadline = time.monotonic() + 10
         while True:
             try:
                 client.ping()
-                break
+                return
             except redis.ConnectionError:
                 if time.monotonic() > deadline or proc.poll() is not None:
                     raise RuntimeError("the private redis-server did not start") from None
                 time.sleep(0.05)
-        yield url
+
+    def stop(self) -> None:
+        if self._proc is not None:
+            self._proc.terminate()
+            self._proc.wait(10)
+            self._proc = None
+
+    def close(self) -> None:
+        self.stop()
+        shutil.rmtree(self._dir, ignore_errors=True)
+
+
+@contextmanager
+def private_redis() -> Iterator[str]:
+    """Yield the URL of a fresh redis-server that lives only as long as the block."""
+    server = PrivateRedis()
+    try:
+        server.start()
+        yield server.url
     finally:
-        proc.terminate()
-        proc.wait(10)
-        shutil.rmtree(tmp, ignore_errors=True)
+        server.close()

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 import os
-import signal
 from pathlib import Path
 
 import pytest
@@ -12,7 +11,7 @@ import redis
 
 from standin.stack import Stack, running_stack
 from standin.state import Repo
-from tests.e2e import next_second
+from tests.e2e import kill_the_horse_running, next_second
 from tests.tfproject import apply_directly, main_tf, state_addresses, tool
 
 pytestmark = pytest.mark.e2e
@@ -185,20 +184,6 @@ exec {real} "$@"
 """
 
 
-def _kill_the_horse_running(marker: str) -> None:
-    """SIGKILL the work horse whose sandbox (bwrap) runs a command naming `marker`."""
-    for proc in Path("/proc").iterdir():
-        try:
-            argv = (proc / "cmdline").read_bytes().split(b"\0")
-            ppid = int((proc / "stat").read_text().rsplit(") ", 1)[1].split()[1])
-        except (OSError, ValueError, IndexError):
-            continue
-        if argv and argv[0].endswith(b"bwrap") and any(marker.encode() in a for a in argv):
-            os.kill(ppid, signal.SIGKILL)
-            return
-    raise AssertionError(f"no sandbox running {marker}")
-
-
 def test_apply_that_dies_is_reported_and_rerun_by_plan(
     world: tuple[Path, Path], redis_url: str, redis_conn: redis.Redis
 ) -> None:
@@ -223,7 +208,7 @@ def test_apply_that_dies_is_reported_and_rerun_by_plan(
         _planned(stack, repo, pr.head_sha)
         merged = gh.merge_pr(pr)
         stack.wait_for("the first apply to start", marker.exists)
-        _kill_the_horse_running(str(bin_dir))
+        kill_the_horse_running(str(bin_dir))
         assert "died" in _apply_state(stack, repo, merged, "error")
         died = [b for b in _bot_bodies(stack, repo, pr.number) if "plangate:apply-died" in b]
         assert len(died) == 1 and "check the state" in died[0]

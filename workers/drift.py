@@ -26,6 +26,7 @@ from workers.context import WorkerContext
 from workers.discovery import discover
 from workers.drift_schedule import DriftTarget, delays, due, targets_for
 from workers.github import app_client, installation_client
+from workers.github_client import RateLimited
 from workers.pipeline import CHECKOUT_TIMEOUT
 from workers.projects import Project
 from workers.render import ProjectResult
@@ -122,6 +123,8 @@ def check_project(ctx: WorkerContext, target: DriftTarget, project: Project, sha
             ctx.checkouts, target.repo_id, "drift", sha, project.name, target.clone_url, token
         ) as dirs:
             result = pipeline.result(project, sha, terraform.tool, pipeline.plan(terraform, project, dirs))
+    except RateLimited:
+        raise
     except Exception as exc:
         result = pipeline.failure(project, sha, f"{type(exc).__name__}: {exc}")
     return asyncio.run(report(ctx, target, project, result))

@@ -6,8 +6,8 @@ shares, and a token there would let the plan's code comment as the bot. A Redis 
 jobs asking at the same moment mint it once. A token is refreshed when fewer than REFRESH_MARGIN
 seconds of its life remain, so no job starts with a token about to expire.
 
-Every client a job gets masks what it sends (workers.backstop): plangate's secrets and tokens
-never reach a comment, an issue or a status, whatever terraform printed.
+Every client a job gets is a workers.github_client.PlangateGitHubAPI: it masks what it sends,
+paces writes per installation, retries what is safe to retry and honours rate limits.
 """
 
 from __future__ import annotations
@@ -19,21 +19,20 @@ import json
 import ssl
 import time
 import weakref
-from collections.abc import AsyncIterator, Iterable, Mapping
+from collections.abc import AsyncIterator, Iterable
 from contextlib import asynccontextmanager
 from datetime import datetime
-from typing import Any
 
 import httpx
 import jwt
 import redis
 from cryptography.hazmat.primitives.asymmetric.types import PrivateKeyTypes
 from cryptography.hazmat.primitives.serialization import load_pem_private_key
-from gidgethub.httpx import GitHubAPI
-from gidgethub.sansio import accept_format
-from uritemplate import variable
 
 from workers.backstop import Backstop
+from workers.github_client import PlangateGitHubAPI
+from workers.github_metrics import Recorder
+from workers.pacing import Pacer
 from workers.records import Records
 
 USER_AGENT = "plangate"
@@ -74,33 +73,6 @@ def _expires_epoch(expires_at: str) -> float:
     return datetime.fromisoformat(expires_at.replace("Z", "+00:00")).timestamp()
 
 
-class MaskingGitHubAPI(GitHubAPI):
-    """gidgethub's httpx client, with every JSON body passed through the backstop mask first."""
-
-    def __init__(self, client: httpx.AsyncClient, requester: str, *, backstop: Backstop, **kwargs: Any) -> None:
-        super().__init__(client, requester, **kwargs)
-        self.backstop = backstop
-
-    async def _make_request(
-        self,
-        method: str,
-        url: str,
-        url_vars: Mapping[str, variable.VariableValue] | None,
-        data: Any,
-        accept: str = accept_format(),
-        jwt: str | None = None,
-        oauth_token: str | None = None,
-        content_type: str = "application/json",
-        extra_headers: dict[str, str] | None = None,
-    ) -> tuple[bytes, str | None, int]:
-        if data != b"" and content_type == "application/json":
-            data = self.backstop.body(data)
-        result: tuple[bytes, str | None, int] = await super()._make_request(
-            method, url, url_vars, data, accept, jwt, oauth_token, content_type, extra_headers
-        )
-        return result
-
-
 class TokenCache:
     """Installation tokens shared by all workers through Redis (encrypted there)."""
 
@@ -115,6 +87,8 @@ class TokenCache:
         self._secrets = (private_key, *secrets)
         self._seen: set[str] = set()  # tokens this process used: masked in everything it posts
         self.minted = 0  # tokens this process minted, for tests and metrics
+        self.pacer = Pacer(conn)
+        self.metrics = Recorder(conn)
         self._locks: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, dict[int, asyncio.Lock]] = (
             weakref.WeakKeyDictionary()
         )
@@ -178,7 +152,9 @@ class TokenCache:
 
     async def _mint(self, installation_id: int) -> tuple[str, float]:
         async with _http(30) as http:
-            gh = GitHubAPI(http, USER_AGENT, base_url=self._api_url)
+            gh = PlangateGitHubAPI(
+                http, USER_AGENT, backstop=self.backstop(), metrics=self.metrics, base_url=self._api_url
+            )
             try:
                 data = await gh.post(
                     f"/app/installations/{installation_id}/access_tokens",
@@ -195,15 +171,29 @@ class TokenCache:
 
 
 @asynccontextmanager
-async def installation_client(cache: TokenCache, installation_id: int, api_url: str) -> AsyncIterator[GitHubAPI]:
+async def installation_client(
+    cache: TokenCache, installation_id: int, api_url: str
+) -> AsyncIterator[PlangateGitHubAPI]:
     """A gidgethub client acting as the installation for the length of one job."""
     token = await cache.token(installation_id)
     async with _http(60) as http:
-        yield MaskingGitHubAPI(http, USER_AGENT, backstop=cache.backstop(), oauth_token=token, base_url=api_url)
+        yield PlangateGitHubAPI(
+            http,
+            USER_AGENT,
+            backstop=cache.backstop(),
+            installation_id=installation_id,
+            pacer=cache.pacer,
+            metrics=cache.metrics,
+            oauth_token=token,
+            base_url=api_url,
+        )
 
 
 @asynccontextmanager
-async def app_client(app_id: int, private_key: str, api_url: str) -> AsyncIterator[tuple[GitHubAPI, str]]:
+async def app_client(app_id: int, private_key: str, api_url: str) -> AsyncIterator[tuple[PlangateGitHubAPI, str]]:
     """A gidgethub client and a fresh JWT for the App-level routes (`/app`, `/repos/…/installation`)."""
     async with _http(60) as http:
-        yield GitHubAPI(http, USER_AGENT, base_url=api_url), app_jwt(app_id, private_key)
+        yield (
+            PlangateGitHubAPI(http, USER_AGENT, backstop=Backstop([private_key]), base_url=api_url),
+            app_jwt(app_id, private_key),
+        )

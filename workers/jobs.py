@@ -3,22 +3,27 @@
 from __future__ import annotations
 
 import asyncio
+import functools
 import hashlib
+import math
+from collections.abc import Callable
 from dataclasses import asdict
 from datetime import UTC, datetime
-from typing import Any
+from typing import Any, ParamSpec, TypeVar
 
 import redis
-from rq import Queue, RateLimit
+from rq import Callback, Queue, RateLimit, Retry, get_current_job
 from rq.job import Dependency, Job, JobStatus
 
-from bot.enqueue import PLANS_QUEUE, enqueue_once
+from bot.enqueue import COUNT_ABANDONED, PLAN_RETRIES, PLANS_QUEUE, enqueue_once
 from workers import apply_project as apply_project_module
 from workers import apply_store, drift, pr_command, pr_plan, push_apply
 from workers.apply_project import Where
 from workers.command_types import CommandRequest
 from workers.context import context
 from workers.drift_schedule import DriftTarget
+from workers.github_client import RateLimited, deferrable
+from workers.github_metrics import Recorder
 from workers.pr_plan import PlanRequest
 from workers.projects import Project
 from workers.push_apply import PushRequest
@@ -26,6 +31,37 @@ from workers.render import ProjectResult
 from workers.stale_plans import PlannedPR
 
 STEP_MARGIN = 120  # RQ's own timeout must only fire after the runner's SIGINT → SIGTERM → SIGKILL
+RERUN = Retry(max=PLAN_RETRIES)  # plan and drift jobs: no side effect, so a dead worker's job runs again
+ABANDONED = Callback(COUNT_ABANDONED)
+
+P = ParamSpec("P")
+R = TypeVar("R")
+
+
+def reschedulable(func: Callable[P, R]) -> Callable[P, R]:
+    """A job that may be run again from its start: a long GitHub rate-limit wait is handed to RQ's
+    scheduler (the same job, dependents still waiting) instead of holding this worker; and a run that
+    follows a dead worker's is counted as recovered."""
+
+    @functools.wraps(func)
+    def run(*args: P.args, **kwargs: P.kwargs) -> R:
+        job = get_current_job()
+        token = deferrable.set(True)
+        try:
+            result = func(*args, **kwargs)
+        except RateLimited as exc:
+            if job is not None:
+                job.retries_left = (job.retries_left or 0) + 1
+                job.retry_intervals = [math.ceil(exc.wait)]
+                Recorder(job.connection).job("deferred")
+            raise
+        finally:
+            deferrable.reset(token)
+        if job is not None and job.retries_left is not None and job.retries_left < PLAN_RETRIES:
+            Recorder(job.connection).job("recovered")
+        return result
+
+    return run
 
 
 def project_rate_limit(repo_id: int, project: Project) -> RateLimit:
@@ -34,6 +70,7 @@ def project_rate_limit(repo_id: int, project: Project) -> RateLimit:
     return RateLimit(key=f"project-{repo_id}-{slug}", concurrency=1)
 
 
+@reschedulable
 def plan_pr(**kwargs: Any) -> list[str]:
     """Dispatch: find the PR's projects, enqueue one plan per project and the publish job after them."""
     ctx = context()
@@ -51,6 +88,8 @@ def plan_pr(**kwargs: Any) -> list[str]:
             rate_limit=project_rate_limit(req.repo_id, project),
             job_timeout=timeout,
             result_ttl=24 * 3600,
+            retry=RERUN,
+            on_failure=ABANDONED,
         )
         ids.append(job.id)
     queue.enqueue(
@@ -58,6 +97,8 @@ def plan_pr(**kwargs: Any) -> list[str]:
         kwargs={"request": asdict(req), "job_ids": ids},
         depends_on=Dependency(jobs=ids, allow_failure=True),
         job_timeout=600,
+        retry=RERUN,
+        on_failure=ABANDONED,
     )
     return ids
 
@@ -66,6 +107,7 @@ def _request(data: dict[str, Any]) -> PlanRequest:
     return PlanRequest(**{**data, "only": tuple(data.get("only", ()))})
 
 
+@reschedulable
 def plan_project(request: dict[str, Any], project: dict[str, Any]) -> ProjectResult:
     return pr_plan.plan_project(context(), _request(request), Project(**project))
 
@@ -90,12 +132,14 @@ def _result_of(job_id: str, request: PlanRequest) -> ProjectResult | None:
     )
 
 
+@reschedulable
 def publish_plan(request: dict[str, Any], job_ids: list[str]) -> None:
     req = _request(request)
     results = [r for r in (_result_of(i, req) for i in job_ids) if r is not None]
     asyncio.run(pr_plan.publish(context(), req, results))
 
 
+@reschedulable
 def handle_command(**kwargs: Any) -> str:
     """A slash command; `/plan` re-plans the head SHA under a job id of its own."""
     ctx = context()
@@ -205,6 +249,7 @@ def finish_apply(push: dict[str, Any], job_ids: list[str], where: dict[str, Any]
     asyncio.run(push_apply.finish(ctx, req, at, died))
 
 
+@reschedulable
 def refresh_drift_targets() -> int:
     """Which repositories and projects have drift checks, from the App's installations."""
     return len(asyncio.run(drift.refresh(context())))
@@ -215,6 +260,7 @@ def drift_tick() -> list[str]:
     return drift.tick(context(), datetime.now(UTC))
 
 
+@reschedulable
 def drift_check(target: dict[str, Any]) -> list[str]:
     """One repository's check: resolve the default branch head, then one job per project."""
     ctx = context()
@@ -228,10 +274,13 @@ def drift_check(target: dict[str, Any]) -> list[str]:
             kwargs={"target": target, "project": asdict(project), "sha": sha},
             rate_limit=project_rate_limit(goal.repo_id, project),
             job_timeout=int(ctx.settings.tf_timeout * 4 + STEP_MARGIN),
+            retry=RERUN,
+            on_failure=ABANDONED,
         )
         ids.append(job.id)
     return ids
 
 
+@reschedulable
 def drift_project(target: dict[str, Any], project: dict[str, Any], sha: str) -> str:
     return drift.check_project(context(), DriftTarget.from_plain(target), Project(**project), sha)

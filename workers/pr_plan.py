@@ -23,6 +23,7 @@ from workers.context import WorkerContext
 from workers.discovery import deleted, discover, with_deleted
 from workers.gate import destroy_keys
 from workers.github import installation_client
+from workers.github_client import RateLimited
 from workers.pipeline import CHECKOUT_TIMEOUT
 from workers.plan import summary_line
 from workers.projects import Project, ProjectSelection
@@ -206,6 +207,8 @@ def plan_project(ctx: WorkerContext, req: PlanRequest, project: Project) -> Proj
         with pipeline.checked_out(ctx.checkouts, req.repo_id, scope, code, project.name, req.clone_url, token) as dirs:
             planned = pipeline.plan(terraform, project, dirs)
         return pipeline.result(project, req.sha, terraform.tool, planned)
+    except RateLimited:
+        raise  # RQ runs the job again once GitHub allows (workers.jobs.reschedulable)
     except Exception as exc:  # any failure is reported on the PR, never swallowed
         log.warning(json.dumps({"repo": req.repo, "pr": req.pr, "project": project.name, "error": str(exc)}))
         return pipeline.failure(project, req.sha, f"{type(exc).__name__}: {exc}", ours=isinstance(exc, SandboxError))

@@ -1,0 +1,74 @@
+"""Workers that die and a Redis that restarts: nothing lost, nothing doubled, no human needed.
+
+End to end: stand-in GitHub, real Redis (a private one that is stopped and started), real worker
+processes, real terraform (behind a wrapper that can hang, so a worker can be killed mid-plan).
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+import redis
+
+from standin.local_redis import PrivateRedis
+from standin.stack import running_stack
+from tests.e2e import applied_state, bot_bodies, infra_repo, kill_the_horse_running, status
+from tests.tfproject import main_tf, tool
+
+pytestmark = pytest.mark.e2e
+
+SLOW_FIRST_PLAN = """#!/bin/sh
+# terraform, except that the first `plan` says so and hangs: the test kills the work horse running it.
+if [ "$1" = "plan" ] && [ ! -e "$HANG_MARKER" ]; then
+  touch "$HANG_MARKER"
+  sleep 300
+  exit 1
+fi
+exec {real} "$@"
+"""
+
+
+def test_a_plan_whose_worker_died_is_run_again_without_anyone(
+    tmp_path: Path, redis_url: str, redis_conn: redis.Redis
+) -> None:
+    state = applied_state(tmp_path)
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    (bin_dir / "terraform").write_text(SLOW_FIRST_PLAN.format(real=tool()))
+    (bin_dir / "terraform").chmod(0o755)
+    marker = tmp_path / "state" / "hung-once"
+    env = {"PATH": f"{bin_dir}:{os.environ['PATH']}", "HANG_MARKER": str(marker), "PLANGATE_TF_ENV": "HANG_MARKER"}
+    with running_stack(tmp_path, redis_url, extra_env=env) as stack:
+        repo = infra_repo(stack, state)
+        pr = stack.gh.open_pr(repo, "drop", "alice", "Drop", {"infra/main.tf": main_tf(state, {"keep": "a"})})
+        stack.wait_for("the first plan to hang", marker.exists)
+        kill_the_horse_running(str(bin_dir))
+        assert "1 to destroy" in status(stack, repo, pr.head_sha, "plangate/destroy", "failure")
+        assert status(stack, repo, pr.head_sha, "plangate/plan", "success")
+        assert len([b for b in bot_bodies(stack, repo, pr.number) if "plangate:plan" in b]) == 1
+        assert int(redis_conn.hget("plangate:metrics:jobs", "abandoned") or 0) == 1
+        assert int(redis_conn.hget("plangate:metrics:jobs", "recovered") or 0) == 1
+
+
+def test_a_redis_outage_is_a_503_and_the_redelivery_is_planned_once(tmp_path: Path) -> None:
+    state = applied_state(tmp_path)
+    server = PrivateRedis()
+    server.start()
+    try:
+        with running_stack(tmp_path, server.url) as stack:
+            repo = infra_repo(stack, state)
+            server.stop()
+            files = {"infra/main.tf": main_tf(state, {"keep": "a"})}
+            pr = stack.gh.open_pr(repo, "drop", "alice", "Drop", files, deliver=False)
+            (delivery,) = [d for d in stack.gh.outbox if d.event == "pull_request"]
+            assert stack.gh.redeliver(delivery).status_code == 503  # GitHub shows it failed: redeliver later
+            server.start()  # back, and empty: whatever it held is gone
+            stack.wait_for("readiness", lambda: stack.gh.redeliver(delivery).status_code == 202, timeout=30)
+            assert stack.gh.redeliver(delivery).status_code == 200  # the same delivery again: acted on once
+            assert "1 to destroy" in status(stack, repo, pr.head_sha, "plangate/destroy", "failure")
+            assert len([b for b in bot_bodies(stack, repo, pr.number) if "plangate:plan" in b]) == 1
+            assert all(worker.poll() is None for worker in stack.workers)  # no restart was needed
+    finally:
+        server.close()
