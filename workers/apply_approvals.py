@@ -14,9 +14,10 @@ from dataclasses import dataclass
 from gidgethub.abc import GitHubAPI
 
 from workers import gate_store
-from workers.approvals import Approval, approved_keys
-from workers.config import DestroyApprovers
-from workers.permissions import may_approve
+from workers.approvals import Approval
+from workers.config import DestroyApprovers, DestroyRule
+from workers.destroy_rules import needs, satisfied_pairs
+from workers.permissions import may_approve, rule_eligibility
 from workers.records import Records
 
 
@@ -42,8 +43,10 @@ async def standing(
     authors: tuple[str, ...],
     authored: str,
     policy: DestroyApprovers | None,
+    rules: tuple[DestroyRule, ...] = (),
 ) -> Standing:
-    """`policy` None: the default branch's config is unreadable, so no approver can be confirmed."""
+    """`policy` None: the default branch's config is unreadable, so no approver can be confirmed.
+    `rules`: the default branch's destroy rules; a key is approved only when they are satisfied."""
     if number is None:
         return Standing(frozenset(), ())
     found: list[Approval] = []
@@ -61,7 +64,9 @@ async def standing(
             gh, repo=repo, login=login, user_type="User", authors=authors, policy=policy, authored=authored
         )
         verdicts[login] = None if allowed.allowed else allowed.reason
-    good = [a for a in found if verdicts[a.approver] is None]
-    keys = frozenset(k for sha in shas for k in approved_keys(good, identity, sha=sha))
+    good = [a for a in found if verdicts[a.approver] is None and a.sha in shas]
+    eligible = await rule_eligibility(gh, [a.approver for a in good], rules) if rules else {}
+    pairs = [(p, k) for a in good for p, k in a.pairs if p == identity]
+    keys = frozenset(key for _, key in satisfied_pairs(needs(pairs, good, rules, eligible)))
     revoked = tuple((login, why) for login, why in verdicts.items() if why is not None)
     return Standing(keys, tuple(dict.fromkeys(a.approver for a in good)), revoked)

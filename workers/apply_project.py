@@ -132,6 +132,7 @@ async def _approved(
         authors=where.authors,
         authored=AUTHORED_PR if where.is_pr else AUTHORED_PUSH,
         policy=policy.destroy_approvers if policy is not None else None,
+        rules=policy.destroy_rules if policy is not None else (),
     )
 
 

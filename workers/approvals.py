@@ -17,7 +17,7 @@ import binascii
 import json
 import zlib
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from workers.projects import identity_name
@@ -66,6 +66,8 @@ class Coverage:
     approved_pairs: frozenset[Pair]
     unapproved_pairs: frozenset[Pair]
     approvers: list[str]  # logins whose approvals cover at least one pair, first approval first
+    never: frozenset[Pair] = frozenset()  # destroys a `never` destroy rule holds: no approval unlocks them
+    notes: Mapping[Pair, str] = field(default_factory=dict)  # per destroy: the rule and what it still needs
 
     @property
     def total(self) -> int:

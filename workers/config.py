@@ -61,6 +61,24 @@ class DestroyApprovers:
 
 
 @dataclass(frozen=True)
+class DestroyRule:
+    """One entry of `destroy_rules` (see workers.destroy_rules for what it means)."""
+
+    match: tuple[str, ...]
+    approvals: int = 1
+    users: tuple[str, ...] = ()  # with teams: who counts for this rule (empty: whoever may approve)
+    teams: tuple[str, ...] = ()
+    never: bool = False
+
+    @property
+    def narrowed(self) -> bool:
+        return bool(self.users or self.teams)
+
+    def label(self, index: int) -> str:
+        return f"destroy_rules[{index}]"
+
+
+@dataclass(frozen=True)
 class RepoConfig:
     version: int = 1
     projects: tuple[ProjectConfig, ...] | None = None  # None: autodiscovery
@@ -70,6 +88,7 @@ class RepoConfig:
     mask_patterns: tuple[str, ...] = ()  # each compiles with RE2; only the default branch's are used
     drift_schedule: str | None = None  # cron; None: no drift checks
     replan_on_base_change: bool = True  # re-plan open PRs on the merge when the apply branch moves
+    destroy_rules: tuple[DestroyRule, ...] = ()
 
 
 class _UniqueKeyLoader(yaml.SafeLoader):
@@ -241,6 +260,45 @@ def _approvers(value: object) -> DestroyApprovers:
     )
 
 
+_RULE_KEYS = ("match", "approvals", "approvers", "never")
+
+
+def _address_glob(value: str, path: str) -> None:
+    if not value.strip() or value != value.strip() or value == "type:":
+        raise ConfigError(path, f"{value!r}: expected an address glob or type:RESOURCE_TYPE")
+
+
+def _destroy_rule(value: object, path: str) -> DestroyRule:
+    m = _mapping(value, path, _RULE_KEYS)
+    if "match" not in m:
+        raise ConfigError(f"{path}.match", "required")
+    match = _str_list(m, "match", f"{path}.match", _address_glob)
+    if not match:
+        raise ConfigError(f"{path}.match", "empty list: name the destroys this rule is about")
+    never = _typed(m, "never", f"{path}.never", bool, "true or false", False)
+    approvals = _typed(m, "approvals", f"{path}.approvals", int, "a number of approvals", 1)
+    if not 1 <= approvals <= 10:
+        raise ConfigError(f"{path}.approvals", f"expected 1 to 10, got {approvals}")
+    if never and ("approvals" in m or "approvers" in m):
+        raise ConfigError(f"{path}.never", "a `never` rule takes no approvals or approvers: nothing unlocks it")
+    who = _mapping(m.get("approvers", {}), f"{path}.approvers", ("users", "teams"))
+    return DestroyRule(
+        match=match,
+        approvals=approvals,
+        users=_str_list(who, "users", f"{path}.approvers.users", _matching(LOGIN, "GitHub login")),
+        teams=_str_list(who, "teams", f"{path}.approvers.teams", _matching(TEAM, 'team ("org/team-slug")')),
+        never=never,
+    )
+
+
+def _destroy_rules(value: object) -> tuple[DestroyRule, ...]:
+    if value is None:
+        return ()
+    if not isinstance(value, list):
+        raise ConfigError("destroy_rules", f"expected a list of rules, got {_describe(value)}")
+    return tuple(_destroy_rule(item, f"destroy_rules[{i}]") for i, item in enumerate(value))
+
+
 _TOP_KEYS = (
     "version",
     "projects",
@@ -250,6 +308,7 @@ _TOP_KEYS = (
     "mask_patterns",
     "drift",
     "replan_on_base_change",
+    "destroy_rules",
 )
 
 
@@ -283,4 +342,5 @@ def parse_config(text: str | None, *, refused: str | None = None) -> RepoConfig:
         mask_patterns=_str_list(m, "mask_patterns", "mask_patterns", _regex),
         drift_schedule=_drift(m, "drift"),
         replan_on_base_change=_typed(m, "replan_on_base_change", "replan_on_base_change", bool, "true or false", True),
+        destroy_rules=_destroy_rules(m.get("destroy_rules")),
     )

@@ -11,9 +11,10 @@ from gidgethub.abc import GitHubAPI
 
 from workers import audit, gate_store, vcs
 from workers.apply_store import BlockedApply
-from workers.approvals import Refusal, approval_for, coverage, timing_refusal
+from workers.approvals import Refusal, approval_for, timing_refusal
 from workers.command_types import CommandRequest, Outcome
 from workers.context import WorkerContext
+from workers.gate_check import covered
 from workers.permissions import may_approve, may_plan
 from workers.projects import project_identity
 from workers.render_replies import render_approved, render_not_allowed, render_planning, render_refusal
@@ -69,7 +70,7 @@ async def _approve(
         ctx.records, gh, repo=req.repo, repo_id=req.repo_id, number=req.number, sha=sha, bot_login=login
     )
     gate_store.add_approval(ctx.records, req.repo_id, req.number, sha, known, decision)
-    cov = coverage(destroys, [*known, decision], sha=sha)
+    cov = await covered(gh, destroys, [*known, decision], sha=sha, rules=policy.destroy_rules)
     audit.record(ctx.redis, "approved", destroys=len(decision.pairs), complete=cov.complete, **where)
     approved_projects = {project for project, _ in decision.pairs}
     rerun = [b for b in held if _identity(b) in approved_projects]

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import json
 import logging
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from http import HTTPStatus
 from urllib.parse import quote
@@ -17,7 +17,7 @@ from urllib.parse import quote
 from gidgethub import BadRequest
 from gidgethub.abc import GitHubAPI
 
-from workers.config import DestroyApprovers
+from workers.config import DestroyApprovers, DestroyRule
 
 log = logging.getLogger("plangate.permissions")
 
@@ -138,3 +138,28 @@ async def may_plan(gh: GitHubAPI, repo: str, login: str, user_type: str) -> Perm
     if role is not None and RANK[role] >= RANK["write"]:
         return Permission(True, _role_text(role, repo, login))
     return Permission(False, f"{_role_text(role, repo, login)}; /plan needs write or higher")
+
+
+async def rule_eligibility(
+    gh: GitHubAPI, logins: Iterable[str], rules: Sequence[DestroyRule]
+) -> dict[str, frozenset[int]]:
+    """login → the narrowed destroy rules (by index) the person counts for: listed in the rule's users,
+    or a member of one of its teams. An API error counts as not a member (fail closed)."""
+    out: dict[str, frozenset[int]] = {}
+    for login in dict.fromkeys(logins):
+        ok: set[int] = set()
+        for index, rule in enumerate(rules):
+            if not rule.narrowed:
+                continue
+            if login.casefold() in {u.casefold() for u in rule.users}:
+                ok.add(index)
+                continue
+            for team in rule.teams:
+                try:
+                    if await team_member(gh, team, login):
+                        ok.add(index)
+                        break
+                except Exception:
+                    continue
+        out[login] = frozenset(ok)
+    return out

@@ -14,10 +14,11 @@ from gidgethub.abc import GitHubAPI
 
 from bot.commands import NearMiss
 from workers import apply_store, audit, drift, gate_store, held_applies, vcs
-from workers.approvals import Approval, Refusal, approval_for, coverage, timing_refusal
+from workers.approvals import Approval, Refusal, approval_for, timing_refusal
 from workers.command_types import CommandRequest, Outcome
 from workers.config import ConfigError, RepoConfig
 from workers.context import WorkerContext
+from workers.gate_check import covered
 from workers.github import installation_client
 from workers.permissions import may_approve, may_plan
 from workers.projects import identity_label
@@ -150,7 +151,7 @@ async def _approve(
     if isinstance(decision, Refusal):
         audit.record(ctx.redis, "refused", reason=decision.reason, **where)
         return Outcome(render_refusal(decision.reason, reply_to=req.comment_id), "confused")
-    return await _record_approval(ctx, gh, req, record, decision, where)
+    return await _record_approval(ctx, gh, req, record, decision, where, policy)
 
 
 async def _record_approval(
@@ -160,12 +161,13 @@ async def _record_approval(
     record: gate_store.DestroysRecord,
     approval: Approval,
     where: dict[str, Any],
+    policy: RepoConfig,
 ) -> Outcome:
     login = await vcs.bot_login(ctx.records, ctx.app_id, ctx.private_key, ctx.settings.api_url)
     known = await gate_store.load_approvals(
         ctx.records, gh, repo=req.repo, repo_id=req.repo_id, number=req.number, sha=approval.sha, bot_login=login
     )
-    cov = coverage(record.destroys, [*known, approval], sha=approval.sha)
+    cov = await covered(gh, record.destroys, [*known, approval], sha=approval.sha, rules=policy.destroy_rules)
     reply = render_approved(approval, cov, reply_to=req.comment_id)
     gate_store.add_approval(ctx.records, req.repo_id, req.number, approval.sha, known, approval)
     audit.record(ctx.redis, "approved", destroys=len(approval.pairs), complete=cov.complete, **where)

@@ -15,8 +15,7 @@ from dataclasses import dataclass, replace
 
 from gidgethub.abc import GitHubAPI
 
-from workers import audit, gate_store, pipeline, stale_plans, vcs
-from workers.approvals import coverage
+from workers import audit, gate_check, gate_store, pipeline, stale_plans, vcs
 from workers.checkout import checkout, job_workdir
 from workers.config import ConfigError, RepoConfig
 from workers.context import WorkerContext
@@ -226,24 +225,42 @@ async def publish(ctx: WorkerContext, req: PlanRequest, results: list[ProjectRes
     if req.code_sha:
         notes.append(render_planned_on_merge(req.sha, req.code_sha, req.default_branch))
     note = "\n\n".join(notes)
-    bodies = render_plan_comments(results, pr=req.pr, sha=req.sha, mask_patterns=patterns, note=note)
+    destroys = {r.identity: list(destroy_keys(r.plan)) for r in results if r.plan is not None}
+    failed = [r.identity for r in results if r.plan is None]
     async with installation_client(ctx.tokens, req.installation_id, ctx.settings.api_url) as gh:
         login = await _login(ctx)
+        cov = None
+        if not failed and any(destroys.values()):
+            cov = await gate_check.coverage_at(
+                ctx.records,
+                gh,
+                repo=req.repo,
+                repo_id=req.repo_id,
+                number=req.pr,
+                sha=req.sha,
+                destroys=destroys,
+                bot_login=login,
+                default_branch=req.default_branch,
+            )
+        notes_by_destroy = cov.notes if cov is not None else None
+        bodies = render_plan_comments(
+            results, pr=req.pr, sha=req.sha, mask_patterns=patterns, note=note, notes=notes_by_destroy
+        )
         published = await vcs.upsert_comments(
             gh, ctx.records, repo=req.repo, repo_id=req.repo_id, number=req.pr, login=login, kind="plan", bodies=bodies
         )
         url = published.url
         # Saved once the comment shows it: an approval is measured against when its author could see it.
-        record = gate_store.DestroysRecord(
-            destroys={r.identity: list(destroy_keys(r.plan)) for r in results if r.plan is not None},
-            failed=[r.identity for r in results if r.plan is None],
-            published_at=published.at,
-        )
+        record = gate_store.DestroysRecord(destroys=destroys, failed=failed, published_at=published.at)
         gate_store.save_destroys(ctx.records, req.repo_id, req.pr, req.sha, record)
         planned = PlannedPR(req.pr, req.sha, req.author, req.fork, [r.identity for r in results])
         stale_plans.remember(ctx.records, req.repo_id, planned)
         await vcs.set_status(gh, req.repo, req.sha, PLAN_CONTEXT, *plan_status(results), url)
-        gate = await _gate_status(ctx, gh, req, results, record, login)
+        gate = destroy_status(results) if cov is None else approval_status(cov)
+        if cov is not None and not cov.complete:
+            audit.record(
+                ctx.redis, "blocked", repo=req.repo, pr=req.pr, sha=req.sha, unapproved=len(cov.unapproved_pairs)
+            )
         await vcs.set_status(gh, req.repo, req.sha, DESTROY_CONTEXT, *gate, url)
     for r in results:
         summary = summary_line(r.plan) if r.plan is not None else f"plan failed: {(r.error or '')[:200]}"
@@ -260,24 +277,3 @@ async def publish(ctx: WorkerContext, req: PlanRequest, results: list[ProjectRes
             url=url,
         )
     log.info(json.dumps({"repo": req.repo, "pr": req.pr, "sha": req.sha, "outcome": "published"}))
-
-
-async def _gate_status(
-    ctx: WorkerContext,
-    gh: GitHubAPI,
-    req: PlanRequest,
-    results: list[ProjectResult],
-    record: gate_store.DestroysRecord,
-    login: str,
-) -> tuple[str, str]:
-    """plangate/destroy: failed plans fail; destroys pass only when approvals at this SHA cover them all."""
-    state, description = destroy_status(results)
-    if record.failed or not any(record.destroys.values()):
-        return state, description
-    approvals = await gate_store.load_approvals(
-        ctx.records, gh, repo=req.repo, repo_id=req.repo_id, number=req.pr, sha=req.sha, bot_login=login
-    )
-    cov = coverage(record.destroys, approvals, sha=req.sha)
-    if not cov.complete:
-        audit.record(ctx.redis, "blocked", repo=req.repo, pr=req.pr, sha=req.sha, unapproved=len(cov.unapproved_pairs))
-    return approval_status(cov)

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 
 from workers.plan import Plan
 from workers.projects import project_identity
-from workers.render_destroys import destroy_section, drift_lines
+from workers.render_destroys import Notes, destroy_section, drift_lines
 from workers.render_marker import marker, parse_marker
 from workers.render_mask import MASK, Masker, mask
 from workers.render_status import destroy_status, failed, pending_status, plan_status
@@ -179,7 +179,9 @@ def _pack(first: str, blocks: list[Block], first_room: int, fresh_room: int) -> 
     return parts
 
 
-def _layout(results: Sequence[ProjectResult], pr: int, sha: str, m: Masker, limit: int, note: str) -> list[str]:
+def _layout(
+    results: Sequence[ProjectResult], pr: int, sha: str, m: Masker, limit: int, note: str, notes: Notes
+) -> list[str]:
     title = f"## plangate plan for {code(sha[:7])}"
     bad = sum(1 for r in results if failed(r))
     noun = "project" if len(results) == 1 else "projects"
@@ -188,7 +190,7 @@ def _layout(results: Sequence[ProjectResult], pr: int, sha: str, m: Masker, limi
     intro = "\n".join([title, "", status + (f"\n\n{m(clip(note, 1_000))}" if note else ""), "", *headlines])
     widest = marker("plan", parts=10**6, part=10**6, pr=pr, sha=sha)
     reserve = len(widest) + len(title) + 200  # marker, continuation title / footer
-    destroys = destroy_section(results, m, limit - reserve - len(intro) - 4)
+    destroys = destroy_section(results, m, limit - reserve - len(intro) - 4, notes)
     first = intro + (f"\n\n{destroys}" if destroys else "")
     blocks: list[Block] = [b for b in [_drift_block(results, m)] if b is not None]
     blocks += [_error_block(r, m) for r in results if failed(r)]
@@ -214,8 +216,10 @@ def render_plan_comments(
     mask_patterns: Sequence[str] = (),
     limit: int = GITHUB_LIMIT,
     note: str = "",
+    notes: Notes | None = None,
 ) -> list[str]:
-    """The PR's plan comment bodies (part 1 first), each at most `limit` characters.
+    """The PR's plan comment bodies (part 1 first), each at most `limit` characters. `notes`: per
+    destroy, what a destroy rule says about it.
 
     Every rendered string is masked with the plans' sensitive values and `mask_patterns`
     (the marker line excepted: it holds only numbers and the SHA).
@@ -225,7 +229,7 @@ def render_plan_comments(
     m = Masker([s for r in results for s in r.secrets], mask_patterns)
     budget = limit
     for _ in range(5):
-        bodies = [_remask(b, m) for b in _layout(results, pr, sha, m, budget, note)]
+        bodies = [_remask(b, m) for b in _layout(results, pr, sha, m, budget, note, notes or {})]
         over = max(len(b) for b in bodies) - limit
         if over <= 0:
             return bodies

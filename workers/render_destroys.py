@@ -6,9 +6,10 @@ it is cut and the note says exactly how many were left out.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING
 
+from workers.gate import destroy_key
 from workers.plan import ResourceChange
 from workers.render_text import code, one_line
 
@@ -35,6 +36,7 @@ CUT_NOTE = (
 )
 
 Mask = Callable[[str], str]
+Notes = Mapping[tuple[str, str], str]  # (project identity, destroy key) → what a destroy rule says
 
 
 def action_label(change: ResourceChange) -> str:
@@ -58,8 +60,9 @@ def reason_label(change: ResourceChange) -> str:
     return text
 
 
-def _project_lines(result: ProjectResult, mask: Mask) -> list[tuple[str, bool]]:
-    """(line, is_address) pairs for one project's destroys, grouped by action and reason."""
+def _project_lines(result: ProjectResult, mask: Mask, notes: Notes) -> list[tuple[str, bool]]:
+    """(line, is_address) pairs for one project's destroys, grouped by action and reason; `notes`: what
+    a destroy rule says about one (which rule, what it still needs)."""
     assert result.plan is not None
     destroys = result.plan.destroys
     groups: dict[tuple[str, str], list[ResourceChange]] = {}
@@ -73,11 +76,13 @@ def _project_lines(result: ProjectResult, mask: Mask) -> list[tuple[str, bool]]:
         lines.append((f"> *{action}{why}* ({len(changes):,}):", False))
         for change in changes:
             deposed = f" (deposed object {code(mask(change.deposed))})" if change.deposed else ""
-            lines.append((f"> - {code(mask(change.address))}{deposed}", True))
+            note = notes.get((result.identity, destroy_key(change)))
+            rule = f" · *{one_line(note, 200)}*" if note else ""
+            lines.append((f"> - {code(mask(change.address))}{deposed}{rule}", True))
     return lines
 
 
-def destroy_section(results: Sequence[ProjectResult], mask: Mask, budget: int) -> str:
+def destroy_section(results: Sequence[ProjectResult], mask: Mask, budget: int, notes: Notes | None = None) -> str:
     """A CAUTION alert listing every destroy, or as many as fit `budget` plus an exact cut count."""
     condemned = [r for r in results if r.plan is not None and r.plan.destroys]
     if not condemned:
@@ -95,7 +100,7 @@ def destroy_section(results: Sequence[ProjectResult], mask: Mask, budget: int) -
         "> Comment `/approve-destroy` to approve these destroys (`/approve-destroy PROJECT` for one "
         "project). A new push needs a new approval.",
     ]
-    items = [pair for r in condemned for pair in _project_lines(r, mask)]
+    items = [pair for r in condemned for pair in _project_lines(r, mask, notes or {})]
     room = budget - sum(len(line) + 1 for line in top + bottom)
     if sum(len(line) + 1 for line, _ in items) > room:
         room -= len(CUT_NOTE.format(n=f"{total:,}")) + 1

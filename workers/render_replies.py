@@ -91,10 +91,23 @@ def _still_open(cov: Coverage, sha: str) -> str:
             "a new push needs a new approval."
         )
     projects = sorted({p for p, _ in cov.unapproved_pairs})
-    return (
+    text = (
         f"Still not approved at {sha[:7]}: {_count(len(cov.unapproved_pairs))} in {_project_names(projects)} "
         "(comment /approve-destroy, or /approve-destroy PROJECT)."
     )
+    waiting = sorted(
+        (pair, note) for pair, note in cov.notes.items() if pair in cov.unapproved_pairs and pair not in cov.never
+    )
+    if waiting:
+        text += "\n\nUnder the default branch's `destroy_rules`:\n" + "\n".join(
+            f"- {code(key, 300)}: {one_line(note, 200)}" for (_, key), note in waiting[:20]
+        )
+    if cov.never:
+        text += (
+            f"\n\n{_count(len(cov.never))} no approval can unlock (a `never` rule in the default branch's "
+            "`destroy_rules`): change the rule on the default branch first."
+        )
+    return text
 
 
 def _project_names(names: Sequence[str], most: int = 10) -> str:
@@ -232,6 +245,10 @@ def approval_status(cov: Coverage) -> tuple[State, str]:
     """
     if cov.total == 0:
         return "success", "No destroys"
+    if cov.never:
+        return "failure", describe(
+            f"{cov.total:,} to destroy; {len(cov.never):,} no approval can unlock (destroy_rules never)"
+        )
     if cov.complete:
         names = [f"@{one_line(a, 60)}" for a in cov.approvers]
         who = names[0] if len(names) == 1 else f"{', '.join(names[:-1])} and {names[-1]}"
