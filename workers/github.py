@@ -30,6 +30,7 @@ from cryptography.hazmat.primitives.asymmetric.types import PrivateKeyTypes
 from cryptography.hazmat.primitives.serialization import load_pem_private_key
 
 from workers.backstop import Backstop
+from workers.checks import CheckRuns
 from workers.github_client import PlangateGitHubAPI
 from workers.github_metrics import Recorder
 from workers.pacing import Pacer
@@ -77,7 +78,14 @@ class TokenCache:
     """Installation tokens shared by all workers through Redis (encrypted there)."""
 
     def __init__(
-        self, conn: redis.Redis, *, app_id: int, private_key: str, api_url: str, secrets: Iterable[str] = ()
+        self,
+        conn: redis.Redis,
+        *,
+        app_id: int,
+        private_key: str,
+        api_url: str,
+        secrets: Iterable[str] = (),
+        report: str = "checks",
     ) -> None:
         self._conn = conn
         self._records = Records(conn, private_key)
@@ -89,6 +97,7 @@ class TokenCache:
         self.minted = 0  # tokens this process minted, for tests and metrics
         self.pacer = Pacer(conn)
         self.metrics = Recorder(conn)
+        self.checks = CheckRuns(self._records, report)
         self._locks: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, dict[int, asyncio.Lock]] = (
             weakref.WeakKeyDictionary()
         )
@@ -184,6 +193,7 @@ async def installation_client(
             installation_id=installation_id,
             pacer=cache.pacer,
             metrics=cache.metrics,
+            checks=cache.checks,
             oauth_token=token,
             base_url=api_url,
         )

@@ -29,6 +29,7 @@ from uritemplate import variable
 
 from workers import github_metrics
 from workers.backstop import Backstop
+from workers.checks import CheckRuns
 from workers.github_policy import CREATE, READ, endpoint_class, rate_limit_wait, remaining, request_kind
 from workers.pacing import Pacer
 
@@ -69,10 +70,12 @@ class PlangateGitHubAPI(GitHubAPI):
         installation_id: int | None = None,
         pacer: Pacer | None = None,
         metrics: github_metrics.Recorder | None = None,
+        checks: CheckRuns | None = None,
         **kwargs: Any,
     ) -> None:
         super().__init__(client, requester, **kwargs)
         self.backstop = backstop
+        self.checks = checks  # how this installation reports: check runs, or None for commit statuses
         self._installation = installation_id
         self._pacer = pacer
         self._metrics = metrics

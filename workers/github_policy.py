@@ -34,7 +34,9 @@ def request_kind(method: str, path: str) -> Kind:
         return READ
     if method == "POST" and any(p.fullmatch(path) for p in _CREATES):
         return CREATE
-    return IDEMPOTENT  # PATCH/PUT/DELETE, and POSTs that set state: statuses, reactions, access tokens
+    # PATCH/PUT/DELETE, and POSTs that set state: statuses, reactions, access tokens, and check runs (a
+    # repeated create is a second run of the same name and content; GitHub shows the newest)
+    return IDEMPOTENT
 
 
 def endpoint_class(method: str, path: str) -> str:

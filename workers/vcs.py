@@ -14,6 +14,7 @@ from typing import Any
 from gidgethub import BadRequest
 from gidgethub.abc import GitHubAPI
 
+from workers.checks import CheckRuns
 from workers.github import app_client
 from workers.records import Records
 from workers.render_marker import parse_marker
@@ -37,8 +38,24 @@ async def bot_login(records: Records, app_id: int, private_key: str, api_url: st
 
 
 async def set_status(
-    gh: GitHubAPI, repo: str, sha: str, context: str, state: str, description: str, target_url: str | None = None
+    gh: GitHubAPI,
+    repo: str,
+    sha: str,
+    context: str,
+    state: str,
+    description: str,
+    target_url: str | None = None,
+    *,
+    summary: str | None = None,
+    approve: bool = False,
 ) -> None:
+    """Report one context on one commit: a check run where the client reports with checks (with the
+    Markdown `summary`, and `approve`: the "Approve destroys" button), else a commit status."""
+    checks = getattr(gh, "checks", None)
+    if isinstance(checks, CheckRuns) and await checks.report(
+        gh, repo, sha, context, state, description, target_url, summary=summary, approve=approve
+    ):
+        return
     body: dict[str, Any] = {"state": state, "context": context, "description": description[:140]}
     if target_url:
         body["target_url"] = target_url
