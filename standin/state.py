@@ -167,6 +167,7 @@ class LoggedRequest:
     path: str
     status: int
     auth: str  # "jwt" | "token" | "basic" | "none"
+    rate_limit: str | None = None  # "primary" | "secondary": answered with a rate-limit refusal
 
 
 class State:
@@ -275,6 +276,12 @@ class State:
                 if status.repo_id == repo_id and status.sha == sha:
                     latest[status.context.lower()] = status
             return sorted(latest.values(), key=lambda s: s.id, reverse=True)
+
+    @property
+    def rate_limited(self) -> list[LoggedRequest]:
+        """Every request answered with a primary or secondary rate-limit refusal."""
+        with self.lock:
+            return [r for r in self.requests if r.rate_limit is not None]
 
     def count_requests(self, method: str | None = None, path_prefix: str = "") -> int:
         """How many API calls were made, for tests asserting "no request to GitHub at all"."""
