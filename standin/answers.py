@@ -1,6 +1,6 @@
-"""Answers the stand-in's own middleware gives (rate limits), and the note each request carries.
+"""Answers the stand-in's own middleware gives (rate limits, injected faults), and the note each request carries.
 
-The note lets the request log say, for each request, whether a rate limit answered it.
+The note lets the request log say, for each request, whether an injected fault or a rate limit answered it.
 """
 
 from __future__ import annotations
@@ -39,6 +39,7 @@ class Answer:
 class Note:
     """Set by the layers inside the request log before they answer."""
 
+    fault: bool = False  # an injected fault answered (or dropped) the request
     rate_limit: str | None = None  # "primary" | "secondary": the answer was a rate-limit refusal
 
 

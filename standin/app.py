@@ -1,6 +1,7 @@
 """The stand-in's Starlette app: GitHub's REST routes, git over HTTP, and a log of every request.
 
-Layers, outermost first: the request log, the rate limits (a refused request goes no further), then the routes.
+Layers, outermost first: the request log, the rate limits (a refused request goes no further), injected faults,
+then the routes.
 """
 
 from __future__ import annotations
@@ -13,6 +14,8 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 from standin import git_http, routes_apps, routes_contents, routes_issues, routes_oauth, routes_repos, routes_user
 from standin.answers import note_of
 from standin.auth import DOCS, auth_kind
+from standin.dropping import DROP
+from standin.faults import FaultInjection, Faults
 from standin.limits import Limits, RateLimiting
 from standin.state import LoggedRequest, State
 
@@ -20,7 +23,7 @@ from standin.state import LoggedRequest, State
 class RequestLog:
     """Records method, path, status and auth kind, so tests can count calls to "GitHub".
 
-    `rate_limit` says when a rate-limit refusal answered instead of the route.
+    A dropped connection is logged with status 0; `fault` and `rate_limit` say what answered instead of the route.
     """
 
     def __init__(self, app: ASGIApp, state: State) -> None:
@@ -36,15 +39,15 @@ class RequestLog:
         logged = False
 
         def log(status: int) -> None:
-            entry = LoggedRequest(scope["method"], scope["path"], status, kind, note.rate_limit)
+            entry = LoggedRequest(scope["method"], scope["path"], status, kind, note.fault, note.rate_limit)
             with self.state.lock:
                 self.state.requests.append(entry)
 
         async def record(message: Message) -> None:
             nonlocal logged
-            if message["type"] == "http.response.start" and not logged:
+            if message["type"] in ("http.response.start", DROP) and not logged:
                 logged = True
-                log(message["status"])  # before the client can see the answer
+                log(message.get("status", 0))  # before the client can see the answer (or its absence)
             await send(message)
 
         try:
@@ -59,8 +62,8 @@ async def _not_found(request: Request, exc: Exception) -> JSONResponse:
     return JSONResponse({"message": "Not Found", "documentation_url": DOCS, "status": "404"}, 404)
 
 
-def create_app(state: State, limits: Limits) -> ASGIApp:
-    """The whole stand-in, with the rate limits the facade exposes (`gh.limits`)."""
+def create_app(state: State, faults: Faults, limits: Limits) -> ASGIApp:
+    """The whole stand-in, with the fault queue and rate limits the facade exposes (`gh.faults`, `gh.limits`)."""
     app = Starlette(
         routes=[
             *routes_apps.routes,
@@ -74,4 +77,5 @@ def create_app(state: State, limits: Limits) -> ASGIApp:
         exception_handlers={404: _not_found},
     )
     app.state.standin = state
-    return RequestLog(RateLimiting(app, state, limits), state)
+    injected = FaultInjection(app, state, faults, limits)
+    return RequestLog(RateLimiting(injected, state, limits), state)

@@ -12,6 +12,7 @@ import httpx
 
 from standin import delivery, gitops, payloads, pulls
 from standin.delivery import Delivery
+from standin.faults import Faults
 from standin.gitops import FileContent
 from standin.keys import public_key_of
 from standin.limits import Limits
@@ -53,6 +54,7 @@ class StandIn:
         self.base_url = "http://127.0.0.1"
         self.outbox: list[Delivery] = []
         self.limits = limits or Limits()
+        self.faults = Faults()
 
     @property
     def app(self) -> App:

@@ -182,7 +182,7 @@ class RateLimiting:
     """Counts every REST request, refuses past a limit, and puts `x-ratelimit-*` on answers below 500.
 
     A 5xx carries none: the 502 GitHub's front end sends has no rate-limit headers (octokit/request.js#589).
-    An answer that already has them keeps its own.
+    An answer that already has them (an injected primary-limit fault) keeps its own.
     """
 
     def __init__(self, app: ASGIApp, state: State, limits: Limits) -> None:

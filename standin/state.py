@@ -165,8 +165,9 @@ class OAuthCode:
 class LoggedRequest:
     method: str
     path: str
-    status: int
+    status: int  # 0: the connection was dropped without an answer
     auth: str  # "jwt" | "token" | "basic" | "none"
+    fault: bool = False  # an injected fault answered (or dropped) it
     rate_limit: str | None = None  # "primary" | "secondary": answered with a rate-limit refusal
 
 
@@ -279,7 +280,7 @@ class State:
 
     @property
     def rate_limited(self) -> list[LoggedRequest]:
-        """Every request answered with a primary or secondary rate-limit refusal."""
+        """Every request answered with a primary or secondary rate-limit refusal (enforced or injected)."""
         with self.lock:
             return [r for r in self.requests if r.rate_limit is not None]
 
