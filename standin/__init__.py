@@ -2,6 +2,7 @@
 
 from standin.facade import StandIn
 from standin.keys import new_private_key_pem
+from standin.limits import Limits, Window
 from standin.server import Running, start
 
-__all__ = ["Running", "StandIn", "new_private_key_pem", "start"]
+__all__ = ["Limits", "Running", "StandIn", "Window", "new_private_key_pem", "start"]

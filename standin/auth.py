@@ -5,6 +5,7 @@ from __future__ import annotations
 import base64
 import json
 import time
+from typing import NamedTuple
 
 import jwt
 from starlette.requests import Request
@@ -130,3 +131,25 @@ def basic_token(state: State, request: Request) -> Token | None:
     if user != "x-access-token":
         return None
     return state.valid_token(password)
+
+
+class Caller(NamedTuple):
+    """Whom GitHub's rate limits charge for a request."""
+
+    kind: str  # "installation" | "app" | "user" | "ip"
+    ident: str  # installation id, App id, user id, or the client's address
+
+
+def caller(state: State, request: Request) -> Caller:
+    """The installation of a valid token, the App of a valid JWT, the user of a user token, else the client address."""
+    creds = _credentials(request)
+    if creds is not None and creds[0] in ("token", "bearer"):
+        value = creds[1]
+        if looks_like_jwt(value):
+            if creds[0] == "bearer" and _verify_jwt(state, value) is None:
+                return Caller("app", str(state.app.id))
+        elif (token := state.valid_token(value)) is not None:
+            return Caller("installation", str(token.installation_id))
+        elif (user := state.valid_user_token(value)) is not None:
+            return Caller("user", str(state.user(user.login).id))
+    return Caller("ip", request.client.host if request.client else "unknown")

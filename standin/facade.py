@@ -12,8 +12,10 @@ import httpx
 
 from standin import delivery, gitops, payloads, pulls
 from standin.delivery import Delivery
+from standin.faults import Faults
 from standin.gitops import FileContent
 from standin.keys import public_key_of
+from standin.limits import Limits
 from standin.state import App, Comment, PullRequest, Repo, State, Status, User, utcnow
 
 
@@ -31,7 +33,9 @@ class StandIn:
         webhook_secret: str | None = None,
         token_ttl: dt.timedelta = dt.timedelta(hours=1),
         callback_urls: list[str] | None = None,
+        limits: Limits | None = None,
     ) -> None:
+        """`limits`: GitHub's rate limits by default; `gh.limits` can be changed while it runs."""
         bot = User(login=f"{slug}[bot]", id=10_000 + app_id, type="Bot")
         app = App(
             id=app_id,
@@ -49,6 +53,8 @@ class StandIn:
         self.state = State(app, token_ttl)
         self.base_url = "http://127.0.0.1"
         self.outbox: list[Delivery] = []
+        self.limits = limits or Limits()
+        self.faults = Faults()
 
     @property
     def app(self) -> App:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 from starlette.requests import Request
@@ -10,10 +11,15 @@ from starlette.routing import Route
 
 from standin import shapes
 from standin.auth import not_found
-from standin.state import Comment, Issue, Reaction, Repo, State, iso, utcnow
-from standin.web import base_of, json_body, page_response, repo_access, state_of, validation_failed
+from standin.state import Comment, Issue, PullRequest, Reaction, Repo, State, iso, utcnow
+from standin.web import base_of, json_body, page_response, repo_access, since_of, state_of, validation_failed
 
 MAX_BODY = 65536
+SORTS: dict[str, Callable[[dict[str, Any]], tuple[Any, int]]] = {  # ties go by number, i.e. by creation
+    "created": lambda shown: (shown["created_at"], shown["number"]),
+    "updated": lambda shown: (shown["updated_at"], shown["number"]),
+    "comments": lambda shown: (shown["comments"], shown["number"]),
+}
 REACTIONS = ("+1", "-1", "laugh", "confused", "heart", "hooray", "rocket", "eyes")
 
 
@@ -34,13 +40,16 @@ async def list_comments(request: Request) -> Response:
     if isinstance(repo, JSONResponse):
         return repo
     state, number = state_of(request), int(request.path_params["number"])
+    since = since_of(request)
+    if isinstance(since, JSONResponse):
+        return since
     with state.lock:
         if not _exists(state, repo, number):
             return not_found()
         items = [
             shapes.comment(c, repo, state, base_of(request))
             for c in sorted(state.comments.values(), key=lambda c: c.id)
-            if c.repo_id == repo.id and c.number == number
+            if c.repo_id == repo.id and c.number == number and (since is None or c.updated_at >= since)
         ]
     return page_response(request, items)
 
@@ -137,7 +146,8 @@ async def create_reaction(request: Request) -> Response:
 
 
 async def issues_collection(request: Request) -> Response:
-    """GET lists issues and PRs (GitHub mixes them) with `state` and `labels` filters; POST opens one."""
+    """GET lists issues and PRs (GitHub mixes them: a PR has `pull_request`) filtered by `state`, `creator`,
+    `labels` (all of them) and `since` (updated at or after), sorted by `sort` and `direction`; POST opens one."""
     repo = repo_access(request)
     if isinstance(repo, JSONResponse):
         return repo
@@ -158,18 +168,25 @@ async def issues_collection(request: Request) -> Response:
             issue.labels = labels
             state.issues[(repo.id, number)] = issue
             return JSONResponse(shapes.issue(state, repo, number, base), 201)
-    wanted_state = request.query_params.get("state", "open")
-    wanted_labels = {x for x in request.query_params.get("labels", "").split(",") if x}
+    query = request.query_params
+    wanted_state, creator = query.get("state", "open"), query.get("creator", "").lower()
+    wanted_labels = {x for x in query.get("labels", "").split(",") if x}
+    sort_key = SORTS.get(query.get("sort", "created"), SORTS["created"])
+    since = since_of(request)
+    if isinstance(since, JSONResponse):
+        return since
     with state.lock:
-        numbers = sorted({n for (r, n) in [*state.issues, *state.pulls] if r == repo.id}, reverse=True)
+        records: list[Issue | PullRequest] = [*state.issues.values(), *state.pulls.values()]
         items = []
-        for n in numbers:
-            shown = shapes.issue(state, repo, n, base)
-            if wanted_state != "all" and shown["state"] != wanted_state:
+        for item in records:
+            if item.repo_id != repo.id or (wanted_state != "all" and item.state != wanted_state):
                 continue
-            if not wanted_labels <= {label["name"] for label in shown["labels"]}:
+            if (creator and item.author.login.lower() != creator) or (since is not None and item.updated_at < since):
                 continue
-            items.append(shown)
+            shown = shapes.issue(state, repo, item.number, base)
+            if wanted_labels <= {label["name"] for label in shown["labels"]}:
+                items.append(shown)
+    items.sort(key=sort_key, reverse=query.get("direction", "desc") != "asc")
     return page_response(request, items)
 
 

@@ -9,6 +9,7 @@ from types import TracebackType
 import uvicorn
 
 from standin.app import create_app
+from standin.dropping import DroppingProtocol
 from standin.facade import StandIn
 
 
@@ -35,7 +36,8 @@ class Running:
 
 def start(standin: StandIn, host: str = "127.0.0.1", port: int = 0) -> Running:
     """Serve until `.stop()`; port 0 picks a free port. Sets `standin.base_url`."""
-    config = uvicorn.Config(create_app(standin.state), host=host, port=port, log_level="warning", lifespan="off")
+    app = create_app(standin.state, standin.faults, standin.limits)
+    config = uvicorn.Config(app, host=host, port=port, log_level="warning", lifespan="off", http=DroppingProtocol)
     server = uvicorn.Server(config)
     thread = threading.Thread(target=server.run, name="standin", daemon=True)
     thread.start()

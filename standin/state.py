@@ -165,8 +165,10 @@ class OAuthCode:
 class LoggedRequest:
     method: str
     path: str
-    status: int
+    status: int  # 0: the connection was dropped without an answer
     auth: str  # "jwt" | "token" | "basic" | "none"
+    fault: bool = False  # an injected fault answered (or dropped) it
+    rate_limit: str | None = None  # "primary" | "secondary": answered with a rate-limit refusal
 
 
 class State:
@@ -275,6 +277,12 @@ class State:
                 if status.repo_id == repo_id and status.sha == sha:
                     latest[status.context.lower()] = status
             return sorted(latest.values(), key=lambda s: s.id, reverse=True)
+
+    @property
+    def rate_limited(self) -> list[LoggedRequest]:
+        """Every request answered with a primary or secondary rate-limit refusal (enforced or injected)."""
+        with self.lock:
+            return [r for r in self.requests if r.rate_limit is not None]
 
     def count_requests(self, method: str | None = None, path_prefix: str = "") -> int:
         """How many API calls were made, for tests asserting "no request to GitHub at all"."""

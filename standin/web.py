@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import datetime as dt
 import json
 from collections.abc import Sequence
 from typing import Any, TypeVar
@@ -44,6 +45,21 @@ async def json_body(request: Request) -> dict[str, Any] | JSONResponse:
     if not isinstance(body, dict):
         return error(400, "Problems parsing JSON")
     return body
+
+
+SINCE_FORMAT = "The since parameter needs to be in ISO 8601 format: YYYY-MM-DDTHH:MM:SSZ"
+
+
+def since_of(request: Request) -> dt.datetime | JSONResponse | None:
+    """The `since` query parameter (a time without offset is UTC), or GitHub's 422 for one it cannot read."""
+    raw = request.query_params.get("since")
+    if not raw:
+        return None
+    try:
+        when = dt.datetime.fromisoformat(raw)
+    except ValueError:
+        return error(422, SINCE_FORMAT)
+    return when if when.tzinfo is not None else when.replace(tzinfo=dt.UTC)
 
 
 def validation_failed(resource: str, field: str, message: str, code: str = "custom") -> JSONResponse:
