@@ -60,6 +60,7 @@ class Settings:
     tf_env_apply: tuple[str, ...] = ()  # added to tf_env for the post-merge plan and apply
     secret_files: tuple[Path, ...] = ()  # files secrets were read from: never visible in the sandbox
     status_auth: StatusAuth = CLOSED  # who may read / and /metrics; secrets kept out of repr
+    report: str = "checks"  # "checks" (check runs) | "statuses" (commit statuses only)
 
     def __repr__(self) -> str:
         return f"Settings(app_id={self.app_id}, api_url={self.api_url!r}, workdir={str(self.workdir)!r})"
@@ -261,7 +262,15 @@ def load(
         tf_env_apply=_names(env, "PLANGATE_TF_ENV_APPLY"),
         secret_files=_secret_files(env),
         status_auth=_status_auth(env, app_id),
+        report=_choice(env, "PLANGATE_REPORT", ("checks", "statuses"), "checks"),
     )
+
+
+def _choice(env: Mapping[str, str], name: str, choices: tuple[str, ...], default: str) -> str:
+    value = (env.get(name) or default).strip()
+    if value not in choices:
+        raise SettingsError(name, f"must be one of {', '.join(choices)}, got {value!r}")
+    return value
 
 
 def _status_auth(env: Mapping[str, str], app_id: int | None) -> StatusAuth:

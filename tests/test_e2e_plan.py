@@ -5,6 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+import redis
 
 from standin.stack import Stack, running_stack
 from tests.tfproject import apply_directly, main_tf
@@ -24,7 +25,7 @@ def _bot_comments(stack: Stack, repo: object, number: int) -> list[str]:
     return [c.body for c in stack.gh.comments_on(repo, number) if c.user.login == "plangate[bot]"]  # type: ignore[arg-type]
 
 
-def test_pr_plans_comment_once_and_gate_destroys(tmp_path: Path, redis_url: str, redis_conn: object) -> None:
+def test_pr_plans_comment_once_and_gate_destroys(tmp_path: Path, redis_url: str, redis_conn: redis.Redis) -> None:
     state = tmp_path / "state" / "terraform.tfstate"
     base = main_tf(state, {"keep": "a", "doomed": "b"})
     apply_directly(tmp_path / "applied", base)
@@ -42,6 +43,7 @@ def test_pr_plans_comment_once_and_gate_destroys(tmp_path: Path, redis_url: str,
         )
         states = stack.wait_for("statuses on the adding PR", lambda: _final(stack, repo, adding.head_sha))
         assert states == {"plangate/plan": "success", "plangate/destroy": "success"}, stack.worker_log()[-3000:]
+        assert redis_conn.hget("plangate:metrics:github-wait-seconds", "pacing") is None  # a lone PR never waits
         comments = _bot_comments(stack, repo, adding.number)
         assert len(comments) == 1
         assert "1 to add, 0 to change, 0 to destroy" in comments[0]

@@ -98,7 +98,8 @@ class CheckRuns:
             if exc.status_code.value == 404 and context in known:
                 known.pop(context)
                 self.records.set(key, json.dumps(known), ex=TTL)
-                return await self.report(gh, repo, sha, context, state, description, url, summary=summary, approve=approve)
+                again = self.report(gh, repo, sha, context, state, description, url, summary=summary, approve=approve)
+                return await again
             raise
         known[context] = int(run["id"])
         self.records.set(key, json.dumps(known), ex=TTL)

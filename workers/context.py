@@ -97,7 +97,12 @@ def context() -> WorkerContext:
     conn = redis.Redis.from_url(loaded.redis_url)
     assert loaded.app_id is not None and loaded.private_key is not None
     tokens = TokenCache(
-        conn, app_id=loaded.app_id, private_key=loaded.private_key, api_url=loaded.api_url, secrets=loaded.secrets
+        conn,
+        app_id=loaded.app_id,
+        private_key=loaded.private_key,
+        api_url=loaded.api_url,
+        secrets=loaded.secrets,
+        report=loaded.report,
     )
     sandbox = prepare(loaded.sandbox, loaded.sandbox_paths, loaded.workdir / "sandbox-probe")
     check_secrets_hidden(loaded, sandbox)
