@@ -287,3 +287,26 @@ def test_a_push_names_everyone_who_made_it() -> None:
     data["commits"].append({"author": {"username": "alice"}, "committer": {"username": "web-flow"}})
     data["commits"].append({"author": {"name": "no login"}, "committer": {}})
     assert push_authors(data) == ["pusher", "binkkatal", "alice", "web-flow"]
+
+
+def test_metrics_show_what_workers_met_at_github(client: TestClient, redis_conn: redis.Redis) -> None:
+    from bot.status_page import read_rate_limited, render_status_page
+    from workers.github_metrics import Recorder
+
+    recorder = Recorder(redis_conn)
+    recorder.retried("POST issues/comments", "502")
+    recorder.limited(1002, "POST statuses", "secondary", 42.0)
+    recorder.remaining(1002, 4711)
+    recorder.job("recovered")
+    recorder.paced(1.5)
+    text = client.get("/metrics", headers={"Authorization": f"Bearer {METRICS_TOKEN}"}).text
+    assert 'plangate_github_retries_total{endpoint="POST issues/comments",reason="502"} 1.0' in text
+    assert 'plangate_github_rate_limited_total{endpoint="POST statuses",kind="secondary"} 1.0' in text
+    assert 'plangate_github_wait_seconds_total{cause="rate-limit"} 42.0' in text
+    assert 'plangate_github_wait_seconds_total{cause="pacing"} 1.5' in text
+    assert 'plangate_github_ratelimit_remaining{installation="1002"} 4711.0' in text
+    assert 'plangate_jobs_total{outcome="recovered"} 1.0' in text
+    limited = read_rate_limited(redis_conn)
+    assert limited.keys() == {"1002"} and limited["1002"][0] == "secondary" and 30 < limited["1002"][1] <= 42
+    page = render_status_page([], {}, [], 0.0, rate_limited=limited)
+    assert "GitHub is rate-limiting installation 1002 (secondary limit" in page

@@ -40,7 +40,7 @@ class Recorder:
             ("hincrbyfloat", (WAITED, "rate-limit", wait)),
         ]
         if installation_id is not None:
-            commands.append(("set", (f"{LIMITED_PREFIX}{installation_id}", kind, None, max(1, int(wait)))))
+            commands.append(("setex", (f"{LIMITED_PREFIX}{installation_id}", max(1, int(wait)), kind)))
         self._do(*commands)
 
     def paced(self, waited: float) -> None:
