@@ -26,7 +26,10 @@ class Recorder:
         try:
             with self._conn.pipeline(transaction=False) as pipe:
                 for name, args in commands:
-                    getattr(pipe, name)(*args)
+                    if name == "set":  # (key, value, seconds)
+                        pipe.set(str(args[0]), str(args[1]), ex=int(str(args[2])))
+                    else:
+                        getattr(pipe, name)(*args)
                 pipe.execute()
         except redis.RedisError:
             pass
@@ -40,7 +43,7 @@ class Recorder:
             ("hincrbyfloat", (WAITED, "rate-limit", wait)),
         ]
         if installation_id is not None:
-            commands.append(("setex", (f"{LIMITED_PREFIX}{installation_id}", max(1, int(wait)), kind)))
+            commands.append(("set", (f"{LIMITED_PREFIX}{installation_id}", kind, max(1, int(wait)))))
         self._do(*commands)
 
     def paced(self, waited: float) -> None:
