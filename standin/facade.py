@@ -315,3 +315,15 @@ class StandIn:
         gitops.update_ref(repo.path, f"refs/pull/{pr.number}/head", pr.head_sha)
         pulls.refresh_base(self.state, repo, pr)
         pr.merge_commit_sha = pulls.test_merge(repo, pr)
+
+    # -- installation permissions, check runs, the merge queue ----------------------------------------
+    def set_installation_permission(self, repo: Repo, name: str, level: str | None) -> None:
+        """Change what the installation on `repo` was granted (`level` None drops `name`)."""
+        with self.state.lock:
+            if repo.installation_id is None:
+                raise ValueError(f"the App is not installed on {repo.full_name}")
+            granted = self.state.installations[repo.installation_id].permissions
+            if level is None:
+                granted.pop(name, None)
+            else:
+                granted[name] = level

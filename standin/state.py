@@ -10,6 +10,21 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 PERMISSIONS = ("read", "triage", "write", "maintain", "admin")
+# What the App asks for and an installation grants by default: plangate's manifest, check runs, merge-queue events.
+DEFAULT_PERMISSIONS = {
+    "checks": "write",
+    "contents": "read",
+    "issues": "write",
+    "members": "read",
+    "merge_queues": "read",
+    "metadata": "read",
+    "pull_requests": "write",
+    "statuses": "write",
+}
+
+
+def _default_permissions() -> dict[str, str]:
+    return dict(DEFAULT_PERMISSIONS)
 
 
 def utcnow() -> dt.datetime:
@@ -41,6 +56,7 @@ class App:
     bot: User
     client_secret: str = field(default_factory=lambda: secrets.token_hex(20))
     callback_urls: list[str] = field(default_factory=list)  # where sign-in may send a browser back
+    permissions: dict[str, str] = field(default_factory=_default_permissions)
 
 
 @dataclass
@@ -49,6 +65,7 @@ class Installation:
     account: User
     repo_ids: set[int] = field(default_factory=set)
     created_at: dt.datetime = field(default_factory=utcnow)
+    permissions: dict[str, str] = field(default_factory=_default_permissions)  # granted; its tokens get no more
 
 
 @dataclass
