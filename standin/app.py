@@ -7,7 +7,16 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from standin import git_http, routes_apps, routes_contents, routes_issues, routes_oauth, routes_repos, routes_user
+from standin import (
+    git_http,
+    routes_apps,
+    routes_checks,
+    routes_contents,
+    routes_issues,
+    routes_oauth,
+    routes_repos,
+    routes_user,
+)
 from standin.auth import DOCS, auth_kind
 from standin.state import LoggedRequest, State
 
@@ -54,6 +63,7 @@ def create_app(state: State) -> ASGIApp:
         routes=[
             *routes_apps.routes,
             *routes_repos.routes,
+            *routes_checks.routes,
             *routes_contents.routes,
             *routes_issues.routes,
             *routes_oauth.routes,

@@ -10,7 +10,7 @@ from typing import Any
 
 import httpx
 
-from standin import delivery, gitops, payloads, pulls
+from standin import checks, delivery, gitops, payloads, pulls
 from standin.delivery import Delivery
 from standin.gitops import FileContent
 from standin.keys import public_key_of
@@ -318,7 +318,8 @@ class StandIn:
 
     # -- installation permissions, check runs, the merge queue ----------------------------------------
     def set_installation_permission(self, repo: Repo, name: str, level: str | None) -> None:
-        """Change what the installation on `repo` was granted (`level` None drops `name`)."""
+        """Change what the installation on `repo` was granted (`level` None drops `name`). Its tokens, old and
+        new, get GitHub's 403 on the check-run routes without `checks`."""
         with self.state.lock:
             if repo.installation_id is None:
                 raise ValueError(f"the App is not installed on {repo.full_name}")
@@ -327,3 +328,24 @@ class StandIn:
                 granted.pop(name, None)
             else:
                 granted[name] = level
+
+    def check_runs(self, repo: Repo, sha: str) -> dict[str, checks.CheckRun]:
+        """The newest check run of each name on `sha`, of every App."""
+        with self.state.lock:
+            return {run.name: run for run in checks.latest_per_name(checks.runs_at(self.state, repo, sha))}
+
+    def all_check_runs(self, repo: Repo, sha: str) -> list[checks.CheckRun]:
+        """Every check run on `sha`, of every App, oldest first."""
+        with self.state.lock:
+            return checks.runs_at(self.state, repo, sha)
+
+    def add_foreign_check_run(
+        self, repo: Repo, sha: str, name: str, app_slug: str = "ci", conclusion: str | None = "success"
+    ) -> checks.CheckRun:
+        """A check run of another App (a CI service): completed with `conclusion`, or in progress when None.
+        GitHub tells this App nothing about it; this App may read it but not change it."""
+        with self.state.lock:
+            body = {"name": name, "head_sha": sha, "status": "in_progress"}
+            if conclusion is not None:
+                body["conclusion"] = conclusion
+            return checks.create_run(self.state, repo, checks.other_app(self.state, app_slug), body)

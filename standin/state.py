@@ -8,6 +8,10 @@ import secrets
 import threading
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from standin.checks import CheckRun, CheckSuite
 
 PERMISSIONS = ("read", "triage", "write", "maintain", "admin")
 # What the App asks for and an installation grants by default: plangate's manifest, check runs, merge-queue events.
@@ -212,6 +216,8 @@ class State:
         self.browser_login: str | None = None  # who is signed in to github.com in "the" browser
         self.browser_approves = True  # whether that person presses "Authorize" on the consent page
         self.requests: list[LoggedRequest] = []
+        self.check_suites: dict[int, CheckSuite] = {}
+        self.check_runs: dict[int, CheckRun] = {}
 
     def next_id(self) -> int:
         with self.lock:
