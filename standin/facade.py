@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import datetime as dt
 import secrets
 from collections.abc import Mapping
@@ -10,7 +11,7 @@ from typing import Any
 
 import httpx
 
-from standin import checks, delivery, gitops, payloads, pulls
+from standin import checks, delivery, gitops, payloads, payloads_checks, pulls
 from standin.delivery import Delivery
 from standin.gitops import FileContent
 from standin.keys import public_key_of
@@ -47,6 +48,7 @@ class StandIn:
         )
         self.root = root
         self.state = State(app, token_ttl)
+        self.state.hookshot.deliver = self._deliver_later
         self.base_url = "http://127.0.0.1"
         self.outbox: list[Delivery] = []
 
@@ -319,7 +321,8 @@ class StandIn:
     # -- installation permissions, check runs, the merge queue ----------------------------------------
     def set_installation_permission(self, repo: Repo, name: str, level: str | None) -> None:
         """Change what the installation on `repo` was granted (`level` None drops `name`). Its tokens, old and
-        new, get GitHub's 403 on the check-run routes without `checks`."""
+        new, get GitHub's 403 on the check-run routes without `checks`, and it is sent no `check_run`
+        `rerequested`/`requested_action` without `checks: write`."""
         with self.state.lock:
             if repo.installation_id is None:
                 raise ValueError(f"the App is not installed on {repo.full_name}")
@@ -349,3 +352,47 @@ class StandIn:
             if conclusion is not None:
                 body["conclusion"] = conclusion
             return checks.create_run(self.state, repo, checks.other_app(self.state, app_slug), body)
+
+    def rerequest_check_run(self, run: checks.CheckRun, login: str, deliver: bool = True) -> None:
+        """`login` presses "Re-run" on a completed run: its suite starts over and the App that made it gets
+        `check_run` `rerequested`; the run itself is not changed."""
+        self._check_run_event(run, login, "rerequested", None, deliver)
+
+    def request_check_run_action(self, run: checks.CheckRun, login: str, identifier: str, deliver: bool = True) -> None:
+        """`login` presses the completed run's button `identifier`: `check_run` `requested_action`."""
+        if identifier not in [action["identifier"] for action in run.actions]:
+            raise ValueError(f"check run {run.id} offers no action {identifier!r}")
+        self._check_run_event(run, login, "requested_action", identifier, deliver)
+
+    def wait_for_app_events(self, timeout: float = 10.0) -> None:
+        """Until the webhooks caused by API calls so far (a run created or completed) have been delivered."""
+        self.state.hookshot.wait(timeout)
+
+    def _check_run_event(
+        self, run: checks.CheckRun, login: str, action: str, identifier: str | None, deliver: bool
+    ) -> None:
+        """GitHub offers these buttons on completed runs and tells only the App that made the run."""
+        if run.status != "completed" or run.app.id != self.app.id:
+            raise ValueError(f"check run {run.id} is {run.status}, of App {run.app.slug}: nothing to press")
+        user = self.add_user(login)
+        with self.state.lock:
+            repo = self.state.repos[run.repo_id]
+            if action == "rerequested":
+                checks.rerequest(self.state, run)
+            payload = payloads_checks.check_run(self.state, repo, run, action, user, self.base_url, identifier)
+        self._emit_if_granted(repo, "checks", "check_run", payload, deliver, level="write")
+
+    def _emit_if_granted(
+        self, repo: Repo, permission: str, event: str, payload: dict[str, Any], deliver: bool, level: str = "read"
+    ) -> None:
+        """GitHub sends these events only to an installation granted `permission` (at least `level`)."""
+        granted = self.state.installations[repo.installation_id].permissions if repo.installation_id else {}
+        if granted.get(permission) in (level, "write"):
+            self._emit(event, payload, deliver)
+
+    def _deliver_later(self, item: Delivery) -> None:
+        """The hookshot's sender: like `deliver`, but a failed delivery is only recorded, as on GitHub."""
+        self.outbox.append(item)
+        if self.app.webhook_url is not None:
+            with contextlib.suppress(httpx.HTTPError):
+                delivery.send(self.app.webhook_url, item, self.app.webhook_secret, self.app.id)

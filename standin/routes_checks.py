@@ -1,7 +1,8 @@
-"""The Checks API's check-run routes: create, update, get, list for a ref.
+"""The Checks API's check-run routes: create, update, get, list for a ref; and the events they cause.
 
 Only an installation token whose installation was granted `checks` reaches them (`write` to create or update);
-a user's token cannot write check runs.
+a user's token cannot write check runs. Creating or completing a run sends the App its own `check_run`
+`created`/`completed`, after the answer, as GitHub does.
 """
 
 from __future__ import annotations
@@ -12,7 +13,7 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
-from standin import check_shapes, checks, gitops
+from standin import check_shapes, checks, gitops, payloads_checks
 from standin.auth import error, not_found, require_token
 from standin.checks_validation import CREATE, UPDATE, refusal
 from standin.state import Repo, State
@@ -48,6 +49,11 @@ def _access(request: Request, need: str, docs: str) -> Repo | JSONResponse:
     return repo
 
 
+def _emit(state: State, repo: Repo, run: checks.CheckRun, actions: list[str], base: str) -> None:
+    for action in actions:
+        state.hookshot.emit("check_run", payloads_checks.check_run(state, repo, run, action, state.app.bot, base))
+
+
 async def create_run(request: Request) -> Response:
     repo = _access(request, "write", CREATE_DOCS)
     if isinstance(repo, JSONResponse):
@@ -64,6 +70,7 @@ async def create_run(request: Request) -> Response:
     state, base = state_of(request), base_of(request)
     with state.lock:
         run = checks.create_run(state, repo, state.app, body)
+        _emit(state, repo, run, ["created", "completed"] if run.status == "completed" else ["created"], base)
         return JSONResponse(check_shapes.run(state, run, repo, base), 201)
 
 
@@ -89,6 +96,7 @@ async def update_run(request: Request) -> Response:
         if run is None or run.app.id != state.app.id:
             return not_found()
         checks.update_run(state, run, body)
+        _emit(state, repo, run, ["completed"] if "conclusion" in body else [], base)
         return JSONResponse(check_shapes.run(state, run, repo, base))
 
 

@@ -10,6 +10,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from standin.hookshot import Hookshot
+
 if TYPE_CHECKING:
     from standin.checks import CheckRun, CheckSuite
 
@@ -218,6 +220,7 @@ class State:
         self.requests: list[LoggedRequest] = []
         self.check_suites: dict[int, CheckSuite] = {}
         self.check_runs: dict[int, CheckRun] = {}
+        self.hookshot = Hookshot()  # webhooks an API call causes, delivered after the answer
 
     def next_id(self) -> int:
         with self.lock:

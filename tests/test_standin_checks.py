@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import json
 import threading
 from collections.abc import Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -22,6 +23,8 @@ from tests.keys import rsa_pem
 from tests.openapi import problems, response_schema
 
 SECRET = "It's a Secret to Everybody"
+WEBHOOKS = Path(__file__).parent / "fixtures" / "github" / "webhooks"
+LENIENT = frozenset({"Repository"})  # the stand-in's repositories carry the fields plangate reads, not all of them
 CREATE_DOCS = "https://docs.github.com/rest/checks/runs#create-a-check-run"
 UPDATE_DOCS = "https://docs.github.com/rest/checks/runs#update-a-check-run"
 CONCLUSIONS = '["action_required", "cancelled", "failure", "neutral", "success", "skipped", "stale", "timed_out"]'
@@ -100,6 +103,17 @@ def token_for(gh: StandIn, repo: Repo) -> str:
 def client(gh: StandIn, token: str) -> httpx.Client:
     headers = {"Accept": "application/vnd.github+json", "Authorization": f"token {token}"}
     return httpx.Client(base_url=gh.base_url, headers=headers)
+
+
+def webhook_schema(name: str) -> dict[str, Any]:
+    spec = json.loads((WEBHOOKS / "schemas" / f"{name}.schema.json").read_text())
+    schema: dict[str, Any] = spec["requestBody"]["content"]["application/json"]["schema"]
+    return schema
+
+
+def example(name: str) -> dict[str, Any]:
+    data: dict[str, Any] = json.loads((WEBHOOKS / f"{name}.json").read_text())
+    return data
 
 
 def run_body(sha: str, **extra: Any) -> dict[str, Any]:
@@ -379,3 +393,108 @@ def test_only_installation_tokens_write_check_runs(gh: StandIn, repo: Repo, pr: 
     assert app_itself.status_code == 403 and app_itself.json()["message"] == "Resource not accessible by integration"
     assert nobody.status_code == 401
     assert gh.all_check_runs(repo, pr.head_sha) == []
+
+
+# -- check_run events --------------------------------------------------------------------------------
+
+
+def _check_events(receiver: Receiver) -> list[gidgethub.sansio.Event]:
+    return [e for e in receiver.events() if e.event == "check_run"]
+
+
+def _conforms(payload: dict[str, Any], name: str) -> None:
+    assert problems(payload, webhook_schema(name), LENIENT) == []
+    if (WEBHOOKS / f"{name}.json").exists():
+        template = example(name)
+        assert set(template) - {"organization"} <= set(payload)
+        assert set(template["check_run"]) <= set(payload["check_run"])
+        assert set(template["check_run"]["check_suite"]) - {"deployment"} <= set(payload["check_run"]["check_suite"])
+
+
+def test_the_app_hears_its_own_runs_created_and_completed(
+    gh: StandIn, repo: Repo, pr: PullRequest, receiver: Receiver
+) -> None:
+    with client(gh, token_for(gh, repo)) as c:
+        queued = c.post("/repos/acme/infra/check-runs", json=run_body(pr.head_sha)).json()
+        c.patch(f"/repos/acme/infra/check-runs/{queued['id']}", json={"status": "in_progress"})
+        c.patch(f"/repos/acme/infra/check-runs/{queued['id']}", json={"conclusion": "success"})
+        c.post(
+            "/repos/acme/infra/check-runs",
+            json={"name": "plangate/destroy", "head_sha": pr.head_sha, "conclusion": "failure"},
+        )
+    gh.wait_for_app_events()
+    events = _check_events(receiver)
+    assert [(e.data["action"], e.data["check_run"]["name"]) for e in events] == [
+        ("created", "plangate/plan"),
+        ("completed", "plangate/plan"),
+        ("created", "plangate/destroy"),
+        ("completed", "plangate/destroy"),
+    ]
+    created, completed = events[0].data, events[1].data
+    _conforms(created, "check_run.created")
+    _conforms(completed, "check_run.completed")
+    assert created["sender"]["login"] == "plangate[bot]" and created["installation"]["id"] == repo.installation_id
+    assert created["check_run"]["status"] == "queued" and created["check_run"]["app"]["id"] == gh.app.id
+    assert completed["check_run"]["conclusion"] == "success"
+    assert completed["check_run"]["check_suite"]["status"] == "completed"
+    assert completed["check_run"]["check_suite"]["head_branch"] == "feature"
+    assert [p["number"] for p in completed["check_run"]["pull_requests"]] == [pr.number]
+    assert events[3].data["check_run"]["check_suite"]["conclusion"] == "failure"  # the suite's worst run
+
+
+def test_rerun_sends_rerequested_and_resets_the_suite(
+    gh: StandIn, repo: Repo, pr: PullRequest, receiver: Receiver
+) -> None:
+    with client(gh, token_for(gh, repo)) as c:
+        made = c.post("/repos/acme/infra/check-runs", json=run_body(pr.head_sha, conclusion="failure")).json()
+        pending = c.post("/repos/acme/infra/check-runs", json={"name": "other", "head_sha": pr.head_sha}).json()
+    gh.wait_for_app_events()
+    run = gh.check_runs(repo, pr.head_sha)["plangate/plan"]
+    gh.rerequest_check_run(run, "alice")
+    rerequested = _check_events(receiver)[-1].data
+    _conforms(rerequested, "check_run.rerequested")
+    assert rerequested["action"] == "rerequested" and rerequested["sender"]["login"] == "alice"
+    assert rerequested["check_run"]["id"] == made["id"] and rerequested["check_run"]["conclusion"] == "failure"
+    assert (
+        rerequested["check_run"]["check_suite"]["status"],
+        rerequested["check_run"]["check_suite"]["conclusion"],
+    ) == (
+        "queued",
+        None,
+    )
+    assert run.status == "completed"  # GitHub leaves the run itself alone
+    with pytest.raises(ValueError, match="nothing to press"):
+        gh.rerequest_check_run(gh.check_runs(repo, pr.head_sha)["other"], "alice")
+    with pytest.raises(ValueError, match="nothing to press"):
+        gh.rerequest_check_run(gh.add_foreign_check_run(repo, pr.head_sha, "ci"), "alice")
+    assert pending["status"] == "queued"
+
+
+def test_action_button_sends_requested_action(gh: StandIn, repo: Repo, pr: PullRequest, receiver: Receiver) -> None:
+    button = {
+        "label": "Approve destroys",
+        "description": "Approve what this plan destroys",
+        "identifier": "approve-destroys",
+    }
+    with client(gh, token_for(gh, repo)) as c:
+        c.post(
+            "/repos/acme/infra/check-runs", json=run_body(pr.head_sha, conclusion="action_required", actions=[button])
+        )
+    gh.wait_for_app_events()
+    run = gh.check_runs(repo, pr.head_sha)["plangate/plan"]
+    gh.request_check_run_action(run, "bob", "approve-destroys")
+    pressed = _check_events(receiver)[-1].data
+    _conforms(pressed, "check_run.requested_action")
+    assert pressed["requested_action"] == {"identifier": "approve-destroys"} and pressed["sender"]["login"] == "bob"
+    assert pressed["check_run"]["conclusion"] == "action_required"
+    with pytest.raises(ValueError, match="offers no action"):
+        gh.request_check_run_action(run, "bob", "approve")
+
+
+def test_no_rerequest_event_without_checks_write(gh: StandIn, repo: Repo, pr: PullRequest, receiver: Receiver) -> None:
+    with client(gh, token_for(gh, repo)) as c:
+        c.post("/repos/acme/infra/check-runs", json=run_body(pr.head_sha, conclusion="success"))
+    gh.wait_for_app_events()
+    gh.set_installation_permission(repo, "checks", "read")
+    gh.rerequest_check_run(gh.check_runs(repo, pr.head_sha)["plangate/plan"], "alice")
+    assert [a for _, a in receiver.actions()] == ["created", "completed"]
