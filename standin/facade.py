@@ -11,7 +11,7 @@ from typing import Any
 
 import httpx
 
-from standin import checks, delivery, gitops, payloads, payloads_checks, pulls
+from standin import checks, delivery, gitops, merge_queue, payloads, payloads_checks, pulls
 from standin.delivery import Delivery
 from standin.gitops import FileContent
 from standin.keys import public_key_of
@@ -322,7 +322,7 @@ class StandIn:
     def set_installation_permission(self, repo: Repo, name: str, level: str | None) -> None:
         """Change what the installation on `repo` was granted (`level` None drops `name`). Its tokens, old and
         new, get GitHub's 403 on the check-run routes without `checks`, and it is sent no `check_run`
-        `rerequested`/`requested_action` without `checks: write`."""
+        `rerequested`/`requested_action` without `checks: write` and no `merge_group` without `merge_queues`."""
         with self.state.lock:
             if repo.installation_id is None:
                 raise ValueError(f"the App is not installed on {repo.full_name}")
@@ -367,6 +367,46 @@ class StandIn:
     def wait_for_app_events(self, timeout: float = 10.0) -> None:
         """Until the webhooks caused by API calls so far (a run created or completed) have been delivered."""
         self.state.hookshot.wait(timeout)
+
+    def queue_merge_group(
+        self,
+        repo: Repo,
+        prs: list[PullRequest],
+        base: str | None = None,
+        *,
+        by: str | None = None,
+        deliver: bool = True,
+    ) -> merge_queue.MergeGroup:
+        """The merge queue takes `prs` (in order) into `base` (default branch): it builds
+        `gh-readonly-queue/{base}/pr-{n}-{sha}` and sends `merge_group` `checks_requested` (sender: `by`, who
+        queued the last PR, default its author). No event without the installation's `merge_queues` permission."""
+        with self.state.lock:
+            group = merge_queue.build(repo, prs, base or repo.default_branch)
+        sender = self.add_user(by) if by else prs[-1].author
+        payload = payloads_checks.merge_group(self.state, group, "checks_requested", sender, self.base_url)
+        self._emit_if_granted(repo, "merge_queues", "merge_group", payload, deliver)
+        return group
+
+    def merge_group_done(self, group: merge_queue.MergeGroup, reason: str, deliver: bool = True) -> None:
+        """The group ends: `merged` fast-forwards the base to the group's head, closes each PR as merged
+        (its own queue merge commit as `merge_commit_sha`) with `pull_request` `closed`, then one `push`;
+        `invalidated` and `dequeued` leave the base and the PRs alone. Every time the temporary branch is deleted
+        and `merge_group` `destroyed` is sent last."""
+        if reason not in merge_queue.REASONS or group.reason is not None:
+            raise ValueError(f"cannot end a merge group that is {group.reason or 'queued'} as {reason!r}")
+        repo, bot = group.repo, self.add_user(merge_queue.QUEUE_BOT, "Bot")
+        with self.state.lock:
+            if reason == "merged":
+                merge_queue.merge(self.state, group)
+            merge_queue.delete_branch(group)
+            group.reason = reason
+        if reason == "merged":
+            for pr in group.prs:
+                payload = payloads.pull_request(self.state, repo, pr, "closed", bot, self.base_url)
+                self._emit("pull_request", payload, deliver)
+            self._push_event(repo, group.base_ref, group.base_sha, group.head_sha, bot, deliver)
+        payload = payloads_checks.merge_group(self.state, group, "destroyed", bot, self.base_url, reason)
+        self._emit_if_granted(repo, "merge_queues", "merge_group", payload, deliver)
 
     def _check_run_event(
         self, run: checks.CheckRun, login: str, action: str, identifier: str | None, deliver: bool

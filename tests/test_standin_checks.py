@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import asyncio
+import base64
 import json
+import subprocess
 import threading
 from collections.abc import Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -114,6 +116,12 @@ def webhook_schema(name: str) -> dict[str, Any]:
 def example(name: str) -> dict[str, Any]:
     data: dict[str, Any] = json.loads((WEBHOOKS / f"{name}.json").read_text())
     return data
+
+
+def git(repo: Repo, *args: str) -> str:
+    return subprocess.run(
+        ["git", "--git-dir", str(repo.path), *args], capture_output=True, text=True, check=True
+    ).stdout.strip()
 
 
 def run_body(sha: str, **extra: Any) -> dict[str, Any]:
@@ -498,3 +506,145 @@ def test_no_rerequest_event_without_checks_write(gh: StandIn, repo: Repo, pr: Pu
     gh.set_installation_permission(repo, "checks", "read")
     gh.rerequest_check_run(gh.check_runs(repo, pr.head_sha)["plangate/plan"], "alice")
     assert [a for _, a in receiver.actions()] == ["created", "completed"]
+
+
+# -- the merge queue ---------------------------------------------------------------------------------
+
+
+@pytest.fixture
+def two_prs(gh: StandIn, repo: Repo) -> tuple[PullRequest, PullRequest]:
+    first = gh.open_pr(repo, "add-a", "alice", "Add a", {"a.tf": "# a\n"}, deliver=False)
+    second = gh.open_pr(repo, "add-b", "bob", "Add b", {"b.tf": "# b\n"}, deliver=False)
+    return first, second
+
+
+def _fetch_by_sha(gh: StandIn, repo: Repo, token: str, sha: str, work: Path) -> str:
+    work.mkdir()
+    subprocess.run(["git", "init", "-q"], cwd=work, check=True)
+    header = "http.extraHeader=Authorization: Basic " + _basic(token)
+    url = f"{gh.base_url}/{repo.full_name}.git"
+    subprocess.run(["git", "-c", header, "fetch", "-q", "--depth", "1", url, sha], cwd=work, check=True)
+    return subprocess.run(
+        ["git", "ls-tree", "--name-only", "FETCH_HEAD"], cwd=work, capture_output=True, text=True
+    ).stdout
+
+
+def _basic(token: str) -> str:
+    return base64.b64encode(f"x-access-token:{token}".encode()).decode()
+
+
+def test_merge_group_of_two_prs_is_checked_then_merged(
+    gh: StandIn, repo: Repo, two_prs: tuple[PullRequest, PullRequest], receiver: Receiver, tmp_path: Path
+) -> None:
+    first, second = two_prs
+    main_before = gh.head(repo, "main")
+    group = gh.queue_merge_group(repo, [first, second])
+    expected_ref = f"gh-readonly-queue/main/pr-{second.number}-{second.head_sha}"
+    assert group.head_ref == expected_ref and gh.head(repo, expected_ref) == group.head_sha
+    first_merge = group.merge_commits[first.number]
+    assert git(repo, "rev-list", "--parents", "-n1", group.head_sha).split()[1:] == [first_merge, second.head_sha]
+    assert git(repo, "rev-list", "--parents", "-n1", first_merge).split()[1:] == [main_before, first.head_sha]
+    assert {"a.tf", "b.tf", "main.tf"} <= set(git(repo, "ls-tree", "--name-only", group.head_sha).split())
+
+    (event,) = receiver.events()
+    assert (event.event, event.data["action"]) == ("merge_group", "checks_requested")
+    assert problems(event.data, webhook_schema("merge_group.checks_requested"), LENIENT) == []
+    assert set(example("merge_group.checks_requested")) - {"organization"} <= set(event.data)
+    queued = event.data["merge_group"]
+    assert queued == {
+        "head_sha": group.head_sha,
+        "head_ref": f"refs/heads/{expected_ref}",
+        "base_sha": main_before,
+        "base_ref": "refs/heads/main",
+        "head_commit": queued["head_commit"],
+    }
+    head_commit = queued["head_commit"]
+    assert (head_commit["id"], head_commit["tree_id"]) == (
+        group.head_sha,
+        git(repo, "rev-parse", f"{group.head_sha}^{{tree}}"),
+    )
+    assert head_commit["message"] == f"Merge pull request #{second.number} from acme/add-b\n\nAdd b"
+    assert event.data["sender"]["login"] == "bob" and event.data["installation"]["id"] == repo.installation_id
+
+    token = token_for(gh, repo)
+    assert {"a.tf", "b.tf"} <= set(_fetch_by_sha(gh, repo, token, group.head_sha, tmp_path / "work").split())
+    with client(gh, token) as c:
+        status = c.post(
+            f"/repos/acme/infra/statuses/{group.head_sha}", json={"state": "success", "context": "plangate/plan"}
+        )
+        run = c.post("/repos/acme/infra/check-runs", json=run_body(group.head_sha, conclusion="success"))
+        associated = c.get(f"/repos/acme/infra/commits/{group.head_sha}/pulls").json()
+    assert status.status_code == 201 and run.status_code == 201, run.text
+    assert associated == [] and run.json()["pull_requests"] == []  # no PR is associated with the queue's commit
+    assert gh.statuses(repo, group.head_sha)["plangate/plan"].state == "success"
+    assert gh.check_runs(repo, group.head_sha)["plangate/plan"].conclusion == "success"
+    gh.wait_for_app_events()
+
+    gh.merge_group_done(group, "merged")
+    assert gh.head(repo, "main") == group.head_sha and gh.head(repo, expected_ref) is None
+    after = [e for e in receiver.events() if e.event != "check_run"][1:]
+    assert [(e.event, e.data.get("action")) for e in after] == [
+        ("pull_request", "closed"),
+        ("pull_request", "closed"),
+        ("push", None),
+        ("merge_group", "destroyed"),
+    ]
+    for closed, pull, merge_commit in zip(after[:2], (first, second), (first_merge, group.head_sha), strict=True):
+        shown = closed.data["pull_request"]
+        assert (shown["number"], shown["merged"], shown["state"]) == (pull.number, True, "closed")
+        assert shown["merge_commit_sha"] == merge_commit and shown["merged_at"] is not None
+        assert shown["merged_by"]["login"] == "github-merge-queue[bot]"
+    push, destroyed = after[2].data, after[3].data
+    assert (push["ref"], push["before"], push["after"]) == ("refs/heads/main", main_before, group.head_sha)
+    assert push["pusher"]["name"] == "github-merge-queue[bot]" and push["head_commit"]["id"] == group.head_sha
+    assert problems(push, webhook_schema("push"), LENIENT) == []
+    assert destroyed["reason"] == "merged" and destroyed["merge_group"]["head_sha"] == group.head_sha
+    assert problems(destroyed, webhook_schema("merge_group.destroyed"), LENIENT) == []
+    with client(gh, token) as c:
+        merged_by_it = c.get(f"/repos/acme/infra/commits/{group.head_sha}/pulls").json()
+    assert [p["number"] for p in merged_by_it] == [second.number]  # the PR that commit merged
+    with pytest.raises(ValueError, match="cannot end"):
+        gh.merge_group_done(group, "dequeued")
+
+
+@pytest.mark.parametrize("reason", ["invalidated", "dequeued"])
+def test_a_group_thrown_away_leaves_main_and_the_prs(
+    gh: StandIn, repo: Repo, two_prs: tuple[PullRequest, PullRequest], receiver: Receiver, reason: str
+) -> None:
+    main_before = gh.head(repo, "main")
+    group = gh.queue_merge_group(repo, list(two_prs), "main", by="carol")
+    gh.merge_group_done(group, reason)
+    assert gh.head(repo, "main") == main_before and gh.head(repo, group.head_ref) is None
+    assert all(p.state == "open" and not p.merged for p in two_prs)
+    assert receiver.actions() == [("merge_group", "checks_requested"), ("merge_group", "destroyed")]
+    checks_requested, destroyed = (e.data for e in receiver.events())
+    assert checks_requested["sender"]["login"] == "carol"
+    assert destroyed["reason"] == reason and destroyed["merge_group"] == checks_requested["merge_group"]
+
+
+def test_merge_groups_that_github_would_not_build_or_merge(
+    gh: StandIn, repo: Repo, two_prs: tuple[PullRequest, PullRequest], receiver: Receiver
+) -> None:
+    first, _ = two_prs
+    clash = gh.open_pr(repo, "clash", "carol", "Clash", {"a.tf": "# not a\n"}, deliver=False)
+    with pytest.raises(ValueError, match="conflicts"):
+        gh.queue_merge_group(repo, [first, clash])
+    gh.commit(repo, "release", {"r": "r"})
+    elsewhere = gh.open_pr(repo, "fix", "carol", "Fix", {"f": "f"}, base="release", deliver=False)
+    with pytest.raises(ValueError, match="not an open PR into main"):
+        gh.queue_merge_group(repo, [elsewhere])
+    group = gh.queue_merge_group(repo, [first])
+    gh.push(repo, "main", {"other.tf": "x"}, pusher="dave", deliver=False)
+    with pytest.raises(ValueError, match="moved"):
+        gh.merge_group_done(group, "merged")
+    gh.merge_group_done(group, "invalidated")
+    assert first.state == "open"
+
+
+def test_merge_group_events_need_the_merge_queues_permission(
+    gh: StandIn, repo: Repo, two_prs: tuple[PullRequest, PullRequest], receiver: Receiver
+) -> None:
+    gh.set_installation_permission(repo, "merge_queues", None)
+    group = gh.queue_merge_group(repo, list(two_prs))
+    gh.merge_group_done(group, "merged")
+    assert receiver.actions() == [("pull_request", "closed"), ("pull_request", "closed"), ("push", None)]
