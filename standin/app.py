@@ -11,7 +11,16 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from standin import git_http, routes_apps, routes_contents, routes_issues, routes_oauth, routes_repos, routes_user
+from standin import (
+    git_http,
+    routes_apps,
+    routes_checks,
+    routes_contents,
+    routes_issues,
+    routes_oauth,
+    routes_repos,
+    routes_user,
+)
 from standin.answers import note_of
 from standin.auth import DOCS, auth_kind
 from standin.dropping import DROP
@@ -68,6 +77,7 @@ def create_app(state: State, faults: Faults, limits: Limits) -> ASGIApp:
         routes=[
             *routes_apps.routes,
             *routes_repos.routes,
+            *routes_checks.routes,
             *routes_contents.routes,
             *routes_issues.routes,
             *routes_oauth.routes,

@@ -47,7 +47,7 @@ async def create_token(request: Request) -> Response:
         {
             "token": token,
             "expires_at": iso(record.expires_at),
-            "permissions": shapes.app(state.app, base)["permissions"],
+            "permissions": dict(inst.permissions),
             "repository_selection": "selected",
             "repositories": repos,
         },

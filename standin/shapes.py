@@ -86,7 +86,7 @@ def app(a: App, base: str) -> Json:
         "description": "",
         "external_url": base,
         "html_url": f"{base}/apps/{a.slug}",
-        "permissions": {"contents": "read", "issues": "write", "pull_requests": "write", "statuses": "write"},
+        "permissions": dict(a.permissions),
         "events": ["pull_request", "issue_comment", "push"],
     }
 
@@ -104,7 +104,7 @@ def installation(inst: Installation, a: App, base: str) -> Json:
         "client_id": a.client_id,
         "target_id": inst.account.id,
         "target_type": inst.account.type,
-        "permissions": app(a, base)["permissions"],
+        "permissions": dict(inst.permissions),
         "events": app(a, base)["events"],
         "created_at": iso(inst.created_at),
         "updated_at": iso(inst.created_at),

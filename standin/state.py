@@ -8,8 +8,29 @@ import secrets
 import threading
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING
+
+from standin.hookshot import Hookshot
+
+if TYPE_CHECKING:
+    from standin.checks import CheckRun, CheckSuite
 
 PERMISSIONS = ("read", "triage", "write", "maintain", "admin")
+# What the App asks for and an installation grants by default: plangate's manifest, check runs, merge-queue events.
+DEFAULT_PERMISSIONS = {
+    "checks": "write",
+    "contents": "read",
+    "issues": "write",
+    "members": "read",
+    "merge_queues": "read",
+    "metadata": "read",
+    "pull_requests": "write",
+    "statuses": "write",
+}
+
+
+def _default_permissions() -> dict[str, str]:
+    return dict(DEFAULT_PERMISSIONS)
 
 
 def utcnow() -> dt.datetime:
@@ -41,6 +62,7 @@ class App:
     bot: User
     client_secret: str = field(default_factory=lambda: secrets.token_hex(20))
     callback_urls: list[str] = field(default_factory=list)  # where sign-in may send a browser back
+    permissions: dict[str, str] = field(default_factory=_default_permissions)
 
 
 @dataclass
@@ -49,6 +71,7 @@ class Installation:
     account: User
     repo_ids: set[int] = field(default_factory=set)
     created_at: dt.datetime = field(default_factory=utcnow)
+    permissions: dict[str, str] = field(default_factory=_default_permissions)  # granted; its tokens get no more
 
 
 @dataclass
@@ -197,6 +220,9 @@ class State:
         self.browser_login: str | None = None  # who is signed in to github.com in "the" browser
         self.browser_approves = True  # whether that person presses "Authorize" on the consent page
         self.requests: list[LoggedRequest] = []
+        self.check_suites: dict[int, CheckSuite] = {}
+        self.check_runs: dict[int, CheckRun] = {}
+        self.hookshot = Hookshot()  # webhooks an API call causes, delivered after the answer
 
     def next_id(self) -> int:
         with self.lock:
