@@ -43,7 +43,7 @@ def _bare(tool: str, text: str, root: Path) -> float:
 
 
 def _settled(stack: Stack, repo: object, sha: str) -> bool:
-    statuses = stack.gh.statuses(repo, sha)  # type: ignore[arg-type]
+    statuses = stack.gh.reports(repo, sha)  # type: ignore[arg-type]
     return (
         "plangate/destroy" in statuses
         and statuses.get("plangate/plan", None) is not None

@@ -74,12 +74,18 @@ def cmd_worker(args: argparse.Namespace) -> int:
         log.info("sandbox: %s", describe(ctx.sandbox))
     else:
         log.warning("!!! SANDBOX OFF: terraform runs the pull request's code with this worker's view of the host")
-    ctx.record_sandbox()
-
     conn = redis.Redis.from_url(settings.redis_url)
-    worker = PlangateWorker(list(QUEUE_NAMES), connection=conn, maintenance_interval=MAINTENANCE_INTERVAL)
-    worker.work(burst=args.burst, logging_level="INFO", with_scheduler=True)  # runs jittered drift checks
-    return 0
+    wait = 1.0
+    while True:  # Redis down at start-up or later: reconnect with backoff, no restart needed
+        try:
+            ctx.record_sandbox()
+            worker = PlangateWorker(list(QUEUE_NAMES), connection=conn, maintenance_interval=MAINTENANCE_INTERVAL)
+            worker.work(burst=args.burst, logging_level="INFO", with_scheduler=True)  # runs jittered drift checks
+            return 0
+        except (redis.ConnectionError, redis.TimeoutError) as exc:
+            log.error("Redis unreachable (%s); retrying in %.0fs", exc, wait)
+            time.sleep(wait)
+            wait = min(wait * 2, 60.0)
 
 
 def cmd_cron(args: argparse.Namespace) -> int:

@@ -66,7 +66,7 @@ class Story:
 
     def status(self, repo: Repo, sha: str, context: str, final: bool = True) -> str:
         def probe() -> str | None:
-            s = self.gh.statuses(repo, sha).get(context)
+            s = self.gh.reports(repo, sha).get(context)
             return f"{s.state}: {s.description}" if s and (not final or s.state != "pending") else None
 
         line = self.stack.wait_for(f"{context} on {sha[:7]}", probe, timeout=300)

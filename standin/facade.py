@@ -6,6 +6,7 @@ import contextlib
 import datetime as dt
 import secrets
 from collections.abc import Mapping
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -18,6 +19,28 @@ from standin.gitops import FileContent
 from standin.keys import public_key_of
 from standin.limits import Limits
 from standin.state import App, Comment, PullRequest, Repo, State, Status, User, utcnow
+
+
+@dataclass(frozen=True)
+class Report:
+    """A commit status or a check run, as a person reads it in the checks box."""
+
+    context: str
+    state: str  # pending | success | failure | error
+    description: str | None
+    target_url: str | None
+    summary: str | None = None  # a check run's Markdown summary
+    actions: tuple[str, ...] = ()  # a check run's button identifiers
+
+    @classmethod
+    def of_status(cls, status: Status) -> Report:
+        return cls(status.context, status.state, status.description, status.target_url)
+
+    @classmethod
+    def of_check_run(cls, run: checks.CheckRun) -> Report:
+        state = "pending" if run.status != "completed" else ("success" if run.conclusion == "success" else "failure")
+        actions = tuple(a["identifier"] for a in run.actions)
+        return cls(run.name, state, run.title, run.details_url, run.summary, actions)
 
 
 class StandIn:
@@ -280,6 +303,15 @@ class StandIn:
     def statuses(self, repo: Repo, sha: str) -> dict[str, Status]:
         """The latest status per context on `sha`."""
         return {s.context: s for s in self.state.combined_statuses(repo.id, sha)}
+
+    def reports(self, repo: Repo, sha: str) -> dict[str, Report]:
+        """What the PR's checks box shows for `sha`: every commit status and check run by name, the
+        newest of each, as state (pending, success, failure, error), description and link."""
+        found = {name: Report.of_status(s) for name, s in self.statuses(repo, sha).items()}
+        runs = self.check_runs(repo, sha)
+        for name, run in runs.items():
+            found[name] = Report.of_check_run(run)
+        return found
 
     def manifest_code(self, ttl: dt.timedelta = dt.timedelta(hours=1)) -> str:
         """A code that `POST /app-manifests/{code}/conversions` turns into this App's credentials once."""

@@ -16,6 +16,8 @@ from pathlib import Path
 from typing import TypeVar
 
 import httpx
+import redis
+from rq import Worker
 
 from standin.facade import StandIn
 from standin.keys import new_private_key_pem
@@ -58,6 +60,16 @@ def wait_http(url: str, timeout: float = 30.0) -> None:
             pass
         time.sleep(0.1)
     raise RuntimeError(f"{url} did not come up")
+
+
+def _wait_workers(redis_url: str, count: int, timeout: float = 60.0) -> None:
+    """Until `count` workers have registered with RQ: a test may stop Redis right after the start."""
+    conn = redis.Redis.from_url(redis_url)
+    deadline = time.monotonic() + timeout
+    while len(Worker.all(connection=conn)) < count:
+        if time.monotonic() > deadline:
+            raise RuntimeError(f"{count} worker(s) did not start")
+        time.sleep(0.1)
 
 
 def _stop(procs: list[subprocess.Popen[bytes]]) -> None:
@@ -132,6 +144,7 @@ def running_stack(
         try:
             web_url = f"http://127.0.0.1:{port}"
             wait_http(web_url + "/readyz")
+            _wait_workers(redis_url, workers)
             gh.app.webhook_url = web_url + "/webhook"
             yield Stack(gh=gh, private_key=key, web_url=web_url, env=env, logs=logs, workers=procs[1:])
         finally:

@@ -34,7 +34,7 @@ def status(stack: Stack, repo: Repo, sha: str, context: str, state: str, contain
     """Wait until `context` on `sha` is `state` (its description containing `contains`); the description."""
 
     def probe() -> str | None:
-        found = stack.gh.statuses(repo, sha).get(context)
+        found = stack.gh.reports(repo, sha).get(context)
         if found and found.state == state and contains in (found.description or ""):
             return found.description or state
         return None

@@ -44,7 +44,7 @@ def browser() -> Iterator[Browser]:
 
 
 def _gated(stack: Stack, repo: object, sha: str) -> bool:
-    states = {ctx: s.state for ctx, s in stack.gh.statuses(repo, sha).items()}  # type: ignore[arg-type]
+    states = {ctx: s.state for ctx, s in stack.gh.reports(repo, sha).items()}  # type: ignore[arg-type]
     return states.get("plangate/destroy") == "failure" and states.get("plangate/plan") == "success"
 
 
@@ -84,7 +84,7 @@ def test_a_person_sees_the_gated_pr_on_the_status_page(
         queues = page.inner_text("h2:has-text('Queues') + table")
         assert "plangate-plans" in queues and "plangate-commands" in queues
         assert "running" in page.inner_text("h2:has-text('Workers') + p")  # a signed-in person sees a count
-        comment_url = gh.statuses(repo, pr.head_sha)["plangate/destroy"].target_url
+        comment_url = gh.reports(repo, pr.head_sha)["plangate/destroy"].target_url
         assert comment_url and page.get_attribute("a:has-text('comment')", "href") == comment_url
         # The CSP's style hash matches the page's own stylesheet: the gate state is red, not unstyled.
         color = page.eval_on_selector(".state-failure", "e => getComputedStyle(e).color")

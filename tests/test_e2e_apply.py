@@ -20,7 +20,7 @@ BOT = "plangate[bot]"
 
 def _apply_state(stack: Stack, repo: Repo, sha: str, state: str, contains: str = "") -> str:
     def probe() -> str | None:
-        status = stack.gh.statuses(repo, sha).get("plangate/apply")
+        status = stack.gh.reports(repo, sha).get("plangate/apply")
         if status and status.state == state and contains in (status.description or ""):
             return status.description or ""
         return None
@@ -34,7 +34,7 @@ def _bot_bodies(stack: Stack, repo: Repo, number: int) -> list[str]:
 
 def _planned(stack: Stack, repo: Repo, sha: str) -> None:
     def probe() -> bool:
-        status = stack.gh.statuses(repo, sha).get("plangate/destroy")
+        status = stack.gh.reports(repo, sha).get("plangate/destroy")
         return status is not None
 
     stack.wait_for(f"the PR plan of {sha[:7]}", probe)
@@ -104,7 +104,7 @@ def test_pr_approval_carries_over_unless_the_destroy_set_grew(
         gh.comment(repo, pr.number, "bob", "/approve-destroy")
         stack.wait_for(
             "the approval",
-            lambda: (s := gh.statuses(repo, pr.head_sha).get("plangate/destroy")) and s.state == "success",
+            lambda: (s := gh.reports(repo, pr.head_sha).get("plangate/destroy")) and s.state == "success",
         )
         merged = gh.merge_pr(pr, method="rebase")
         _apply_state(stack, repo, merged, "success")
@@ -209,7 +209,7 @@ def test_apply_that_dies_is_reported_and_rerun_by_plan(
         merged = gh.merge_pr(pr)
         stack.wait_for("the first apply to start", marker.exists)
         kill_the_horse_running(str(bin_dir))
-        assert "died" in _apply_state(stack, repo, merged, "error")
+        assert "died" in _apply_state(stack, repo, merged, "failure")  # a check run has no "error": failure
         died = [b for b in _bot_bodies(stack, repo, pr.number) if "plangate:apply-died" in b]
         assert len(died) == 1 and "check the state" in died[0]
 
@@ -250,4 +250,4 @@ def test_newer_push_supersedes_a_blocked_one_and_report_only_projects_never_appl
         held = gh.push(repo, "main", files, "alice")
         assert "not applied" in _apply_state(stack, repo, held, "success")
         assert "terraform_data.x" not in state_addresses(state)
-        assert gh.statuses(repo, feature) == {}, "only the apply branch applies"  # its job ran first (FIFO)
+        assert gh.reports(repo, feature) == {}, "only the apply branch applies"  # its job ran first (FIFO)

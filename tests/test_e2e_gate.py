@@ -18,7 +18,7 @@ BOT = "plangate[bot]"
 
 
 def _destroy(stack: Stack, repo: Repo, sha: str) -> tuple[str, str] | None:
-    status = stack.gh.statuses(repo, sha).get("plangate/destroy")
+    status = stack.gh.reports(repo, sha).get("plangate/destroy")
     return (status.state, status.description or "") if status else None
 
 
@@ -51,7 +51,9 @@ def _comment_and_wait(stack: Stack, repo: Repo, pr: PullRequest, login: str, bod
 
 
 def _destroy_posts(stack: Stack, sha: str) -> int:
-    return sum(1 for s in stack.gh.state.statuses if s.sha == sha and s.context == "plangate/destroy")
+    """Reports written on `sha` (check run writes, or plangate/destroy statuses): grows with each re-plan."""
+    runs = sum(1 for r in stack.gh.state.requests if r.method in ("POST", "PATCH") and "/check-runs" in r.path)
+    return runs + sum(1 for s in stack.gh.state.statuses if s.sha == sha and s.context == "plangate/destroy")
 
 
 def _wait_status(stack: Stack, repo: Repo, sha: str, state: str, contains: str = "") -> str:
@@ -134,4 +136,6 @@ def test_approvals_are_scoped_checked_and_durable(tmp_path: Path, redis_url: str
         _comment_and_wait(stack, repo, pr, "bob", "/plan")
         stack.wait_for("the re-plan's gate status", lambda: _destroy_posts(stack, sha2) > posted)
         assert "1 to destroy" in _wait_status(stack, repo, sha2, "failure")
-        assert int(redis_conn.hget("plangate:metrics:gate-decisions", "blocked") or 0) >= 1
+        stack.wait_for(
+            "the blocked decision", lambda: int(redis_conn.hget("plangate:metrics:gate-decisions", "blocked") or 0)
+        )

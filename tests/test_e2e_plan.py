@@ -14,7 +14,7 @@ pytestmark = pytest.mark.e2e
 
 
 def _final(stack: Stack, repo: object, sha: str) -> dict[str, str] | None:
-    statuses = stack.gh.statuses(repo, sha)  # type: ignore[arg-type]
+    statuses = stack.gh.reports(repo, sha)  # type: ignore[arg-type]
     states = {ctx: s.state for ctx, s in statuses.items()}
     if states.get("plangate/destroy") and states.get("plangate/plan") != "pending":
         return states
@@ -48,7 +48,7 @@ def test_pr_plans_comment_once_and_gate_destroys(tmp_path: Path, redis_url: str,
         assert len(comments) == 1
         assert "1 to add, 0 to change, 0 to destroy" in comments[0]
         assert "terraform_data.fresh" in comments[0]
-        destroy = gh.statuses(repo, adding.head_sha)["plangate/destroy"]
+        destroy = gh.reports(repo, adding.head_sha)["plangate/destroy"]
         assert destroy.description and "no destroy" in destroy.description.lower()
         assert destroy.target_url and destroy.target_url.startswith("http")
 
@@ -57,7 +57,7 @@ def test_pr_plans_comment_once_and_gate_destroys(tmp_path: Path, redis_url: str,
         )
         states = stack.wait_for("statuses on the removing PR", lambda: _final(stack, repo, removing.head_sha))
         assert states == {"plangate/plan": "success", "plangate/destroy": "failure"}
-        description = gh.statuses(repo, removing.head_sha)["plangate/destroy"].description or ""
+        description = gh.reports(repo, removing.head_sha)["plangate/destroy"].description or ""
         assert "1 to destroy" in description and "/approve-destroy" in description
         comment = _bot_comments(stack, repo, removing.number)[0]
         assert "`terraform_data.doomed`" in comment and "0 to add, 0 to change, 1 to destroy" in comment
@@ -100,5 +100,5 @@ def test_fork_and_config_errors_are_explained(tmp_path: Path, redis_url: str, re
         assert states == {"plangate/plan": "failure", "plangate/destroy": "failure"}
         comment = _bot_comments(stack, repo, bad.number)[0]
         assert "projects[0].when_modifed" in comment
-        description = gh.statuses(repo, bad.head_sha)["plangate/plan"].description or ""
+        description = gh.reports(repo, bad.head_sha)["plangate/plan"].description or ""
         assert ".plangate.yml" in description

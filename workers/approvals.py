@@ -87,21 +87,25 @@ def _names(names: Iterable[str]) -> str:
 
 
 def timing_refusal(
-    sha: str, *, named_sha: str | None, comment_at: str | None, published_at: str | None
+    sha: str, *, named_sha: str | None, comment_at: str | None, published_at: str | None, inclusive: bool = False
 ) -> Refusal | None:
     """Why an approval written at `comment_at` cannot cover the plan of `sha` published at `published_at`.
 
     Timestamps are GitHub's own (ISO 8601, UTC, to the second), so no clock of ours is compared with
     GitHub's. A plan published in the same second as the comment, or at an unknown time, counts as
     published after it: the approver may not have seen it. `named_sha` (`/approve-destroy SHA`) must
-    be a prefix of `sha`.
+    be a prefix of `sha`. `inclusive`: `comment_at` is when the page the approver acted on was written
+    (a check run's completion): a plan published by then is what they saw.
     """
     if named_sha is not None and not sha.startswith(named_sha):
         return Refusal(
             f"you approved {code(named_sha[:12])}, but the latest plan is of {code(sha[:7])}; "
             "look at that plan and approve it"
         )
-    if comment_at is None or published_at is None or not published_at < comment_at:
+    seen = comment_at is not None and published_at is not None and (
+        published_at <= comment_at if inclusive else published_at < comment_at
+    )
+    if not seen:
         return Refusal(
             f"the plan changed after you commented (the plan of {code(sha[:7])} was published at "
             f"{published_at or 'an unknown time'}) — look again and re-approve"

@@ -39,11 +39,12 @@ def conclusion(state: str, needs_approval: bool) -> str:
 
 
 def fit(text: str) -> str:
-    """Check run texts are cut by GitHub at 65,535 characters with a 422: cut first, and say so."""
-    if len(text) <= MAX_TEXT:
+    """GitHub refuses a check run text over 65,535 characters or UTF-8 bytes with a 422: cut first, say so."""
+    data = text.encode()
+    if len(data) <= MAX_TEXT:
         return text
     note = "\n\n_(cut to fit GitHub's limit; the plan comment holds the rest)_"
-    return text[: MAX_TEXT - len(note)] + note
+    return data[: MAX_TEXT - len(note.encode())].decode(errors="ignore") + note
 
 
 @dataclass
@@ -88,7 +89,11 @@ class CheckRuns:
             body["conclusion"] = conclusion(state, approve)
         try:
             if context in known:
-                await gh.patch(f"/repos/{repo}/check-runs/{known[context]}", data=body)
+                path = f"/repos/{repo}/check-runs/{known[context]}"
+                if summary is None:  # a new state, same plan: keep the summary the run already shows
+                    shown = (await gh.getitem(path)).get("output") or {}
+                    body["output"]["summary"] = fit(shown.get("summary") or description)
+                await gh.patch(path, data=body)
                 return True
             run = await gh.post(f"/repos/{repo}/check-runs", data={**body, "head_sha": sha})
         except BadRequest as exc:

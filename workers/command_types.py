@@ -26,6 +26,7 @@ class CommandRequest:
     issue_author: str = ""
     sha: str | None = None  # `/approve-destroy SHA`
     created_at: str | None = None  # when the comment was written (GitHub's clock): what its author could see
+    via: str = "comment"  # "comment", or "check_run": a button on a check run (no comment to react to)
 
 
 @dataclass(frozen=True)

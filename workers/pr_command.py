@@ -47,12 +47,15 @@ async def handle(ctx: WorkerContext, req: CommandRequest) -> Outcome | None:
     async with installation_client(ctx.tokens, req.installation_id, ctx.settings.api_url) as gh:
         await _react(gh, req, "eyes")
         outcome = await _decide(ctx, gh, req)
-        await vcs.post_comment(gh, req.repo, req.number, outcome.reply)
+        if not (req.via == "check_run" and req.command == "plan" and outcome.reaction == "+1"):
+            await vcs.post_comment(gh, req.repo, req.number, outcome.reply)  # a Re-run needs no "planning" reply
         await _react(gh, req, outcome.reaction)
     return outcome
 
 
 async def _react(gh: GitHubAPI, req: CommandRequest, content: str) -> None:
+    if not req.comment_id:  # a check run button: there is no comment to react to
+        return
     await gh.post(f"/repos/{req.repo}/issues/comments/{req.comment_id}/reactions", data={"content": content})
 
 
@@ -146,7 +149,13 @@ async def _approve(
         reason = f"the plan failed at {sha[:7]} for {failed}; fix it and approve the new plan"
         audit.record(ctx.redis, "refused", reason=reason, **where)
         return Outcome(render_refusal(reason, reply_to=req.comment_id), "confused")
-    late = timing_refusal(sha, named_sha=req.sha, comment_at=req.created_at, published_at=record.published_at)
+    late = timing_refusal(
+        sha,
+        named_sha=req.sha,
+        comment_at=req.created_at,
+        published_at=record.published_at,
+        inclusive=req.via == "check_run",
+    )
     decision = late or approval_for(record.destroys, sha, req.commenter, req.projects)
     if isinstance(decision, Refusal):
         audit.record(ctx.redis, "refused", reason=decision.reason, **where)
@@ -172,7 +181,8 @@ async def _record_approval(
     gate_store.add_approval(ctx.records, req.repo_id, req.number, approval.sha, known, approval)
     audit.record(ctx.redis, "approved", destroys=len(approval.pairs), complete=cov.complete, **where)
     state, description = approval_status(cov)
-    await vcs.set_status(gh, req.repo, approval.sha, DESTROY_CONTEXT, state, description)
+    waiting = not cov.complete and not cov.never
+    await vcs.set_status(gh, req.repo, approval.sha, DESTROY_CONTEXT, state, description, approve=waiting)
     record_run(
         ctx.redis,
         kind="approval",

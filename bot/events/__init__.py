@@ -2,6 +2,6 @@
 
 from gidgethub.routing import Router
 
-from . import comments, installations, pulls, pushes
+from . import checks, comments, installations, merge_queue, pulls, pushes
 
-router = Router(comments.router, installations.router, pulls.router, pushes.router)
+router = Router(checks.router, comments.router, installations.router, merge_queue.router, pulls.router, pushes.router)

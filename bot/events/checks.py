@@ -1,0 +1,76 @@
+"""check_run: GitHub's "Re-run" button (a re-plan) and the "Approve destroys" button on plangate/destroy.
+
+GitHub sends these only to the App that owns the run. A press is a command as if its presser had
+commented `/plan` or `/approve-destroy SHA` on the run's pull request, and is judged by the same
+rules. The App's own `created` and `completed` events are ignored (they would loop).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from gidgethub.routing import Router
+from gidgethub.sansio import Event
+
+from .context import Delivery, repo_args
+
+router = Router()
+OUR_RUNS = ("plangate/plan", "plangate/destroy", "plangate/apply")
+APPROVE = "approve-destroy"
+
+
+def _command(data: dict[str, Any], command: str) -> dict[str, Any] | None:
+    run, sender = data["check_run"], data["sender"]
+    pulls = run.get("pull_requests") or []
+    if not pulls:
+        return None
+    return {
+        **repo_args(data),
+        "number": int(pulls[0]["number"]),
+        "is_pr": True,
+        "comment_id": 0,
+        "commenter": str(sender["login"]),
+        "commenter_type": str(sender.get("type") or "User"),
+        "command": command,
+        "projects": [],
+        "near_miss": None,
+        "sha": str(run["head_sha"]),
+        "created_at": str(run.get("completed_at") or "") or None,
+        "via": "check_run",
+    }
+
+
+@router.register("check_run", action="rerequested")
+async def rerun(event: Event, delivery: Delivery) -> None:
+    data = event.data
+    run = data["check_run"]
+    if "installation" not in data or run.get("name") not in OUR_RUNS:
+        delivery.ignore("not a plangate check run")
+        return
+    command = _command(data, "plan")
+    if command is not None:
+        job_id = f"rerun-{command['repo_id']}-{run['id']}-{event.delivery_id}"
+        delivery.enqueue(delivery.commands, "workers.jobs.handle_command", job_id, command)
+        return
+    group = (run.get("check_suite") or {}).get("head_branch") or ""
+    if not group.startswith("gh-readonly-queue/"):
+        delivery.ignore("no pull request or merge group to re-plan")
+        return
+    kwargs = {**repo_args(data), "head_sha": str(run["head_sha"]), "head_ref": f"refs/heads/{group}", "base_sha": ""}
+    job_id = f"mq-{kwargs['repo_id']}-{kwargs['head_sha']}-rerun-{run['id']}"
+    delivery.enqueue(delivery.plans, "workers.jobs.plan_merge_group", job_id, kwargs)
+
+
+@router.register("check_run", action="requested_action")
+async def button(event: Event, delivery: Delivery) -> None:
+    data = event.data
+    run = data["check_run"]
+    if "installation" not in data or (data.get("requested_action") or {}).get("identifier") != APPROVE:
+        delivery.ignore("not the Approve destroys button")
+        return
+    kwargs = _command(data, "approve-destroy")
+    if kwargs is None:
+        delivery.ignore("no pull request to approve on")
+        return
+    job_id = f"button-{kwargs['repo_id']}-{run['id']}-{event.delivery_id}"
+    delivery.enqueue(delivery.commands, "workers.jobs.handle_command", job_id, kwargs)

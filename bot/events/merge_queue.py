@@ -1,0 +1,58 @@
+"""merge_group: GitHub's merge queue asks for the required checks on the group's temporary commit.
+
+`checks_requested` plans every affected project at `merge_group.head_sha` and reports
+plangate/plan and plangate/destroy there (destroys pass only when approvals given on the group's
+pull requests cover them). `destroyed` (merged, invalidated, dequeued) cancels what is still queued:
+the apply happens on the push to the apply branch, as for any merge.
+"""
+
+from __future__ import annotations
+
+from gidgethub.routing import Router
+from gidgethub.sansio import Event
+from rq.exceptions import NoSuchJobError
+from rq.job import Job, JobStatus
+
+from .context import Delivery, repo_args
+
+router = Router()
+
+
+def _job_id(repo_id: int, head_sha: str) -> str:
+    return f"mq-{repo_id}-{head_sha}"
+
+
+@router.register("merge_group", action="checks_requested")
+async def plan_group(event: Event, delivery: Delivery) -> None:
+    data = event.data
+    if "installation" not in data:
+        delivery.ignore("no installation in the payload")
+        return
+    group = data["merge_group"]
+    kwargs = {
+        **repo_args(data),
+        "head_sha": str(group["head_sha"]),
+        "head_ref": str(group["head_ref"]),
+        "base_sha": str(group.get("base_sha") or ""),
+    }
+    delivery.enqueue(
+        delivery.plans, "workers.jobs.plan_merge_group", _job_id(kwargs["repo_id"], kwargs["head_sha"]), kwargs
+    )
+
+
+@router.register("merge_group", action="destroyed")
+async def drop_group(event: Event, delivery: Delivery) -> None:
+    data = event.data
+    sha = str(data["merge_group"]["head_sha"])
+    repo_id = int(data["repository"]["id"])
+    delivery.plans.connection.set(f"plangate:mq-gone:{repo_id}:{sha}", "1", ex=24 * 3600)
+    try:
+        job = Job.fetch(_job_id(repo_id, sha), connection=delivery.plans.connection)
+    except NoSuchJobError:
+        delivery.ignore("nothing queued")
+        return
+    if job.get_status() == JobStatus.QUEUED:
+        job.cancel()
+        delivery.outcome = "cancelled"
+    else:
+        delivery.ignore("group plan already running or done: its results are dropped")
