@@ -10,7 +10,7 @@ from starlette.routing import Route
 
 from standin import gitops, pulls, shapes
 from standin.auth import DOCS, error, not_found, require_token
-from standin.state import Status, utcnow
+from standin.state import Repo, Status, utcnow
 from standin.web import base_of, json_body, page_response, repo_access, state_of, validation_failed
 
 FULL_SHA = re.compile(r"^[0-9a-f]{40}$")
@@ -88,9 +88,37 @@ async def compare(request: Request) -> Response:
             "ahead_by": ahead,
             "behind_by": behind,
             "total_commits": ahead,
+            "commits": _commits(repo, base_sha, head_sha, base),
             "files": [pulls.file_json(c, repo, head_sha, base) for c in changes],
         }
     )
+
+
+MAX_COMPARE_COMMITS = 250  # GitHub lists at most this many commits in a comparison
+
+
+def _commits(repo: Repo, base_sha: str, head_sha: str, base: str) -> list[dict[str, object]]:
+    """The commits in head but not in base, oldest first, in the shape of GitHub's commit objects."""
+    out = gitops.git(
+        repo.path, "log", "--reverse", "--format=%H%x00%P%x00%an%x00%ae%x00%aI%x00%s", f"{base_sha}..{head_sha}"
+    )
+    commits: list[dict[str, object]] = []
+    for line in out.splitlines()[:MAX_COMPARE_COMMITS]:
+        sha, parents, name, email, date, subject = line.split("\0")
+        commits.append(
+            {
+                "sha": sha,
+                "url": f"{base}/repos/{repo.full_name}/commits/{sha}",
+                "html_url": f"{base}/{repo.full_name}/commit/{sha}",
+                "commit": {
+                    "message": subject,
+                    "author": {"name": name, "email": email, "date": date},
+                    "committer": {"name": name, "email": email, "date": date},
+                },
+                "parents": [{"sha": p} for p in parents.split()],
+            }
+        )
+    return commits
 
 
 async def create_status(request: Request) -> Response:

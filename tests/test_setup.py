@@ -91,12 +91,15 @@ def test_page_posts_the_manifest_with_this_hosts_urls(env_file: Path) -> None:
     assert manifest["redirect_url"] == "http://testserver/setup/callback"
     assert manifest["callback_urls"] == ["http://testserver/auth/callback"]  # status page sign-in
     assert manifest["public"] is False
-    assert set(manifest["default_events"]) == {"pull_request", "issue_comment", "push"}
+    events = {"pull_request", "issue_comment", "push", "check_run", "merge_group"}
+    assert set(manifest["default_events"]) == events
     assert manifest["default_permissions"] == {
         "contents": "read",
         "pull_requests": "write",
         "issues": "write",
+        "checks": "write",
         "statuses": "write",
+        "merge_queues": "read",
         "metadata": "read",
         "members": "read",
     }

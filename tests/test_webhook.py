@@ -29,6 +29,7 @@ PLAN_FIXTURES = {
     "pull_request.ready_for_review.json",
 }
 PUSH_FIXTURES = {"push.new-branch-default.json", "push.no-username-committer.json"}
+MERGE_GROUP_FIXTURES = {"merge_group.checks_requested.json"}  # check_run examples are other Apps' runs: ignored
 METRICS_TOKEN = "metrics-token-0123456789abcdef"
 INSTALLATION_FIXTURES = {
     "installation.created.json",
@@ -70,6 +71,9 @@ def test_every_published_example_is_accepted(client: TestClient, redis_conn: red
     elif fixture in PUSH_FIXTURES:
         assert status == 202, answer
         assert len(jobs[PLANS_QUEUE]) == 1 and jobs[PLANS_QUEUE][0].startswith("push-")
+    elif fixture in MERGE_GROUP_FIXTURES:
+        assert status == 202, answer
+        assert len(jobs[PLANS_QUEUE]) == 1 and jobs[PLANS_QUEUE][0].startswith("mq-")
     elif fixture in INSTALLATION_FIXTURES:
         assert status == 202, answer
         assert jobs[PLANS_QUEUE] == ["drift-targets-refresh"]

@@ -17,13 +17,14 @@ from rq.job import Dependency, Job, JobStatus
 
 from bot.enqueue import COUNT_ABANDONED, PLAN_RETRIES, PLANS_QUEUE, enqueue_once
 from workers import apply_project as apply_project_module
-from workers import apply_store, drift, pr_command, pr_plan, push_apply
+from workers import apply_store, drift, merge_queue, pr_command, pr_plan, push_apply
 from workers.apply_project import Where
 from workers.command_types import CommandRequest
 from workers.context import context
 from workers.drift_schedule import DriftTarget
 from workers.github_client import RateLimited, deferrable
 from workers.github_metrics import Recorder
+from workers.merge_queue import GroupRequest
 from workers.pr_plan import PlanRequest
 from workers.projects import Project
 from workers.push_apply import PushRequest
@@ -137,6 +138,46 @@ def publish_plan(request: dict[str, Any], job_ids: list[str]) -> None:
     req = _request(request)
     results = [r for r in (_result_of(i, req) for i in job_ids) if r is not None]
     asyncio.run(pr_plan.publish(context(), req, results))
+
+
+@reschedulable
+def plan_merge_group(**kwargs: Any) -> list[str]:
+    """A merge group's required checks: one plan per affected project, then the group's publish job."""
+    ctx = context()
+    group = GroupRequest(**kwargs)
+    projects = asyncio.run(merge_queue.dispatch(ctx, group))
+    if not projects:
+        return []
+    queue = Queue(PLANS_QUEUE, connection=ctx.redis)
+    request = asdict(group.as_plan())
+    ids = [
+        queue.enqueue(
+            "workers.jobs.plan_project",
+            kwargs={"request": request, "project": asdict(project)},
+            rate_limit=project_rate_limit(group.repo_id, project),
+            job_timeout=int(ctx.settings.tf_timeout * 4 + STEP_MARGIN),
+            result_ttl=24 * 3600,
+            retry=RERUN,
+            on_failure=ABANDONED,
+        ).id
+        for project in projects
+    ]
+    queue.enqueue(
+        "workers.jobs.publish_merge_group",
+        kwargs={"group": kwargs, "job_ids": ids},
+        depends_on=Dependency(jobs=ids, allow_failure=True),
+        job_timeout=600,
+        retry=RERUN,
+        on_failure=ABANDONED,
+    )
+    return ids
+
+
+@reschedulable
+def publish_merge_group(group: dict[str, Any], job_ids: list[str]) -> None:
+    req = GroupRequest(**group)
+    results = [r for r in (_result_of(i, req.as_plan()) for i in job_ids) if r is not None]
+    asyncio.run(merge_queue.publish(context(), req, results))
 
 
 @reschedulable
