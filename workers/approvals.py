@@ -102,8 +102,10 @@ def timing_refusal(
             f"you approved {code(named_sha[:12])}, but the latest plan is of {code(sha[:7])}; "
             "look at that plan and approve it"
         )
-    seen = comment_at is not None and published_at is not None and (
-        published_at <= comment_at if inclusive else published_at < comment_at
+    seen = (
+        comment_at is not None
+        and published_at is not None
+        and (published_at <= comment_at if inclusive else published_at < comment_at)
     )
     if not seen:
         return Refusal(
