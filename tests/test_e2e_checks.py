@@ -5,6 +5,7 @@ Stand-in GitHub (Checks API, check_run and merge_group events), real Redis, real
 
 from __future__ import annotations
 
+import time
 from pathlib import Path
 
 import pytest
@@ -60,6 +61,10 @@ def test_the_approve_button_and_re_run(tmp_path: Path, redis_url: str) -> None:
         stack.wait_for("the re-plan", replanned)
         status(stack, repo, pr.head_sha, "plangate/destroy", "success", "approved by @bob")
         assert len([c for c in gh.comments_on(repo, pr.number) if "plangate:plan " in c.body]) == 1
+        time.sleep(2)  # whatever else the press started has run by now
+        assert replanned() == edits_before + 1  # re-planned exactly once
+        gh.rerequest_check_run(gh.check_runs(repo, pr.head_sha)["plangate/plan"], "bob")
+        stack.wait_for("the second re-plan", lambda: (replanned() or 0) >= edits_before + 2)  # each press counts
 
 
 def test_merge_groups_pass_only_with_every_destroy_approved_on_their_prs(tmp_path: Path, redis_url: str) -> None:

@@ -27,6 +27,7 @@ class CommandRequest:
     sha: str | None = None  # `/approve-destroy SHA`
     created_at: str | None = None  # when the comment was written (GitHub's clock): what its author could see
     via: str = "comment"  # "comment", or "check_run": a button on a check run (no comment to react to)
+    event_id: str = ""  # the delivery of a button press: each press is its own command
 
 
 @dataclass(frozen=True)

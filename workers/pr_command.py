@@ -105,7 +105,7 @@ async def _plan(gh: GitHubAPI, req: CommandRequest, pull: dict[str, Any], sha: s
         "base_sha": str((pull.get("base") or {}).get("sha") or ""),
         "author": str(pull["user"]["login"]),
         "fork": head_repo != req.repo,
-        "trigger": f"comment-{req.comment_id}",
+        "trigger": f"comment-{req.comment_id}" if req.comment_id else f"rerun-{req.event_id}",
         "only": list(req.projects),
     }
     return Outcome(render_planning(sha, req.projects, reply_to=req.comment_id), "+1", replan=replan)

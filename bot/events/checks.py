@@ -19,7 +19,7 @@ OUR_RUNS = ("plangate/plan", "plangate/destroy", "plangate/apply")
 APPROVE = "approve-destroy"
 
 
-def _command(data: dict[str, Any], command: str) -> dict[str, Any] | None:
+def _command(data: dict[str, Any], command: str, event_id: str) -> dict[str, Any] | None:
     run, sender = data["check_run"], data["sender"]
     pulls = run.get("pull_requests") or []
     if not pulls:
@@ -37,6 +37,7 @@ def _command(data: dict[str, Any], command: str) -> dict[str, Any] | None:
         "sha": str(run["head_sha"]),
         "created_at": str(run.get("completed_at") or "") or None,
         "via": "check_run",
+        "event_id": event_id,
     }
 
 
@@ -47,7 +48,7 @@ async def rerun(event: Event, delivery: Delivery) -> None:
     if "installation" not in data or run.get("name") not in OUR_RUNS:
         delivery.ignore("not a plangate check run")
         return
-    command = _command(data, "plan")
+    command = _command(data, "plan", str(event.delivery_id))
     if command is not None:
         job_id = f"rerun-{command['repo_id']}-{run['id']}-{event.delivery_id}"
         delivery.enqueue(delivery.commands, "workers.jobs.handle_command", job_id, command)
@@ -68,7 +69,7 @@ async def button(event: Event, delivery: Delivery) -> None:
     if "installation" not in data or (data.get("requested_action") or {}).get("identifier") != APPROVE:
         delivery.ignore("not the Approve destroys button")
         return
-    kwargs = _command(data, "approve-destroy")
+    kwargs = _command(data, "approve-destroy", str(event.delivery_id))
     if kwargs is None:
         delivery.ignore("no pull request to approve on")
         return
