@@ -14,7 +14,7 @@ def limited_once(wait: float) -> str:
     assert job is not None
     runs = int(job.meta.get("runs", 0)) + 1
     job.meta["runs"] = runs
-    job.save_meta()
+    job.save_meta()  # type: ignore[no-untyped-call]
     if runs == 1:
         assert deferrable.get()  # the job may be re-run from its start
         raise RateLimited(wait, "secondary")
