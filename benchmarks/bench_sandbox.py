@@ -18,9 +18,9 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
-from workers.runner import Terraform
-from workers.sandbox import Sandbox, prepare
-from workers.tfenv import build_env
+from workers.adapters.terraform.env import build_env
+from workers.adapters.terraform.runner import Terraform
+from workers.adapters.terraform.sandbox import Sandbox, prepare
 
 
 def _runner(sandbox: Sandbox, root: Path, work: Path) -> Terraform:

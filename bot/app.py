@@ -14,13 +14,13 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, PlainTextResponse, RedirectResponse, Response
 from starlette.routing import Route
 
-from bot import settings as settings_module
 from bot import setup, signin, status_page
 from bot.enqueue import COMMANDS_QUEUE, PLANS_QUEUE
 from bot.metrics import GateDecisions, GitHubHealth
-from bot.settings import Settings
 from bot.status_auth import metrics_access
 from bot.webhook import webhook
+from core import settings as settings_module
+from core.settings import Settings
 
 log = logging.getLogger("plangate")
 

@@ -9,8 +9,8 @@ import sys
 import time
 from typing import NoReturn
 
-from bot import settings as settings_module
-from bot.settings import Settings, SettingsError, forget_secrets
+from core import settings as settings_module
+from core.settings import Settings, SettingsError, forget_secrets
 
 
 def _settings(*, need_webhook: bool = False, need_app: bool = False, need_redis_password: bool = False) -> Settings:
@@ -58,9 +58,9 @@ def cmd_worker(args: argparse.Namespace) -> int:
     settings = _settings(need_app=True, need_redis_password=True)
     _logging()
     import workers.jobs  # noqa: F401  (loaded once here, so each forked work horse starts warm)
+    from workers.adapters.github.auth import app_jwt, tls_context
+    from workers.adapters.terraform.sandbox import SandboxError, describe
     from workers.context import context
-    from workers.github import app_jwt, tls_context
-    from workers.sandbox import SandboxError, describe
 
     try:
         ctx = context()  # settings, sealed records and the probed sandbox, inherited by every work horse
@@ -145,7 +145,7 @@ def parser() -> argparse.ArgumentParser:
     demo.add_argument("--workdir", help="keep everything (state, logs, stand-in repos) in this directory")
     demo.add_argument("--port", type=int, default=0, help="port of the web process (default: a free one)")
     demo.set_defaults(func=cmd_demo)
-    from workers.gate_cli import configure, run
+    from core.gate_cli import configure, run
 
     gate = configure(sub.add_parser("gate", help="the gate's verdict on one `show -json` plan, no GitHub needed"))
     gate.set_defaults(func=run)

@@ -1,4 +1,4 @@
-"""Prometheus collectors that read what workers count in Redis (workers.audit, workers.github_metrics).
+"""Prometheus collectors that read what workers count in Redis (the keys are core.keys').
 
 Work horses are short-lived, so workers keep their counters in Redis hashes and the web process
 turns them into metric families on each scrape.
@@ -12,8 +12,8 @@ import redis
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
 from prometheus_client.registry import Collector
 
-from workers import github_metrics
-from workers.audit import COUNTERS_KEY
+from workers.adapters.github import metrics as github_metrics
+from workers.adapters.store.audit import COUNTERS_KEY
 
 
 def _read(conn: redis.Redis, key: str) -> list[tuple[str, float]]:

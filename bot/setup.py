@@ -23,9 +23,9 @@ from starlette.responses import PlainTextResponse, Response
 from starlette.routing import Route
 
 from bot import envfile, setup_pages, signing
-from bot import settings as settings_module
-from bot.settings import Settings, SettingsError
 from bot.urls import github_web_url, public_base_url
+from core import settings as settings_module
+from core.settings import Settings, SettingsError
 
 log = logging.getLogger(__name__)
 
@@ -116,7 +116,7 @@ async def exchange(api_url: str, code: str) -> dict[str, Any]:
 
 
 def credentials(app: dict[str, Any]) -> dict[str, str]:
-    """The .env lines for the new App, checked by bot.settings exactly as `plangate web` will read them."""
+    """The .env lines for the new App, checked by core.settings exactly as `plangate web` will read them."""
     app_id, pem, secret = app.get("id"), app.get("pem"), app.get("webhook_secret")
     if isinstance(app_id, bool) or not isinstance(app_id, int) or not isinstance(pem, str):
         raise ExchangeError(502, "GitHub's answer lacks the App's id or private key.")

@@ -20,8 +20,8 @@ from starlette.responses import PlainTextResponse, RedirectResponse, Response
 from starlette.routing import Route
 
 from bot import auth_pages, github_user, session, signing
-from bot.settings import Settings
 from bot.urls import cookie_path, github_web_url, public_base_url
+from core.settings import Settings
 
 log = logging.getLogger(__name__)
 

@@ -19,9 +19,9 @@ from starlette.requests import Request
 from starlette.responses import PlainTextResponse, Response
 
 from bot import session, signin
-from bot.settings import Settings
-from bot.status_settings import StatusAuth
 from bot.urls import public_base_url
+from core.settings import Settings
+from core.status_settings import StatusAuth
 
 _OPENERS = (
     "set PLANGATE_STATUS_TOKEN (sent as a Bearer token or a Basic password), GITHUB_CLIENT_ID and "

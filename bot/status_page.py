@@ -27,9 +27,9 @@ from bot.enqueue import QUEUE_NAMES
 from bot.gate_states import GateState, gate_states
 from bot.status_auth import EVERYTHING, Access, page_access
 from bot.urls import public_base_url
-from workers.github_metrics import LIMITED_PREFIX
-from workers.runlog import KEEP, recent_runs
-from workers.sandbox import SANDBOX_KEY_PREFIX
+from core.runlog import KEEP, recent_runs
+from workers.adapters.github.metrics import LIMITED_PREFIX
+from workers.adapters.terraform.sandbox import SANDBOX_KEY_PREFIX
 
 RUNS_SHOWN = 50
 REFRESH_SECONDS = 10

@@ -12,7 +12,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from workers.approvals import (
+from core.approvals import (
     MAX_MARKER,
     Approval,
     Refusal,
@@ -26,7 +26,7 @@ from workers.approvals import (
     timing_refusal,
     to_json,
 )
-from workers.render_marker import marker
+from core.render.marker import marker
 
 SHA = "abc1234" + "0" * 33
 OTHER = "def5678" + "1" * 33

@@ -1,4 +1,4 @@
-"""workers.backstop: whatever terraform printed, plangate's own secrets never reach GitHub."""
+"""core.render.backstop: whatever terraform printed, plangate's own secrets never reach GitHub."""
 
 from __future__ import annotations
 
@@ -7,9 +7,9 @@ import json
 from hypothesis import given
 from hypothesis import strategies as st
 
+from core.render.backstop import Backstop
+from core.render.mask import MASK
 from tests.keys import rsa_pem
-from workers.backstop import Backstop
-from workers.render_mask import MASK
 
 WEBHOOK = "whsec-0123456789abcdef"
 REDIS = "redis-pass-9f8e7d6c"

@@ -1,4 +1,4 @@
-"""workers.checkout: exact-SHA checkout, header auth against a real smart-HTTP server, no token at rest."""
+"""workers.adapters.checkout: exact-SHA checkout, header auth against a real smart-HTTP server, no token at rest."""
 
 from __future__ import annotations
 
@@ -14,7 +14,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from workers.checkout import CheckoutError, checkout, job_workdir, scrub, workdir_for
+from workers.adapters.checkout import CheckoutError, checkout, job_workdir, scrub, workdir_for
 
 TOKEN = "ghs_" + "A1b2C3d4E5" * 8  # installation tokens are long; never assume 40 characters
 BASIC = base64.b64encode(f"x-access-token:{TOKEN}".encode()).decode()
@@ -234,7 +234,7 @@ def test_job_workdir_is_fresh_and_removed_afterwards(tmp_path: Path) -> None:
 
 
 def test_remote_head_reads_the_branch_tip(tmp_path: Path) -> None:
-    from workers.checkout import remote_head
+    from workers.adapters.checkout import remote_head
 
     bare = tmp_path / "origin.git"
     subprocess.run(["git", "init", "--bare", "-q", "-b", "main", str(bare)], check=True)

@@ -8,7 +8,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from bot.commands import COMMANDS, SHA_PREFIX, Command, NearMiss, parse_command, should_consider
+from core.commands import COMMANDS, SHA_PREFIX, Command, NearMiss, parse_command, should_consider
 
 AD = "approve-destroy"
 

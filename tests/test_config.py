@@ -10,7 +10,7 @@ import yaml
 from hypothesis import given
 from hypothesis import strategies as st
 
-from workers.config import (
+from core.config import (
     DEFAULT_WHEN_MODIFIED,
     ConfigError,
     DestroyApprovers,

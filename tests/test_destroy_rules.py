@@ -1,4 +1,4 @@
-"""workers.destroy_rules and their config: two-person rules, narrowed approvers, destroys nothing unlocks."""
+"""core.destroy_rules and their config: two-person rules, narrowed approvers, destroys nothing unlocks."""
 
 from __future__ import annotations
 
@@ -6,9 +6,9 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from workers.approvals import Approval
-from workers.config import ConfigError, DestroyRule, parse_config
-from workers.destroy_rules import explain, matches, needs, resource_type, satisfied_pairs
+from core.approvals import Approval
+from core.config import ConfigError, DestroyRule, parse_config
+from core.destroy_rules import explain, matches, needs, resource_type, satisfied_pairs
 
 SHA = "a" * 40
 P = "infra@default:infra"

@@ -10,8 +10,8 @@ from croniter import croniter
 from hypothesis import given
 from hypothesis import strategies as st
 
-from workers.config import parse_config
-from workers.drift_schedule import (
+from core.config import parse_config
+from core.drift_schedule import (
     MAX_SPREAD,
     DriftTarget,
     delays,

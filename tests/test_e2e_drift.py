@@ -11,16 +11,16 @@ import pytest
 import redis
 from rq import Queue
 
-from bot import settings as settings_module
 from bot.enqueue import PLANS_QUEUE
+from core import settings as settings_module
 from standin.stack import Stack, running_stack
 from standin.state import Issue, Repo
 from tests.tfproject import apply_directly, main_tf, tool
-from workers import drift
+from workers.adapters.github.auth import TokenCache
+from workers.adapters.store.records import Records
+from workers.adapters.terraform.sandbox import Sandbox
 from workers.context import WorkerContext
-from workers.github import TokenCache
-from workers.records import Records
-from workers.sandbox import Sandbox
+from workers.flows import drift
 
 pytestmark = pytest.mark.e2e
 CONFIG = 'version: 1\nprojects:\n  - name: app\n    dir: infra\n    drift:\n      schedule: "0 3 * * *"\n'

@@ -1,4 +1,4 @@
-"""workers.gate: the verdict on a plan and the apply-on-merge decision; every doubt blocks."""
+"""core.gate: the verdict on a plan and the apply-on-merge decision; every doubt blocks."""
 
 from __future__ import annotations
 
@@ -10,8 +10,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from workers.gate import Apply, Block, Noop, decide_apply, destroy_key, destroy_keys, unreadable, verdict
-from workers.plan import Plan, ResourceChange, parse_plan
+from core.gate import Apply, Block, Noop, decide_apply, destroy_key, destroy_keys, unreadable, verdict
+from core.plan import Plan, ResourceChange, parse_plan
 
 PLANS = Path(__file__).parent / "fixtures" / "terraform" / "plans"
 

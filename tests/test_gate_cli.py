@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from workers.gate_cli import main
+from core.gate_cli import main
 
 PLANS = Path(__file__).parent / "fixtures" / "terraform" / "plans"
 INDEX = {e["file"]: e for e in json.loads((PLANS / "INDEX.json").read_text())["plans"]}

@@ -1,4 +1,4 @@
-"""workers.github_policy and workers.pacing: what may be repeated, how long to wait, how writes are paced."""
+"""core.github_policy and the GitHub pacer: what may be repeated, how long to wait, how writes are paced."""
 
 from __future__ import annotations
 
@@ -7,8 +7,8 @@ import time
 import pytest
 import redis
 
-from workers.github_policy import endpoint_class, rate_limit_wait, request_kind
-from workers.pacing import Pacer
+from core.github_policy import endpoint_class, rate_limit_wait, request_kind
+from workers.adapters.github.pacing import Pacer
 
 NOW = 1_800_000_000.0
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from workers.checkout import workdir_for
+from workers.adapters.checkout import workdir_for
 from workers.maintenance import STALE_AFTER, sweep_workdirs
 
 

@@ -14,12 +14,12 @@ import pytest
 import redis
 from gidgethub.httpx import GitHubAPI
 
+from core.config import DestroyApprovers
 from standin.facade import StandIn
 from standin.server import Running, start
 from tests.keys import rsa_pem
-from workers.config import DestroyApprovers
-from workers.github import TokenCache, installation_client
-from workers.permissions import COULD_NOT_VERIFY, Permission, may_approve, may_plan
+from workers.adapters.github.auth import TokenCache, installation_client
+from workers.adapters.github.permissions import COULD_NOT_VERIFY, Permission, may_approve, may_plan
 
 APP_ID = 77
 REPO = "acme/infra"

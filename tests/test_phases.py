@@ -7,12 +7,12 @@ from pathlib import Path
 import pytest
 import redis
 
-from bot import settings as settings_module
+from core import settings as settings_module
 from tests.keys import rsa_pem
+from workers.adapters.github.auth import TokenCache
+from workers.adapters.store.records import Records
+from workers.adapters.terraform.sandbox import Sandbox
 from workers.context import WorkerContext
-from workers.github import TokenCache
-from workers.records import Records
-from workers.sandbox import Sandbox
 
 
 def test_plan_and_apply_credentials_and_caches_are_kept_apart(

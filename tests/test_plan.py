@@ -1,4 +1,4 @@
-"""workers.plan: real `show -json` fixtures, every action combination, and inputs that must fail closed."""
+"""core.plan: real `show -json` fixtures, every action combination, and inputs that must fail closed."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from workers.plan import KNOWN_ACTIONS, Plan, PlanError, parse_plan, summary_line
+from core.plan import KNOWN_ACTIONS, Plan, PlanError, parse_plan, summary_line
 
 PLANS = Path(__file__).parent / "fixtures" / "terraform" / "plans"
 INDEX = {entry["file"]: entry for entry in json.loads((PLANS / "INDEX.json").read_text())["plans"]}

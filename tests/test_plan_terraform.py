@@ -10,9 +10,9 @@ from pathlib import Path
 
 import pytest
 
-from workers.gate import Apply, Block, decide_apply, verdict
-from workers.gate_cli import main as gate_main
-from workers.plan import Plan, parse_plan, summary_line
+from core.gate import Apply, Block, decide_apply, verdict
+from core.gate_cli import main as gate_main
+from core.plan import Plan, parse_plan, summary_line
 
 TOOL = shutil.which("tofu") or shutil.which("terraform")
 

@@ -9,8 +9,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from workers.config import parse_config
-from workers.projects import (
+from core.config import parse_config
+from core.projects import (
     Project,
     ProjectSelection,
     anchor_glob,

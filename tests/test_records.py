@@ -1,4 +1,4 @@
-"""workers.records: gate records count only when the App sealed them, for that very key."""
+"""workers.adapters.store.records: gate records count only when the App sealed them, for that very key."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ import redis
 
 from standin.keys import new_private_key_pem
 from tests.keys import rsa_pem
-from workers.records import Records
+from workers.adapters.store.records import Records
 
 KEY = rsa_pem()
 

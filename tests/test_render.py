@@ -9,8 +9,9 @@ import pytest
 from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
-from workers.plan import OutputChange, Plan, ResourceChange
-from workers.render import (
+from core.plan import OutputChange, Plan, ResourceChange
+from core.render.mask import PatternError
+from core.render.plan import (
     MASK,
     ProjectResult,
     destroy_status,
@@ -24,7 +25,6 @@ from workers.render import (
     render_plan_comments,
     render_too_many_files,
 )
-from workers.render_mask import PatternError
 
 SHA = "0123456789abcdef0123456789abcdef01234567"
 CLASS = {

@@ -8,9 +8,9 @@ import pytest
 from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
-from workers.gate import Block, decide_apply, unreadable
-from workers.plan import Plan, ResourceChange
-from workers.render_apply import (
+from core.gate import Block, decide_apply, unreadable
+from core.plan import Plan, ResourceChange
+from core.render.apply import (
     apply_pending,
     apply_status,
     render_apply_died,
@@ -20,8 +20,8 @@ from workers.render_apply import (
     render_not_applied,
     render_superseded,
 )
-from workers.render_marker import parse_marker
-from workers.render_mask import MASK
+from core.render.marker import parse_marker
+from core.render.mask import MASK
 
 SHA = "0123456789abcdef0123456789abcdef01234567"
 HEAD = "fedcba9876543210fedcba9876543210fedcba98"

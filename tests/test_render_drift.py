@@ -10,8 +10,8 @@ import pytest
 from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
-from workers.plan import KNOWN_ACTIONS, Plan, ResourceChange, parse_plan, summary_line
-from workers.render_drift import (
+from core.plan import KNOWN_ACTIONS, Plan, ResourceChange, parse_plan, summary_line
+from core.render.drift import (
     GITHUB_LIMIT,
     drift_issue_title,
     has_drift,
@@ -19,8 +19,8 @@ from workers.render_drift import (
     render_drift_report,
     render_drift_resolved,
 )
-from workers.render_marker import parse_marker
-from workers.render_mask import MASK, MIN_LIMIT
+from core.render.marker import parse_marker
+from core.render.mask import MASK, MIN_LIMIT
 
 SHA = "0123456789abcdef0123456789abcdef01234567"
 AT = datetime(2024, 5, 6, 3, 0, 12, 345, tzinfo=UTC)

@@ -7,11 +7,11 @@ import re
 from hypothesis import given
 from hypothesis import strategies as st
 
-from bot.commands import NearMiss, parse_command
-from workers.approvals import Approval, approval_for, approvals_from_comments, coverage
-from workers.config import DestroyApprovers, RepoConfig, parse_config
-from workers.render_marker import parse_marker
-from workers.render_replies import (
+from core.approvals import Approval, approval_for, approvals_from_comments, coverage
+from core.commands import NearMiss, parse_command
+from core.config import DestroyApprovers, RepoConfig, parse_config
+from core.render.marker import parse_marker
+from core.render.replies import (
     GITHUB_LIMIT,
     approval_status,
     destroy_item,
@@ -23,7 +23,7 @@ from workers.render_replies import (
     render_planning,
     render_refusal,
 )
-from workers.render_status import MAX_DESCRIPTION
+from core.render.status import MAX_DESCRIPTION
 
 SHA = "abc1234" + "0" * 33
 BOT = "plangate[bot]"

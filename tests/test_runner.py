@@ -1,4 +1,4 @@
-"""workers.runner and workers.tfenv: kill on timeout, memory cap, clean env, real terraform steps."""
+"""The terraform runner and its env: kill on timeout, memory cap, clean env, real terraform steps."""
 
 from __future__ import annotations
 
@@ -14,8 +14,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from workers.runner import Terraform, TerraformError, run
-from workers.tfenv import (
+from workers.adapters.terraform.env import (
     NEVER_PASSED,
     ToolNotFoundError,
     build_env,
@@ -23,6 +22,7 @@ from workers.tfenv import (
     parse_passthrough,
     passed_names,
 )
+from workers.adapters.terraform.runner import Terraform, TerraformError, run
 
 FAKES = Path(__file__).parent / "fakes"
 MiB = 1024 * 1024

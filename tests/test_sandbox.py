@@ -1,4 +1,4 @@
-"""workers.sandbox with real bubblewrap and real terraform: what a plan's code can and cannot reach."""
+"""The sandbox with real bubblewrap and real terraform: what a plan's code can and cannot reach."""
 
 from __future__ import annotations
 
@@ -10,11 +10,11 @@ from pathlib import Path
 
 import pytest
 
-from workers.pipeline import JobDirs, UnsafePathError, inside, plan
-from workers.projects import Project
-from workers.runner import Terraform, run
-from workers.sandbox import Grant, Sandbox, SandboxError, describe, parse_grants, prepare
-from workers.tfenv import build_env
+from core.projects import Project
+from workers.adapters.terraform.env import build_env
+from workers.adapters.terraform.pipeline import JobDirs, UnsafePathError, inside, plan
+from workers.adapters.terraform.runner import Terraform, run
+from workers.adapters.terraform.sandbox import Grant, Sandbox, SandboxError, describe, parse_grants, prepare
 
 TOOL = shutil.which("tofu") or shutil.which("terraform")
 

@@ -10,9 +10,9 @@ from pathlib import Path
 
 import pytest
 
-from bot import settings
-from bot.settings import SettingsError
-from bot.status_settings import StatusAuth
+from core import settings
+from core.settings import SettingsError
+from core.status_settings import StatusAuth
 from tests.keys import ec_pem, rsa_pem
 
 

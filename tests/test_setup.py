@@ -19,7 +19,8 @@ from hypothesis import strategies as st
 from starlette.applications import Starlette
 from starlette.testclient import TestClient
 
-from bot import envfile, settings, setup, urls
+from bot import envfile, setup, urls
+from core import settings
 from standin import StandIn, start
 from tests.keys import rsa_pem
 

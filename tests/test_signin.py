@@ -18,12 +18,12 @@ import pytest
 import redis
 import uvicorn
 
-from bot import settings
 from bot.app import create_app
+from core import settings
+from core.runlog import record_run
 from standin import StandIn, start
 from standin.local_redis import free_port
 from tests.keys import rsa_pem
-from workers.runlog import record_run
 
 HTML = {"Accept": "text/html,application/xhtml+xml"}
 EXCHANGE = "/login/oauth/access_token"

@@ -11,9 +11,10 @@ import pytest
 import redis
 from starlette.testclient import TestClient
 
-from bot import session, settings
+from bot import session
 from bot.app import create_app
-from workers.runlog import record_run
+from core import settings
+from core.runlog import record_run
 
 TOKEN = "status-token-0123456789abcdef"
 HTML = {"Accept": "text/html,application/xhtml+xml"}

@@ -15,13 +15,14 @@ from rq import Queue, Worker
 from starlette.applications import Starlette
 from starlette.testclient import TestClient
 
-from bot import settings, status_page
+from bot import status_page
 from bot.enqueue import COMMANDS_QUEUE, PLANS_QUEUE
 from bot.gate_states import gate_states
 from bot.status_auth import Access
 from bot.status_page import render_status_page
+from core import settings
+from core.runlog import record_run
 from standin.local_redis import free_port
-from workers.runlog import record_run
 
 NOW = 1_700_000_000.0
 SHA = "0123456789abcdef0123456789abcdef01234567"

@@ -15,9 +15,9 @@ from hypothesis import strategies as st
 from rq import Queue
 from starlette.testclient import TestClient
 
-from bot import settings as settings_module
 from bot.app import create_app
 from bot.enqueue import COMMANDS_QUEUE, PLANS_QUEUE
+from core import settings as settings_module
 from tests.webhooks import FIXTURES, SECRET, event_name, load, signed_headers
 
 PLAN_FIXTURES = {
@@ -217,7 +217,7 @@ def test_installation_events_queue_one_drift_refresh(client: TestClient, redis_c
 
 
 def test_metrics_and_readiness(client: TestClient, redis_conn: redis.Redis) -> None:
-    from workers import audit
+    from workers.adapters.store import audit
 
     audit.record(redis_conn, "approved", repo="acme/infra")
     post(client, "ping", load("ping.json"))
@@ -295,7 +295,7 @@ def test_a_push_names_everyone_who_made_it() -> None:
 
 def test_metrics_show_what_workers_met_at_github(client: TestClient, redis_conn: redis.Redis) -> None:
     from bot.status_page import read_rate_limited, render_status_page
-    from workers.github_metrics import Recorder
+    from workers.adapters.github.metrics import Recorder
 
     recorder = Recorder(redis_conn)
     recorder.retried("POST issues/comments", "502")

@@ -11,13 +11,20 @@ from typing import Literal
 
 import redis
 
-from bot import settings as settings_module
-from bot.settings import Settings
-from workers.github import TokenCache
-from workers.records import Records
-from workers.runner import Terraform
-from workers.sandbox import SANDBOX_KEY_PREFIX, SANDBOX_RECORD_TTL, Sandbox, SandboxError, describe, prepare
-from workers.tfenv import build_env, detect_tool
+from core import settings as settings_module
+from core.settings import Settings
+from workers.adapters.github.auth import TokenCache
+from workers.adapters.store.records import Records
+from workers.adapters.terraform.env import build_env, detect_tool
+from workers.adapters.terraform.runner import Terraform
+from workers.adapters.terraform.sandbox import (
+    SANDBOX_KEY_PREFIX,
+    SANDBOX_RECORD_TTL,
+    Sandbox,
+    SandboxError,
+    describe,
+    prepare,
+)
 
 # plan: a PR's code (read-only credentials, its own plugin cache); apply: the merged code (write
 # credentials); drift: the default branch's code, planned only.

@@ -16,20 +16,22 @@ from rq import Callback, Queue, RateLimit, Retry, get_current_job
 from rq.job import Dependency, Job, JobStatus
 
 from bot.enqueue import COUNT_ABANDONED, PLAN_RETRIES, PLANS_QUEUE, enqueue_once
-from workers import apply_project as apply_project_module
-from workers import apply_store, drift, merge_queue, pr_command, pr_plan, push_apply
-from workers.apply_project import Where
-from workers.command_types import CommandRequest
+from core.drift_schedule import DriftTarget
+from core.projects import Project
+from core.render.plan import ProjectResult
+from workers.adapters.github.client import RateLimited, deferrable
+from workers.adapters.github.metrics import Recorder
+from workers.adapters.store import applies as apply_store
 from workers.context import context
-from workers.drift_schedule import DriftTarget
-from workers.github_client import RateLimited, deferrable
-from workers.github_metrics import Recorder
-from workers.merge_queue import GroupRequest
-from workers.pr_plan import PlanRequest
-from workers.projects import Project
-from workers.push_apply import PushRequest
-from workers.render import ProjectResult
-from workers.stale_plans import PlannedPR
+from workers.flows import apply_project as apply_project_module
+from workers.flows import commands as pr_command
+from workers.flows import drift, merge_queue, pr_plan, push_apply
+from workers.flows.apply_project import Where
+from workers.flows.merge_queue import GroupRequest
+from workers.flows.outcome import CommandRequest
+from workers.flows.pr_plan import PlanRequest
+from workers.flows.push_apply import PushRequest
+from workers.flows.stale_plans import PlannedPR
 
 STEP_MARGIN = 120  # RQ's own timeout must only fire after the runner's SIGINT → SIGTERM → SIGKILL
 RERUN = Retry(max=PLAN_RETRIES)  # plan and drift jobs: no side effect, so a dead worker's job runs again

@@ -7,7 +7,7 @@ from typing import Any
 from rq import Worker
 from rq.job import Job
 
-from workers.github_metrics import Recorder
+from workers.adapters.github.metrics import Recorder
 
 MAINTENANCE_INTERVAL = 60  # seconds: jobs of a worker that died are found (and re-run) within ~2.5 minutes
 

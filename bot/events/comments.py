@@ -1,7 +1,7 @@
 """issue_comment created: slash commands on a PR, or on an issue plangate opened.
 
 Only `created` is routed: an edited or deleted comment is never a command and gets no answer.
-Parsing is pure (bot.commands); the job does everything that needs GitHub.
+Parsing is pure (core.commands); the job does everything that needs GitHub.
 """
 
 from __future__ import annotations
@@ -9,7 +9,7 @@ from __future__ import annotations
 from gidgethub.routing import Router
 from gidgethub.sansio import Event
 
-from bot.commands import Command, NearMiss, parse_command, should_consider
+from core.commands import Command, NearMiss, parse_command, should_consider
 
 from .context import Delivery, repo_args
 

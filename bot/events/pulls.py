@@ -9,7 +9,7 @@ from gidgethub.sansio import Event
 from rq.exceptions import NoSuchJobError
 from rq.job import Job, JobStatus
 
-from workers.stale_plans import forget
+from workers.flows.stale_plans import forget
 
 from .context import Delivery, repo_args
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from rq import get_current_job
 
-from workers.github_client import RateLimited, deferrable
+from workers.adapters.github.client import RateLimited, deferrable
 from workers.jobs import reschedulable
 
 

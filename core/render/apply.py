@@ -1,0 +1,285 @@
+"""Comments and plangate/apply statuses for apply-on-merge (pure: data in, strings out).
+
+Every body carries a hidden marker (`apply-blocked`, `apply-superseded`, `apply-result`,
+`apply-died`, `not-applied`) so a job can find it again, stays under GitHub's 65,536 characters
+and is masked like a plan comment (the marker line excepted: it holds the SHA and project name).
+A blocked apply names every condemned resource, or says exactly how many did not fit.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping, Sequence
+
+from core.gate import Block, destroy_key
+from core.plan import Plan, ResourceChange
+from core.render.destroys import action_label, reason_label
+from core.render.marker import marker
+from core.render.mask import Masker, fit_masked
+from core.render.replies import destroy_item
+from core.render.status import State, describe
+from core.render.text import code, code_block, collapsed, diff_lines, one_line, plain_lines
+
+GITHUB_LIMIT = 65_536
+ERROR_LINES = 60
+PLAN_ROOM = 4_000  # kept for the collapsed plan/output when a destroy list would fill the comment
+_SLACK = 64
+_ANSI = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]")
+_APPLY_COMPLETE = re.compile(r"^Apply complete! Resources: .*$", re.M)
+CUT_NOTE = (
+    "**{n} more destroys not listed here** (comment size limit). "
+    "`plangate gate PLAN.json` on the saved plan lists them all."
+)
+OUTCOMES = ("applied", "noop", "not-applied", "failed", "error")  # and "blocked:<n>"
+
+
+def _item(key: str, change: ResourceChange | None, m: Masker) -> str:
+    if change is None:
+        return destroy_item(m(key))
+    reason = reason_label(change)
+    return f"{destroy_item(m(key))} — {action_label(change)}" + (f" — {m(one_line(reason, 1_000))}" if reason else "")
+
+
+def _join(sections: Sequence[tuple[str, list[str]]]) -> str:
+    return "\n\n".join(title + "\n" + "\n".join(items) for title, items in sections)
+
+
+def _listing(sections: Sequence[tuple[str, list[str]]], budget: int) -> str:
+    """Headed item lists cut to `budget`; when cut, the note says exactly how many items are missing."""
+    sections = [(title, items) for title, items in sections if items]
+    full = _join(sections)
+    if len(full) <= budget:
+        return full
+    total = sum(len(items) for _, items in sections)
+    room = budget - len(CUT_NOTE.format(n=f"{total:,}")) - 2
+    kept: list[tuple[str, list[str]]] = []
+    used = shown = 0
+    for title, items in sections:
+        taken: list[str] = []
+        cost = len(title) + 2
+        for item in items:
+            if used + cost + len(item) + 1 > room:
+                break
+            taken.append(item)
+            cost += len(item) + 1
+        if taken:
+            kept.append((title, taken))
+            used, shown = used + cost, shown + len(taken)
+        if len(taken) < len(items):
+            break
+    return "\n\n".join(p for p in [_join(kept), CUT_NOTE.format(n=f"{total - shown:,}")] if p)
+
+
+def _destroy_sections(block: Block, plan: Plan | None, m: Masker) -> list[tuple[str, list[str]]]:
+    changes = {destroy_key(c): c for c in reversed(plan.destroys)} if plan is not None else {}
+    changes = dict(reversed(changes.items()))  # first change per key, in plan order
+    if block.error:
+        keys = list(changes) or list(block.unapproved)
+        return [(f"The plan would destroy {_count(len(keys))}:", [_item(k, changes.get(k), m) for k in keys])]
+    unapproved = [_item(k, changes.get(k), m) for k in block.unapproved]
+    approved = [_item(k, c, m) for k, c in changes.items() if k not in block.unapproved]
+    return [
+        (f"Not approved ({len(unapproved):,}):", unapproved),
+        (f"Already approved ({len(approved):,}), destroyed too when this applies:", approved),
+    ]
+
+
+def _count(n: int) -> str:
+    return f"{n:,} resource" if n == 1 else f"{n:,} resources"
+
+
+def render_blocked(
+    *,
+    project: str,
+    dir: str,
+    sha: str,
+    block: Block,
+    plan: Plan | None,
+    plan_text: str,
+    pr: int | None,
+    approved_on: str | None,
+    mask_patterns: Sequence[str] = (),
+    revoked: Sequence[tuple[str, str]] = (),
+    limit: int = GITHUB_LIMIT,
+) -> str:
+    """The comment (on the merged PR, or on the issue for a direct push) for an apply the gate refused.
+
+    `revoked`: approvers whose approval no longer counts, and why (re-checked at apply time)."""
+    m = Masker(plan.sensitive_values if plan is not None else (), mask_patterns)
+    short = sha[:7]
+    where = f" from #{pr}" if pr is not None else ""
+    top = [
+        f"## ⛔ Apply blocked at {short} (project {code(m(project), 200)})",
+        "",
+        f"Nothing was applied. Directory {code(m(dir), 200)}, commit `{one_line(sha, 64)}`{where}.",
+        "",
+    ]
+    if block.error:
+        top += [
+            "> [!CAUTION]",
+            "> **This plan cannot be trusted, so it was not applied. No approval will unblock it:**",
+            *[f"> - {m(one_line(reason, 2_000))}" for reason in block.reasons],
+            "",
+        ]
+        bottom = [f"Fix the cause and push again, or comment `/plan` here to plan {short} again."]
+    else:
+        top += ["> [!CAUTION]", f"> **{len(block.unapproved):,} to destroy — not approved.**"]
+        if approved_on:
+            top += [f"> The approval given on {one_line(approved_on, 64)[:7]} did not cover these destroys."]
+        for login, why in revoked:
+            top += [f"> @{one_line(login, 100)} no longer qualifies to approve destroys: {m(one_line(why, 300))}"]
+        top += [""]
+        bottom = [
+            f"Comment `/approve-destroy` here to approve exactly these destroys at {short}; "
+            "plangate will plan again and apply only if the destroy set is unchanged."
+        ]
+    sections = _destroy_sections(block, plan, m)
+    lines = diff_lines(m(plan_text)) if plan_text.strip() else []
+    head = marker("apply-blocked", sha=sha, project=project)
+
+    def build(budget: int) -> str:
+        fixed = len(head) + sum(len(line) + 1 for line in top + bottom) + _SLACK
+        listing = _listing(sections, budget - fixed - (PLAN_ROOM if lines else 0))
+        body = "\n".join([*top, *([listing, ""] if listing else []), *bottom])
+        plan_part = collapsed("Show plan", lines, "diff", budget - len(head) - len(body) - 8) if lines else ""
+        return f"{head}\n{body}\n" + (f"\n{plan_part}\n" if plan_part else "")
+
+    return fit_masked(build, limit, m)
+
+
+def render_blocked_issue_title(sha: str, project: str) -> str:
+    return f"plangate: apply blocked on {sha[:7]} ({one_line(project, 200)})"
+
+
+def render_superseded(*, project: str, old_sha: str, new_sha: str) -> str:
+    """Replaces a blocked comment/issue body once a newer push of the same project took over."""
+    return (
+        f"{marker('apply-superseded', project=project, old_sha=old_sha, new_sha=new_sha)}\n"
+        f"~~Apply blocked at {old_sha[:7]} (project {code(project, 200)})~~\n\n"
+        f"Superseded by {new_sha[:7]}: a newer push to this project was planned and gated instead, "
+        f"so {old_sha[:7]} will not be applied and `/approve-destroy` here no longer does anything. "
+        f"Follow the `plangate/apply` status of {new_sha[:7]}.\n"
+    )
+
+
+def _logins(logins: Sequence[str]) -> str:
+    names = [f"@{one_line(login, 100)}" for login in dict.fromkeys(logins)]
+    return names[0] if len(names) == 1 else ", ".join(names[:-1]) + f" and {names[-1]}"
+
+
+def render_apply_result(
+    *,
+    project: str,
+    dir: str,
+    sha: str,
+    ok: bool,
+    output: str,
+    summary: str,
+    approved_by: Sequence[str],
+    mask_patterns: Sequence[str] = (),
+    secrets: Sequence[str] = (),
+    limit: int = GITHUB_LIMIT,
+) -> str:
+    """The apply's outcome: terraform's own "Apply complete!" line, or the error's last lines."""
+    m = Masker(secrets, mask_patterns)
+    short, name = sha[:7], code(m(project), 200)
+    lines = plain_lines(m(_ANSI.sub("", output)))
+    if ok:
+        done = _APPLY_COMPLETE.findall(_ANSI.sub("", output))
+        said = m(one_line(done[-1] if done else summary, 500))
+        top = [f"## ✅ Applied {short} to {name}" + (f": {said}" if said else ".")]
+    else:
+        top = [f"## ❌ Apply failed at {short} in {name}"]
+    top += ["", f"Directory {code(m(dir), 200)}, commit `{one_line(sha, 64)}`."]
+    if summary and not ok:
+        top += ["", f"The plan was: {m(one_line(summary, 500))}"]
+    if approved_by:
+        top += ["", f"Destroys approved by {_logins(approved_by)}."]
+    head = marker("apply-result", sha=sha, project=project, ok=ok)
+    retry = (
+        f"plangate does not retry an apply. Check the state, then push a fix or comment `/plan` here "
+        f"to plan and apply {short} again."
+    )
+
+    def build(budget: int) -> str:
+        body = "\n".join(top)
+        if not ok:
+            tail = lines[-ERROR_LINES:]
+            while tail and len(code_block(tail)) > (budget - len(head) - len(body)) // 2:
+                tail = tail[len(tail) // 4 + 1 :]
+            note = f"Last {len(tail)} of {len(lines)} lines:" if len(tail) < len(lines) else "Output:"
+            body = "\n\n".join([body, note, code_block(tail), retry])
+        rest = budget - len(head) - len(body) - 8
+        details = collapsed("Show apply output", lines, "", rest) if lines and rest > 200 else ""
+        return f"{head}\n{body}\n" + (f"\n{details}\n" if details else "")
+
+    return fit_masked(build, limit, m)
+
+
+def render_apply_died(*, project: str, sha: str) -> str:
+    """The job died mid-apply (no result came back): the state may be partly applied or still locked."""
+    short = sha[:7]
+    return (
+        f"{marker('apply-died', sha=sha, project=project)}\n"
+        f"## ⚠️ Apply of {short} in {code(project, 200)} died before it finished\n\n"
+        "> [!WARNING]\n"
+        "> The apply job stopped without a result (worker killed, timed out or lost), so `plangate/apply` "
+        "is `error`. Some changes may already be applied: check the state before anything else.\n"
+        "> The state lock may still be held: `terraform force-unlock LOCK_ID` (`tofu force-unlock`) "
+        "releases it once you are sure no apply is running.\n\n"
+        f"Comment `/plan` here to run plan → gate → apply again for {short}.\n"
+    )
+
+
+def render_not_applied(*, project: str, sha: str, summary: str, reason: str) -> str:
+    """A project plangate planned but did not apply: `apply_on_merge: false`, or nothing to apply (Noop)."""
+    said = f" {one_line(summary, 500)}" if summary else ""
+    return (
+        f"{marker('not-applied', sha=sha, project=project)}\n"
+        f"Not applied at {sha[:7]} (project {code(project, 200)}): {one_line(reason, 1_000)}.{said}\n"
+    )
+
+
+def apply_pending(n_projects: int) -> tuple[State, str]:
+    noun = "project" if n_projects == 1 else "projects"
+    return "pending", describe(f"Planning and applying {n_projects} {noun}…")
+
+
+def _names(names: Sequence[str], room: int) -> str:
+    """Project names within `room` characters, then "+N more", so a suffix survives the 140 clip."""
+    shown: list[str] = []
+    for name in names:
+        candidate = [*shown, one_line(name, 40)]
+        left = len(names) - len(candidate)
+        if shown and len(", ".join(candidate)) + len(f" +{left} more" if left else "") > room:
+            break
+        shown = candidate
+    left = len(names) - len(shown)
+    return ", ".join(shown) + (f" +{left} more" if left else "")
+
+
+def apply_status(outcomes: Mapping[str, str]) -> tuple[State, str]:
+    """One plangate/apply (state, description) for all projects of the pushed SHA; worst outcome wins."""
+    by: dict[str, list[str]] = {}
+    destroys = 0
+    for project, outcome in outcomes.items():
+        kind, sep, n = outcome.partition(":")
+        if sep and kind == "blocked" and n.isdigit():
+            destroys += int(n)
+            kind = "blocked" if int(n) else "untrusted"
+        elif outcome not in OUTCOMES:
+            raise ValueError(f"unknown apply outcome {outcome!r} for {project!r}")
+        by.setdefault(kind, []).append(project)
+    if "error" in by:
+        return "error", describe(f"apply died in {_names(by['error'], 90)} — check the state")
+    if "failed" in by:
+        return "failure", describe(f"apply failed in {_names(by['failed'], 110)}")
+    if "untrusted" in by:
+        also = f"; {destroys:,} to destroy" if destroys else ""
+        return "failure", describe(f"blocked: plan cannot be trusted in {_names(by['untrusted'], 80)}{also}")
+    if "blocked" in by:
+        return "failure", describe(f"blocked: {destroys:,} to destroy — /approve-destroy")
+    applied, skipped = len(by.get("applied", [])), len(by.get("not-applied", []))
+    parts = [f"applied {applied} project{'s' if applied != 1 else ''}"] if applied else []
+    parts += [f"{skipped} not applied (apply_on_merge: false)"] if skipped else []
+    return "success", describe("; ".join(parts) or "nothing to apply")

@@ -1,0 +1,304 @@
+"""Environment → typed settings, read once at start-up; one clear line per bad value."""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import os
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from urllib.parse import quote, unquote, urlparse
+
+from cryptography.hazmat.primitives.asymmetric.rsa import RSAPrivateKey
+from cryptography.hazmat.primitives.serialization import load_pem_private_key
+
+from core.drift_schedule import validate_schedule
+from core.render.mask import PatternError, compile_pattern
+from core.status_settings import CLOSED, StatusAuth
+from workers.adapters.terraform.sandbox import MODES, Grant, parse_grants
+
+DEFAULT_API_URL = "https://api.github.com"
+DEFAULT_REDIS_URL = "redis://127.0.0.1:6379/0"
+# Read once at start-up, then removed from the process environment (see `forget_secrets`): no child
+# process (git, bwrap, terraform) can inherit them, whatever env a caller hands it.
+SECRET_VARIABLES = (
+    "GITHUB_APP_PRIVATE_KEY",
+    "GITHUB_WEBHOOK_SECRET",
+    "GITHUB_CLIENT_SECRET",
+    "REDIS_URL",
+    "REDIS_PASSWORD",
+    "PLANGATE_STATUS_TOKEN",
+)
+
+
+class SettingsError(Exception):
+    """A missing or malformed setting; str() is the one line shown to the operator."""
+
+    def __init__(self, name: str, problem: str) -> None:
+        super().__init__(f"setting {name}: {problem}")
+        self.name = name
+
+
+@dataclass(frozen=True)
+class Settings:
+    app_id: int | None
+    private_key: str | None  # PEM text; never logged
+    webhook_secret: str | None  # never logged
+    api_url: str
+    redis_url: str
+    workdir: Path
+    tf_env: tuple[str, ...]
+    tf_timeout: float
+    tf_memory_mb: int
+    mask_patterns: tuple[str, ...]
+    drift_schedule: str | None  # server-wide drift schedule for repos that configure none
+    sandbox: str = "bwrap"  # "bwrap" | "off"
+    sandbox_paths: tuple[Grant, ...] = ()
+    tf_env_plan: tuple[str, ...] = ()  # added to tf_env for PR plans and drift checks
+    tf_env_apply: tuple[str, ...] = ()  # added to tf_env for the post-merge plan and apply
+    secret_files: tuple[Path, ...] = ()  # files secrets were read from: never visible in the sandbox
+    status_auth: StatusAuth = CLOSED  # who may read / and /metrics; secrets kept out of repr
+    report: str = "checks"  # "checks" (check runs) | "statuses" (commit statuses only)
+
+    def __repr__(self) -> str:
+        return f"Settings(app_id={self.app_id}, api_url={self.api_url!r}, workdir={str(self.workdir)!r})"
+
+    @property
+    def redis_password(self) -> str | None:
+        password = urlparse(self.redis_url).password
+        return unquote(password) if password else None
+
+    @property
+    def secrets(self) -> tuple[str, ...]:
+        """Every secret this process holds, for the backstop mask of what it posts."""
+        auth = self.status_auth
+        found = (self.private_key, self.webhook_secret, self.redis_password, auth.token, auth.client_secret)
+        return tuple(s for s in found if s)
+
+
+def _decode_private_key(raw: str, name: str) -> str:
+    """Accept raw PEM, `\\n`-escaped PEM (one-line env vars) and base64 of the PEM."""
+    text = raw.strip()
+    if "\\n" in text and "-----BEGIN" in text:
+        text = text.replace("\\n", "\n")
+    elif "-----BEGIN" not in text:
+        try:
+            text = base64.b64decode("".join(text.split()), validate=True).decode("ascii").strip()
+        except (binascii.Error, UnicodeDecodeError, ValueError):
+            raise SettingsError(name, "not a PEM private key (raw, \\n-escaped or base64)") from None
+    try:
+        key = load_pem_private_key(text.encode(), password=None)
+    except (ValueError, TypeError):
+        raise SettingsError(name, "not a readable unencrypted PEM private key") from None
+    if not isinstance(key, RSAPrivateKey):
+        raise SettingsError(name, "GitHub App keys are RSA; this PEM holds another key type")
+    return text + "\n"
+
+
+def _read_secret(env: Mapping[str, str], name: str) -> str | None:
+    """`NAME` from the environment, else the file `NAME_PATH` names (a mounted secret); None if neither
+    (an empty file counts as unset, so a template's empty secret leaves the setting off)."""
+    if env.get(name):
+        return env[name]
+    path = env.get(f"{name}_PATH")
+    if not path:
+        return None
+    try:
+        return Path(path).read_text().strip() or None
+    except (OSError, UnicodeDecodeError) as exc:
+        problem = getattr(exc, "strerror", None) or "not text"
+        raise SettingsError(f"{name}_PATH", f"cannot read {path}: {problem}") from None
+
+
+def _redis_url(env: Mapping[str, str]) -> str:
+    """REDIS_URL, with REDIS_PASSWORD(_PATH) put into it when given separately."""
+    url = _url(env, "REDIS_URL", DEFAULT_REDIS_URL, ("redis", "rediss", "unix"))
+    password = _read_secret(env, "REDIS_PASSWORD")
+    if password is None:
+        return url
+    parsed = urlparse(url)
+    if parsed.scheme == "unix":
+        joiner = "&" if parsed.query else "?"
+        return f"{url}{joiner}password={quote(password, safe='')}"
+    netloc = f"{parsed.username or ''}:{quote(password, safe='')}@{parsed.hostname}"
+    netloc += f":{parsed.port}" if parsed.port else ""
+    return parsed._replace(netloc=netloc).geturl()
+
+
+def _names(env: Mapping[str, str], name: str) -> tuple[str, ...]:
+    names = tuple(n.strip() for n in env.get(name, "").split(",") if n.strip())
+    for item in names:
+        if not re.fullmatch(r"[A-Za-z_*?\[\]!][A-Za-z0-9_*?\[\]!]*", item):
+            raise SettingsError(name, f"{item!r} is not a variable name or glob")
+    return names
+
+
+def _sandbox(env: Mapping[str, str]) -> tuple[str, tuple[Grant, ...]]:
+    mode = (env.get("PLANGATE_SANDBOX") or "bwrap").strip()
+    if mode not in MODES:
+        raise SettingsError("PLANGATE_SANDBOX", f"must be one of {', '.join(MODES)}, got {mode!r}")
+    try:
+        grants = parse_grants(env.get("PLANGATE_SANDBOX_PATHS", ""))
+    except ValueError as exc:
+        raise SettingsError("PLANGATE_SANDBOX_PATHS", str(exc)) from None
+    return mode, grants
+
+
+def _secret_files(env: Mapping[str, str]) -> tuple[Path, ...]:
+    names = ("GITHUB_APP_PRIVATE_KEY_PATH", "GITHUB_WEBHOOK_SECRET_PATH", "REDIS_PASSWORD_PATH", "PLANGATE_ENV_FILE")
+    return tuple(Path(env[n]) for n in names if env.get(n))
+
+
+def forget_secrets(environ: dict[str, str] | os._Environ[str]) -> None:
+    """Drop the secret variables from this process's environment once the settings hold them."""
+    for name in SECRET_VARIABLES:
+        environ.pop(name, None)
+
+
+def _private_key(env: Mapping[str, str]) -> str | None:
+    if env.get("GITHUB_APP_PRIVATE_KEY"):
+        return _decode_private_key(env["GITHUB_APP_PRIVATE_KEY"], "GITHUB_APP_PRIVATE_KEY")
+    path = env.get("GITHUB_APP_PRIVATE_KEY_PATH")
+    if not path:
+        return None
+    try:
+        raw = Path(path).read_text()
+    except OSError as exc:
+        raise SettingsError("GITHUB_APP_PRIVATE_KEY_PATH", f"cannot read {path}: {exc.strerror}") from None
+    return _decode_private_key(raw, "GITHUB_APP_PRIVATE_KEY_PATH")
+
+
+def _positive(env: Mapping[str, str], name: str, default: float) -> float:
+    raw = env.get(name)
+    if raw is None or raw == "":
+        return default
+    try:
+        value = float(raw)
+    except ValueError:
+        raise SettingsError(name, f"must be a number, got {raw!r}") from None
+    if value <= 0:
+        raise SettingsError(name, "must be greater than 0")
+    return value
+
+
+def _url(env: Mapping[str, str], name: str, default: str, schemes: tuple[str, ...]) -> str:
+    value = env.get(name) or default
+    parsed = urlparse(value)
+    if parsed.scheme not in schemes or not (parsed.netloc or (parsed.scheme == "unix" and parsed.path)):
+        shown = f"{parsed.scheme}://…" if "@" in value else repr(value)  # never echo a password
+        raise SettingsError(name, f"must be a {' or '.join(schemes)} URL, got {shown}")
+    return value.rstrip("/")
+
+
+def _patterns(env: Mapping[str, str]) -> tuple[str, ...]:
+    raw = env.get("PLANGATE_MASK_PATTERNS", "")
+    patterns = tuple(p for p in raw.split("\n") if p.strip())
+    for pattern in patterns:
+        try:
+            compile_pattern(pattern)
+        except PatternError as exc:
+            raise SettingsError("PLANGATE_MASK_PATTERNS", f"invalid regex {pattern!r}: {exc}") from None
+    return patterns
+
+
+def _cron(env: Mapping[str, str], name: str) -> str | None:
+    value = (env.get(name) or "").strip()
+    if not value:
+        return None
+    try:
+        return validate_schedule(value, name)
+    except ValueError as exc:
+        raise SettingsError(name, str(exc).removeprefix(f"{name}: ")) from None
+
+
+def load(
+    env: Mapping[str, str] | None = None,
+    *,
+    need_webhook: bool = False,
+    need_app: bool = False,
+    need_redis_password: bool = False,
+) -> Settings:
+    """Read every setting; `need_*` make the settings a process cannot run without mandatory."""
+    env = os.environ if env is None else env
+    raw_id = env.get("GITHUB_APP_ID", "").strip()
+    if raw_id and not raw_id.isdigit():
+        raise SettingsError("GITHUB_APP_ID", f"must be the App's numeric id, got {raw_id!r}")
+    app_id = int(raw_id) if raw_id else None
+    private_key = _private_key(env)
+    secret = _read_secret(env, "GITHUB_WEBHOOK_SECRET")
+    if need_webhook and secret is None:
+        raise SettingsError("GITHUB_WEBHOOK_SECRET", "is required: webhooks cannot be verified without it")
+    if need_app and app_id is None:
+        raise SettingsError("GITHUB_APP_ID", "is required to authenticate as the GitHub App")
+    if need_app and private_key is None:
+        raise SettingsError(
+            "GITHUB_APP_PRIVATE_KEY", "is required (or GITHUB_APP_PRIVATE_KEY_PATH) to sign the App JWT"
+        )
+    sandbox, grants = _sandbox(env)
+    redis_url = _redis_url(env)
+    if need_redis_password and not urlparse(redis_url).password and not redis_url.startswith("unix:"):
+        raise SettingsError(
+            "REDIS_URL",
+            "has no password: terraform shares the worker's network and must not reach an open Redis "
+            "(redis://:PASSWORD@HOST:6379/0, or REDIS_PASSWORD_PATH)",
+        )
+    return Settings(
+        app_id=app_id,
+        private_key=private_key,
+        webhook_secret=secret,
+        api_url=_url(env, "GITHUB_API_URL", DEFAULT_API_URL, ("http", "https")),
+        redis_url=redis_url,
+        workdir=Path(env.get("PLANGATE_WORKDIR") or "/tmp/plangate").resolve(),
+        tf_env=_names(env, "PLANGATE_TF_ENV"),
+        tf_timeout=_positive(env, "PLANGATE_TF_TIMEOUT", 1800.0),
+        tf_memory_mb=int(_positive(env, "PLANGATE_TF_MEMORY_MB", 4096)),
+        mask_patterns=_patterns(env),
+        drift_schedule=_cron(env, "PLANGATE_DRIFT_SCHEDULE"),
+        sandbox=sandbox,
+        sandbox_paths=grants,
+        tf_env_plan=_names(env, "PLANGATE_TF_ENV_PLAN"),
+        tf_env_apply=_names(env, "PLANGATE_TF_ENV_APPLY"),
+        secret_files=_secret_files(env),
+        status_auth=_status_auth(env, app_id),
+        report=_choice(env, "PLANGATE_REPORT", ("checks", "statuses"), "checks"),
+    )
+
+
+def _choice(env: Mapping[str, str], name: str, choices: tuple[str, ...], default: str) -> str:
+    value = (env.get(name) or default).strip()
+    if value not in choices:
+        raise SettingsError(name, f"must be one of {', '.join(choices)}, got {value!r}")
+    return value
+
+
+def _status_auth(env: Mapping[str, str], app_id: int | None) -> StatusAuth:
+    """PLANGATE_STATUS_PUBLIC, PLANGATE_STATUS_TOKEN(_PATH), GITHUB_CLIENT_ID, GITHUB_CLIENT_SECRET(_PATH).
+
+    A secret is read from its variable, else from the file its `_PATH` variable names."""
+    raw = {
+        n: (env.get(n) or "").strip() for n in ("PLANGATE_STATUS_PUBLIC", "PLANGATE_STATUS_TOKEN", "GITHUB_CLIENT_ID")
+    }
+
+    public = raw["PLANGATE_STATUS_PUBLIC"].lower()
+    if public not in ("", "true", "false", "1", "0", "yes", "no"):
+        raise SettingsError("PLANGATE_STATUS_PUBLIC", f"must be true or false, got {public!r}")
+    token = _read_secret(env, "PLANGATE_STATUS_TOKEN")
+    if token is not None and not re.fullmatch(r"[\x21-\x7e]{16,}", token):
+        where = "PLANGATE_STATUS_TOKEN" if raw["PLANGATE_STATUS_TOKEN"] else "PLANGATE_STATUS_TOKEN_PATH"
+        raise SettingsError(where, "must be 16 or more visible ASCII characters, no spaces (openssl rand -hex 32)")
+    client_id, client_secret = raw["GITHUB_CLIENT_ID"] or None, _read_secret(env, "GITHUB_CLIENT_SECRET")
+    if client_id is not None and not re.fullmatch(r"[A-Za-z0-9._-]{1,100}", client_id):
+        raise SettingsError("GITHUB_CLIENT_ID", f"is not a GitHub App client id, got {client_id!r}")
+    if client_id and not client_secret:
+        raise SettingsError("GITHUB_CLIENT_SECRET", "is required with GITHUB_CLIENT_ID (or GITHUB_CLIENT_SECRET_PATH)")
+    if client_secret and not client_id:
+        raise SettingsError("GITHUB_CLIENT_ID", "is required with GITHUB_CLIENT_SECRET: sign-in needs both")
+    if client_id and app_id is None:
+        raise SettingsError(
+            "GITHUB_APP_ID", "is required with GITHUB_CLIENT_ID: sign-in lists this App's installations"
+        )
+    return StatusAuth(
+        public=public in ("true", "1", "yes"), token=token, client_id=client_id, client_secret=client_secret
+    )

@@ -1,0 +1,151 @@
+"""Fetch exactly one commit of a repository into a fresh directory, with the token never at rest.
+
+The installation token travels as an `Authorization: Basic` header scoped to the clone URL's origin,
+handed to the one `git fetch` through GIT_CONFIG_COUNT/KEY/VALUE environment variables: not in argv
+(visible to `ps`), not in .git/config, and scrubbed from any git output before it reaches an exception.
+Git runs with an empty HOME, no system or global config and no prompts.
+"""
+
+from __future__ import annotations
+
+import base64
+import contextlib
+import hashlib
+import os
+import re
+import shutil
+import tempfile
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from urllib.parse import urlsplit
+
+from workers.adapters.terraform.runner import RunResult, run
+
+_SHA = re.compile(r"[0-9a-f]{40}|[0-9a-f]{64}")
+_SAFE = re.compile(r"[^A-Za-z0-9._-]+")
+
+
+class CheckoutError(RuntimeError):
+    """The commit could not be fetched or checked out; the message never holds the token."""
+
+
+def _auth_header(token: str) -> str:
+    basic = base64.b64encode(f"x-access-token:{token}".encode()).decode()
+    return f"Authorization: Basic {basic}"
+
+
+def scrub(text: str, token: str | None) -> str:
+    if not token:
+        return text
+    for secret in (_auth_header(token), _auth_header(token).split()[-1], token):
+        text = text.replace(secret, "***")
+    return text
+
+
+def _origin(url: str) -> str:
+    parts = urlsplit(url)
+    host = parts.hostname or ""
+    port = f":{parts.port}" if parts.port else ""
+    return f"{parts.scheme}://{host}{port}/"
+
+
+def _git_env(home: Path, config: dict[str, str]) -> dict[str, str]:
+    env = {
+        "PATH": os.environ.get("PATH") or os.defpath,
+        "HOME": str(home),
+        "LANG": "C",
+        "GIT_TERMINAL_PROMPT": "0",
+        "GIT_CONFIG_NOSYSTEM": "1",
+        "GIT_CONFIG_GLOBAL": os.devnull,
+    }
+    settings = {"protocol.ext.allow": "never", **config}
+    env["GIT_CONFIG_COUNT"] = str(len(settings))
+    for i, (key, value) in enumerate(settings.items()):
+        env[f"GIT_CONFIG_KEY_{i}"] = key
+        env[f"GIT_CONFIG_VALUE_{i}"] = value
+    return env
+
+
+def _git(args: list[str], *, cwd: Path, env: dict[str, str], deadline: float, token: str | None) -> RunResult:
+    remaining = deadline - time.monotonic()
+    if remaining <= 0:
+        raise CheckoutError(f"git {args[0]} not started: checkout timed out")
+    result = run(["git", *args], cwd=cwd, env=env, timeout=remaining, memory_limit_bytes=None, grace=2.0)
+    if not result.ok:
+        why = "timed out" if result.timed_out else f"failed (exit {result.returncode})"
+        detail = scrub(result.stderr.decode("utf-8", "replace").strip()[-2000:], token)
+        raise CheckoutError(f"git {args[0]} {why}: {detail}")
+    return result
+
+
+def checkout(clone_url: str, sha: str, dest: Path, token: str | None, *, timeout: float) -> None:
+    """Check out `sha` (full hex) of `clone_url` into `dest` (absent or empty), HEAD detached at it."""
+    if not _SHA.fullmatch(sha):
+        raise CheckoutError(f"not a full commit SHA: {sha!r}")
+    dest.mkdir(parents=True, exist_ok=True)
+    if any(dest.iterdir()):
+        raise CheckoutError(f"checkout destination is not empty: {dest}")
+    deadline = time.monotonic() + timeout
+    with tempfile.TemporaryDirectory(prefix="plangate-git-home-") as home:
+        plain = _git_env(Path(home), {})
+        auth = _git_env(Path(home), {f"http.{_origin(clone_url)}.extraHeader": _auth_header(token)}) if token else plain
+        _git(["init", "--quiet", "--template=", "."], cwd=dest, env=plain, deadline=deadline, token=token)
+        fetch = ["fetch", "--quiet", "--depth", "1", "--no-tags", "--", clone_url, sha]
+        _git(fetch, cwd=dest, env=auth, deadline=deadline, token=token)
+        co = ["-c", "advice.detachedHead=false", "checkout", "--quiet", "--detach", "--force", sha]
+        _git(co, cwd=dest, env=plain, deadline=deadline, token=token)
+        head = _git(["rev-parse", "HEAD"], cwd=dest, env=plain, deadline=deadline, token=token)
+    got = head.stdout.decode().strip()
+    if got != sha:
+        raise CheckoutError(f"checked out {got}, expected {sha}")
+
+
+def remote_head(clone_url: str, branch: str, token: str | None, *, timeout: float) -> str:
+    """The SHA `branch` points at on the remote (`git ls-remote`), authenticated like a fetch."""
+    deadline = time.monotonic() + timeout
+    with tempfile.TemporaryDirectory(prefix="plangate-git-home-") as home:
+        header = {f"http.{_origin(clone_url)}.extraHeader": _auth_header(token)} if token else {}
+        env = _git_env(Path(home), header)
+        ref = f"refs/heads/{branch}"
+        out = _git(["ls-remote", "--", clone_url, ref], cwd=Path(home), env=env, deadline=deadline, token=token)
+    for line in out.stdout.decode().splitlines():
+        sha, _, name = line.partition("\t")
+        if name == ref and _SHA.fullmatch(sha):
+            return sha
+    raise CheckoutError(f"branch {branch!r} not found on the remote")
+
+
+def _safe(part: str) -> str:
+    """A path component for any string: readable, and distinct for distinct inputs."""
+    digest = hashlib.sha256(part.encode()).hexdigest()[:8]
+    return f"{_SAFE.sub('_', part).strip('._')[:60]}-{digest}"
+
+
+def workdir_for(root: Path, repo_id: int, pr_or_ref: str, sha: str, project: str) -> Path:
+    """The one directory for (repo, PR or ref, SHA, project) under `root`."""
+    if not _SHA.fullmatch(sha):
+        raise ValueError(f"not a full commit SHA: {sha!r}")
+    return root / str(int(repo_id)) / _safe(pr_or_ref) / sha / _safe(project)
+
+
+@contextlib.contextmanager
+def job_workdir(root: Path, repo_id: int, pr_or_ref: str, sha: str, project: str) -> Iterator[Path]:
+    """A fresh private directory inside `workdir_for(...)`, removed (with empty parents) afterwards.
+
+    Fresh per use, so a retried job never shares files with one still running for the same key.
+    """
+    base = workdir_for(root, repo_id, pr_or_ref, sha, project)
+    base.mkdir(parents=True, exist_ok=True)
+    path = Path(tempfile.mkdtemp(prefix="run-", dir=base))
+    try:
+        yield path
+    finally:
+        shutil.rmtree(path, ignore_errors=True)
+        parent = base
+        while parent != root and parent.is_relative_to(root):
+            try:
+                parent.rmdir()
+            except OSError:
+                break
+            parent = parent.parent

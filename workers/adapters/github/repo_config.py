@@ -1,0 +1,39 @@
+"""The gate's policy comes from `.plangate.yml` on the default branch, never from the PR being judged.
+
+A pull request could otherwise add its author to `destroy_approvers.users` or allow forks for itself.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from collections.abc import Sequence
+
+from gidgethub import BadRequest
+from gidgethub.abc import GitHubAPI
+
+from core.config import RepoConfig, parse_config
+
+RAW = "application/vnd.github.raw+json"
+
+
+async def base_config(gh: GitHubAPI, repo: str, branch: str) -> RepoConfig:
+    """The default branch's config; no file means the defaults. ConfigError and API errors propagate."""
+    try:
+        text = await gh.getitem(f"/repos/{repo}/contents/.plangate.yml?ref={branch}", accept=RAW)
+    except BadRequest as exc:
+        if exc.status_code.value == 404:
+            return RepoConfig()
+        raise
+    return parse_config(text if isinstance(text, str) else None)
+
+
+async def mask_patterns(gh: GitHubAPI, repo: str, branch: str, server: Sequence[str]) -> list[str]:
+    """The server's patterns plus the default branch's `mask_patterns` (a PR's own never count)."""
+    try:
+        return [*server, *(await base_config(gh, repo, branch)).mask_patterns]
+    except Exception as exc:
+        logging.getLogger("plangate.config").warning(
+            json.dumps({"repo": repo, "mask_patterns": "default branch config unreadable", "error": str(exc)})
+        )
+        return list(server)

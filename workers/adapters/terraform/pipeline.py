@@ -1,0 +1,155 @@
+"""One project's terraform pipeline, the same for PR plans, merge-time applies and drift checks.
+
+init (same flags) → plan -out (in the project's workspace) → show -json and show (read-only plan
+file) → parse; then, for applies only, apply of that very plan file (its digest checked). Every
+step runs through the one `Terraform` runner, so the sandbox, env, timeout and memory cap cannot
+differ between plan, apply and drift. Errors are values, never exceptions, so every caller reports.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Iterator
+from dataclasses import dataclass, replace
+from pathlib import Path
+
+from core.plan import Plan, PlanError, parse_plan
+from core.projects import Project
+from core.render.plan import ProjectResult
+from workers.adapters.checkout import checkout, job_workdir
+from workers.adapters.terraform.runner import StepResult, Terraform, TerraformError
+from workers.adapters.terraform.sandbox import SandboxError
+
+CHECKOUT_TIMEOUT = 600.0
+PLANFILE = "plangate.tfplan"
+
+
+class UnsafePathError(ValueError):
+    """A path plangate would use leaves the checkout (or goes through a symlink); names only the path."""
+
+
+@dataclass(frozen=True)
+class JobDirs:
+    """A job's private directories: the checkout, the plan file's own directory (outside the checkout)."""
+
+    root: Path
+
+    @property
+    def src(self) -> Path:
+        return self.root / "src"
+
+    @property
+    def planfile(self) -> Path:
+        return self.root / "plan" / PLANFILE
+
+
+@dataclass(frozen=True)
+class Planned:
+    """What the plan steps produced: a parsed plan, or the error that stopped them."""
+
+    plan: Plan | None
+    text: str  # `show -no-color` of the saved plan, or the failing step's output
+    error: str | None
+    planfile: Path
+    digest: str | None = None
+    ours: bool = False  # the failure is plangate's environment (the sandbox), not the repository's
+
+
+@contextlib.contextmanager
+def checked_out(
+    root: Path, repo_id: int, scope: str, sha: str, name: str, clone_url: str, token: str | None
+) -> Iterator[JobDirs]:
+    """Fetch `sha` into a fresh job directory (removed afterwards). For a deleted project, `sha` is
+    the commit its code is destroyed from (`Project.destroy_from`)."""
+    with job_workdir(root, repo_id, scope, sha, name) as work:
+        dirs = JobDirs(work)
+        dirs.planfile.parent.mkdir(parents=True)
+        checkout(clone_url, sha, dirs.src, token, timeout=CHECKOUT_TIMEOUT)
+        yield dirs
+
+
+def inside(src: Path, relative: str) -> Path:
+    """`src/relative`, refused when any part of it is a symlink or it resolves outside `src`."""
+    current = src
+    for part in Path(relative).parts:
+        if part in ("", "."):
+            continue
+        if part == "..":
+            raise UnsafePathError(f"`{relative}` leaves the checkout")
+        current = current / part
+        if current.is_symlink():
+            raise UnsafePathError(f"`{relative}` is a symlink; plangate only uses directories inside the checkout")
+    resolved = current.resolve()
+    if resolved != src.resolve() and src.resolve() not in resolved.parents:
+        raise UnsafePathError(f"`{relative}` resolves outside the checkout")
+    return current
+
+
+def for_project(tf: Terraform, project: Project, dirs: JobDirs) -> Terraform:
+    """The runner for one project: its workspace, and the checkout writable inside the sandbox."""
+    env = dict(tf.env)
+    if project.workspace != "default":
+        env["TF_WORKSPACE"] = project.workspace
+    return replace(tf, env=env, writable=(*tf.writable, dirs.src))
+
+
+def plan(tf: Terraform, project: Project, dirs: JobDirs) -> Planned:
+    """init → plan -out → show: one project's plan at the checked-out SHA."""
+    planfile = dirs.planfile
+    try:
+        root = inside(dirs.src, project.dir)
+        if not root.is_dir():
+            return Planned(None, "", f"project dir `{project.dir}` does not exist at this commit", planfile)
+        tf = for_project(tf, project, dirs)
+        tool = Path(tf.tool).name
+        init = tf.init(root)
+        if not init.ok:
+            return Planned(None, init.output, f"{tool} init failed:\n{init.output}", planfile)
+        step = tf.plan(root, planfile, destroy=project.destroy_from is not None)
+        if not step.ok:
+            return Planned(None, step.output, f"{tool} plan failed:\n{step.output}", planfile)
+        raw, text = tf.show_both(root, planfile)
+        return Planned(parse_plan(raw), text, None, planfile, step.digest)
+    except UnsafePathError as exc:
+        return Planned(None, "", f"project dir refused: {exc}", planfile)
+    except SandboxError as exc:
+        return Planned(None, "", str(exc), planfile, ours=True)
+    except (TerraformError, PlanError) as exc:
+        return Planned(None, str(exc), str(exc), planfile)
+
+
+def apply(tf: Terraform, project: Project, dirs: JobDirs, planned: Planned) -> StepResult:
+    """Apply exactly the plan file `plan` checked (the runner refuses one whose digest changed)."""
+    tf = for_project(tf, project, dirs)
+    return tf.apply(inside(dirs.src, project.dir), planned.planfile, planned.digest)
+
+
+def result(project: Project, sha: str, tool: str, planned: Planned) -> ProjectResult:
+    """The plan as the comment renderers take it."""
+    return ProjectResult(
+        name=project.name,
+        dir=project.dir,
+        workspace=project.workspace,
+        tool=Path(tool).name,
+        sha=sha,
+        plan=planned.plan,
+        plan_text=planned.text if planned.plan is not None else "",
+        error=planned.error,
+        ours=planned.ours,
+        destroy_from=project.destroy_from,
+    )
+
+
+def failure(project: Project, sha: str, error: str, *, ours: bool = False) -> ProjectResult:
+    """A project that could not be planned at all (checkout failed, superseded, ...)."""
+    return ProjectResult(
+        name=project.name,
+        dir=project.dir,
+        workspace=project.workspace,
+        tool=project.tool or "terraform",
+        sha=sha,
+        plan=None,
+        error=error,
+        ours=ours,
+        destroy_from=project.destroy_from,
+    )

@@ -1,0 +1,72 @@
+"""The approvals a merge-time apply may rely on: recorded by the App, for this project's identity, at
+the merged PR's last head (or on the held apply itself), and by people who qualify *now*.
+
+Write access can be taken away between an approval and the merge. Every approver the decision would
+rely on is checked again against the default branch's policy (permission, users, teams, and never an
+author of the change); one who no longer qualifies, or whom GitHub cannot confirm, counts for nothing
+and is named in the blocked comment.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from gidgethub.abc import GitHubAPI
+
+from core.approvals import Approval
+from core.config import DestroyApprovers, DestroyRule
+from core.destroy_rules import needs, satisfied_pairs
+from workers.adapters.github.permissions import may_approve, rule_eligibility
+from workers.adapters.store import gates as gate_store
+from workers.adapters.store.records import Records
+
+
+@dataclass(frozen=True)
+class Standing:
+    """What the approvals amount to for one project at apply time."""
+
+    keys: frozenset[str]  # destroy keys approved by people who still qualify
+    approvers: tuple[str, ...]  # those people, first approval first
+    revoked: tuple[tuple[str, str], ...] = ()  # (login, why they no longer count)
+
+
+async def standing(
+    records: Records,
+    gh: GitHubAPI,
+    *,
+    repo: str,
+    repo_id: int,
+    number: int | None,
+    shas: tuple[str, ...],
+    identity: str,
+    bot_login: str,
+    authors: tuple[str, ...],
+    authored: str,
+    policy: DestroyApprovers | None,
+    rules: tuple[DestroyRule, ...] = (),
+) -> Standing:
+    """`policy` None: the default branch's config is unreadable, so no approver can be confirmed.
+    `rules`: the default branch's destroy rules; a key is approved only when they are satisfied."""
+    if number is None:
+        return Standing(frozenset(), ())
+    found: list[Approval] = []
+    for sha in dict.fromkeys(shas):
+        approvals = await gate_store.load_approvals(
+            records, gh, repo=repo, repo_id=repo_id, number=number, sha=sha, bot_login=bot_login
+        )
+        found += [a for a in approvals if any(p == identity for p, _ in a.pairs)]
+    verdicts: dict[str, str | None] = {}
+    for login in dict.fromkeys(a.approver for a in found):
+        if policy is None:
+            verdicts[login] = "the default branch's .plangate.yml cannot be read, so no approver can be confirmed"
+            continue
+        allowed = await may_approve(
+            gh, repo=repo, login=login, user_type="User", authors=authors, policy=policy, authored=authored
+        )
+        verdicts[login] = None if allowed.allowed else allowed.reason
+    good = [a for a in found if verdicts[a.approver] is None and a.sha in shas]
+    eligible = await rule_eligibility(gh, [a.approver for a in good], rules) if rules else {}
+    pairs = [(p, k) for a in good for p, k in a.pairs if p == identity]
+    keys = frozenset(key for _, key in satisfied_pairs(needs(pairs, good, rules, eligible)))
+    revoked = tuple((login, why) for login, why in verdicts.items() if why is not None)
+    return Standing(keys, tuple(dict.fromkeys(a.approver for a in good)), revoked)

@@ -1,0 +1,287 @@
+"""One project's apply at one pushed SHA: fresh plan → decide on its JSON → apply that plan file, or block.
+
+Runs under the project's RateLimit (one job at a time per project, in push order). Never retried:
+a job that dies mid-apply is reported by the finish job, and humans decide what happens next.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+from dataclasses import dataclass, replace
+
+from gidgethub.abc import GitHubAPI
+
+from core.config import RepoConfig
+from core.gate import Apply, Block, Decision, decide_apply, unreadable
+from core.plan import Plan, summary_line
+from core.projects import Project
+from core.render.apply import (
+    render_apply_result,
+    render_blocked,
+    render_blocked_issue_title,
+    render_not_applied,
+    render_superseded,
+)
+from core.runlog import record_run
+from workers.adapters.github import vcs
+from workers.adapters.github.auth import installation_client
+from workers.adapters.github.repo_config import base_config
+from workers.adapters.store import applies as apply_store
+from workers.adapters.store import audit
+from workers.adapters.store.applies import BlockedApply
+from workers.adapters.terraform import pipeline
+from workers.adapters.terraform.runner import Terraform
+from workers.context import WorkerContext
+from workers.flows.apply_approvals import Standing, standing
+from workers.flows.push_apply import PushRequest, record_outcome
+
+log = logging.getLogger("plangate.apply")
+AUTHORED_PR = "opened the merged pull request"
+AUTHORED_PUSH = "pushed this commit or authored one of its commits"
+
+
+@dataclass(frozen=True)
+class Where:
+    """Where this apply talks to humans: the merged PR, else the issue opened when it blocked."""
+
+    number: int | None
+    is_pr: bool
+    authors: tuple[str, ...]  # the merged PR's author; for a direct push, the pusher and commit logins
+    approved_on: str | None
+
+
+@dataclass(frozen=True)
+class Planned:
+    """The fresh plan at the pushed SHA and the gate's decision on its JSON."""
+
+    planned: pipeline.Planned
+    decision: Decision
+    mask_patterns: list[str]
+    approved: Standing
+
+    @property
+    def plan(self) -> Plan | None:
+        return self.planned.plan
+
+    @property
+    def text(self) -> str:
+        return self.planned.text
+
+
+def run(ctx: WorkerContext, req: PushRequest, project: Project, where: Where) -> str:
+    """The job body; returns the project's outcome for the combined `plangate/apply` status."""
+    try:
+        outcome = asyncio.run(_run(ctx, req, project, where))
+    except Exception as exc:
+        log.warning(json.dumps({"repo": req.repo, "sha": req.after, "project": project.name, "error": str(exc)}))
+        outcome = "failed"
+    record_outcome(ctx, req, project.name, outcome)
+    return outcome
+
+
+async def _run(ctx: WorkerContext, req: PushRequest, project: Project, where: Where) -> str:
+    async with installation_client(ctx.tokens, req.installation_id, ctx.settings.api_url) as gh:
+        if await _superseded(ctx, gh, req, project):
+            return "not-applied"
+        tf = ctx.terraform(project.tool, "apply")
+        token = await ctx.tokens.token(req.installation_id)
+        policy = await _policy(gh, req)
+        patterns = [*ctx.settings.mask_patterns, *(policy.mask_patterns if policy else ())]
+        approved = await _approved(ctx, gh, req, project, where, policy)
+        scope, name, code = "push", project.name, project.destroy_from or req.after
+        with pipeline.checked_out(ctx.checkouts, req.repo_id, scope, code, name, req.clone_url, token) as dirs:
+            planned = await asyncio.to_thread(_plan, tf, project, dirs, approved, patterns)
+            if not project.apply_on_merge:
+                return await _report_only(gh, req, project, where, planned, "apply_on_merge is false")
+            if isinstance(planned.decision, Block):
+                return await _block(ctx, gh, req, project, where, planned)
+            if not isinstance(planned.decision, Apply):
+                return await _report_only(gh, req, project, where, planned, planned.decision.reason)
+            return await _apply(ctx, gh, req, project, where, planned, tf, dirs)
+
+
+def _plan(tf: Terraform, project: Project, dirs: pipeline.JobDirs, approved: Standing, patterns: list[str]) -> Planned:
+    planned = pipeline.plan(tf, project, dirs)
+    if planned.plan is None:
+        return Planned(planned, unreadable(planned.error or "no plan"), patterns, approved)
+    return Planned(planned, decide_apply(planned.plan, approved.keys), patterns, approved)
+
+
+async def _policy(gh: GitHubAPI, req: PushRequest) -> RepoConfig | None:
+    """The default branch's config: who may approve, and the masks. None (fail closed) when unreadable."""
+    try:
+        return await base_config(gh, req.repo, req.default_branch)
+    except Exception as exc:
+        log.warning(json.dumps({"repo": req.repo, "default_branch_config": "unreadable", "error": str(exc)}))
+        return None
+
+
+async def _approved(
+    ctx: WorkerContext, gh: GitHubAPI, req: PushRequest, project: Project, where: Where, policy: RepoConfig | None
+) -> Standing:
+    """Destroy keys approved on the merged PR's last head or on this blocked apply, by people who still qualify."""
+    login = await vcs.bot_login(ctx.records, ctx.app_id, ctx.private_key, ctx.settings.api_url)
+    return await standing(
+        ctx.records,
+        gh,
+        repo=req.repo,
+        repo_id=req.repo_id,
+        number=where.number,
+        shas=tuple(s for s in dict.fromkeys((where.approved_on, req.after)) if s),
+        identity=project.identity,
+        bot_login=login,
+        authors=where.authors,
+        authored=AUTHORED_PR if where.is_pr else AUTHORED_PUSH,
+        policy=policy.destroy_approvers if policy is not None else None,
+        rules=policy.destroy_rules if policy is not None else (),
+    )
+
+
+async def _superseded(ctx: WorkerContext, gh: GitHubAPI, req: PushRequest, project: Project) -> bool:
+    """An older push never applies over a newer one; a newer push closes the older blocked apply."""
+    blocked = apply_store.blocked_for_project(ctx.records, req.repo_id, project.identity)
+    if blocked is not None and blocked.push["after"] != req.after:
+        newer = await _is_newer(gh, req.repo, blocked.push["after"], req.after)
+        if not newer:
+            return True
+        await _close_blocked(ctx, gh, req, blocked)
+    applied = apply_store.last_applied(ctx.records, req.repo_id, project.identity)
+    return applied is not None and applied != req.after and not await _is_newer(gh, req.repo, applied, req.after)
+
+
+async def _is_newer(gh: GitHubAPI, repo: str, old: str, new: str) -> bool:
+    """Is `new` a descendant of `old` (or a force-push replacing it)? `behind` means it is older."""
+    compare = await gh.getitem(f"/repos/{repo}/compare/{old}...{new}")
+    return bool(compare.get("status") != "behind")
+
+
+async def _close_blocked(ctx: WorkerContext, gh: GitHubAPI, req: PushRequest, blocked: BlockedApply) -> None:
+    name, old = str(blocked.project["name"]), str(blocked.push["after"])
+    body = render_superseded(project=name, old_sha=old, new_sha=req.after)
+    await vcs.post_comment(gh, req.repo, blocked.number, body)
+    if not blocked.is_pr:
+        await gh.patch(f"/repos/{req.repo}/issues/{blocked.number}", data={"state": "closed"})
+    apply_store.clear_blocked(ctx.records, blocked)
+    record_outcome(ctx, replace(req, after=old), name, "not-applied")
+    audit.record(ctx.redis, "voided", repo=req.repo, project=name, sha=old, superseded_by=req.after)
+
+
+async def _block(
+    ctx: WorkerContext, gh: GitHubAPI, req: PushRequest, project: Project, where: Where, planned: Planned
+) -> str:
+    decision = planned.decision
+    assert isinstance(decision, Block)
+    body = render_blocked(
+        project=project.name,
+        dir=project.dir,
+        sha=req.after,
+        block=decision,
+        plan=planned.plan,
+        plan_text=planned.text,
+        pr=where.number if where.is_pr else None,
+        approved_on=where.approved_on,
+        mask_patterns=planned.mask_patterns,
+        revoked=planned.approved.revoked,
+    )
+    number, is_pr = where.number, where.is_pr
+    if number is None:
+        issue = await gh.post(
+            f"/repos/{req.repo}/issues",
+            data={"title": render_blocked_issue_title(req.after, project.name), "body": body},
+        )
+        number, is_pr, comment_id, at = int(issue["number"]), False, None, issue.get("created_at")
+    else:
+        comment = await vcs.post_comment(gh, req.repo, number, body)
+        comment_id, at = int(comment["id"]), comment.get("created_at")
+    if not decision.error:
+        unapproved = list(decision.unapproved)
+        held = apply_store.hold(req, project, where, number, is_pr, unapproved, comment_id, at)
+        apply_store.save_blocked(ctx.records, held)
+    audit.record(
+        ctx.redis,
+        "apply-blocked",
+        repo=req.repo,
+        sha=req.after,
+        project=project.name,
+        unapproved=len(decision.unapproved),
+        error=decision.error,
+    )
+    _run_entry(ctx, req, project, number, planned, "blocked")
+    return "blocked:0" if decision.error else f"blocked:{len(decision.unapproved)}"
+
+
+async def _report_only(
+    gh: GitHubAPI, req: PushRequest, project: Project, where: Where, planned: Planned, reason: str
+) -> str:
+    if where.number is not None:
+        summary = summary_line(planned.plan) if planned.plan else "no plan"
+        body = render_not_applied(project=project.name, sha=req.after, summary=summary, reason=reason)
+        await vcs.post_comment(gh, req.repo, where.number, body)
+    return "noop" if project.apply_on_merge else "not-applied"
+
+
+async def _apply(
+    ctx: WorkerContext,
+    gh: GitHubAPI,
+    req: PushRequest,
+    project: Project,
+    where: Where,
+    planned: Planned,
+    tf: Terraform,
+    dirs: pipeline.JobDirs,
+) -> str:
+    key = apply_store.applying_key(req.repo_id, req.after, project.identity)
+    ctx.redis.set(key, json.dumps({"number": where.number}), ex=7 * 24 * 3600)
+    step = await asyncio.to_thread(pipeline.apply, tf, project, dirs, planned.planned)
+    ctx.redis.delete(key)
+    ok = step.ok
+    if ok:
+        apply_store.set_applied(ctx.records, req.repo_id, project.identity, req.after)
+        blocked = apply_store.blocked_for_project(ctx.records, req.repo_id, project.identity)
+        if blocked is not None and blocked.push["after"] == req.after:
+            apply_store.clear_blocked(ctx.records, blocked)
+    approvers = sorted(planned.approved.approvers)
+    secrets = planned.plan.sensitive_values if planned.plan else ()
+    body = render_apply_result(
+        project=project.name,
+        dir=project.dir,
+        sha=req.after,
+        ok=ok,
+        output=step.output + ("\nSaved plan is stale: state moved since the plan." if step.stale_plan else ""),
+        summary=summary_line(planned.plan) if planned.plan else "",
+        approved_by=approvers,
+        mask_patterns=planned.mask_patterns,
+        secrets=secrets,
+    )
+    if where.number is not None:
+        await vcs.post_comment(gh, req.repo, where.number, body)
+        if not where.is_pr and ok:
+            await gh.patch(f"/repos/{req.repo}/issues/{where.number}", data={"state": "closed"})
+    audit.record(ctx.redis, "applied" if ok else "apply-failed", repo=req.repo, sha=req.after, project=project.name)
+    _run_entry(ctx, req, project, where.number, planned, "applied" if ok else "apply failed", approvers)
+    return "applied" if ok else "failed"
+
+
+def _run_entry(
+    ctx: WorkerContext,
+    req: PushRequest,
+    project: Project,
+    number: int | None,
+    planned: Planned,
+    result: str,
+    approvers: list[str] | None = None,
+) -> None:
+    record_run(
+        ctx.redis,
+        kind="apply",
+        repo=req.repo,
+        number=number,
+        project=project.name,
+        sha=req.after,
+        summary=summary_line(planned.plan) if planned.plan else "plan failed",
+        gate="success" if result == "applied" else "failure",
+        approver=", ".join(approvers or []),
+        result=result,
+    )

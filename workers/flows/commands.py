@@ -1,0 +1,202 @@
+"""Slash commands on a pull request: /approve-destroy, /plan, /help, and near misses.
+
+Every command gets an answer: `eyes` on receipt, then a reply comment and a reaction that
+says how it ended (+1 done, -1 not allowed, confused nothing to do or not a command).
+Approvals are judged against the default branch's policy and the latest plan of the head SHA.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from gidgethub.abc import GitHubAPI
+
+from core.approvals import Approval, Refusal, approval_for, timing_refusal
+from core.commands import NearMiss
+from core.config import ConfigError, RepoConfig
+from core.projects import identity_label
+from core.render.replies import (
+    approval_status,
+    render_approved,
+    render_help,
+    render_near_miss,
+    render_not_allowed,
+    render_plan_running,
+    render_planning,
+    render_refusal,
+)
+from core.runlog import record_run
+from workers.adapters.github import vcs
+from workers.adapters.github.auth import installation_client
+from workers.adapters.github.permissions import may_approve, may_plan
+from workers.adapters.github.repo_config import base_config
+from workers.adapters.store import applies as apply_store
+from workers.adapters.store import audit
+from workers.adapters.store import gates as gate_store
+from workers.context import WorkerContext
+from workers.flows import drift, held_applies
+from workers.flows.gate_check import covered
+from workers.flows.outcome import CommandRequest, Outcome
+
+DESTROY_CONTEXT = "plangate/destroy"
+
+
+async def handle(ctx: WorkerContext, req: CommandRequest) -> Outcome | None:
+    """None: not plangate's conversation (an issue another App opened), so no answer at all."""
+    if not req.is_pr:
+        login = await vcs.bot_login(ctx.records, ctx.app_id, ctx.private_key, ctx.settings.api_url)
+        if req.issue_author.casefold() != login.casefold():
+            return None
+    async with installation_client(ctx.tokens, req.installation_id, ctx.settings.api_url) as gh:
+        await _react(gh, req, "eyes")
+        outcome = await _decide(ctx, gh, req)
+        if not (req.via == "check_run" and req.command == "plan" and outcome.reaction == "+1"):
+            await vcs.post_comment(gh, req.repo, req.number, outcome.reply)  # a Re-run needs no "planning" reply
+        await _react(gh, req, outcome.reaction)
+    return outcome
+
+
+async def _react(gh: GitHubAPI, req: CommandRequest, content: str) -> None:
+    if not req.comment_id:  # a check run button: there is no comment to react to
+        return
+    await gh.post(f"/repos/{req.repo}/issues/comments/{req.comment_id}/reactions", data={"content": content})
+
+
+async def _decide(ctx: WorkerContext, gh: GitHubAPI, req: CommandRequest) -> Outcome:
+    if req.near_miss is not None:
+        written, suggestion, reason = req.near_miss
+        return Outcome(render_near_miss(NearMiss(written, suggestion, reason), reply_to=req.comment_id), "confused")
+    held = apply_store.blocked_on(ctx.records, req.repo_id, req.number)
+    if held and req.command in ("approve-destroy", "plan"):
+        return await held_applies.decide(ctx, gh, req, held)
+    if not req.is_pr and req.command == "plan":
+        watched = ctx.redis.get(drift.by_issue_key(req.repo_id, req.number))
+        if isinstance(watched, bytes):
+            return await _recheck_drift(gh, req, json.loads(watched))
+    if not req.is_pr:
+        text = "plangate commands work on pull requests (and on the issues plangate opens for blocked applies)."
+        return Outcome(render_refusal(text, command=req.command or "help", reply_to=req.comment_id), "confused")
+    pull = await gh.getitem(f"/repos/{req.repo}/pulls/{req.number}")
+    sha, author = str(pull["head"]["sha"]), str(pull["user"]["login"])
+    try:
+        policy = await base_config(gh, req.repo, req.default_branch)
+    except ConfigError as exc:
+        reason = f"the default branch's .plangate.yml is invalid ({exc}); fix it first"
+        return Outcome(render_refusal(reason, command=req.command or "help", reply_to=req.comment_id), "confused")
+    record = gate_store.load_destroys(ctx.records, req.repo_id, req.number, sha)
+    if req.command == "help":
+        planned = sorted({identity_label(p) for p in record.destroys}) if record else []
+        return Outcome(render_help(req.repo, policy, planned=planned, sha=sha, reply_to=req.comment_id), "+1")
+    if req.command == "plan":
+        return await _plan(gh, req, pull, sha)
+    return await _approve(ctx, gh, req, policy, record, sha, author)
+
+
+async def _plan(gh: GitHubAPI, req: CommandRequest, pull: dict[str, Any], sha: str) -> Outcome:
+    allowed = await may_plan(gh, req.repo, req.commenter, req.commenter_type)
+    if not allowed.allowed:
+        return Outcome(render_not_allowed(req.commenter, allowed.reason, command="plan", reply_to=req.comment_id), "-1")
+    head_repo = (pull["head"].get("repo") or {}).get("full_name")
+    replan = {
+        "installation_id": req.installation_id,
+        "repo_id": req.repo_id,
+        "repo": req.repo,
+        "clone_url": req.clone_url,
+        "default_branch": req.default_branch,
+        "pr": req.number,
+        "sha": sha,
+        "base_sha": str((pull.get("base") or {}).get("sha") or ""),
+        "author": str(pull["user"]["login"]),
+        "fork": head_repo != req.repo,
+        "trigger": f"comment-{req.comment_id}" if req.comment_id else f"rerun-{req.event_id}",
+        "only": list(req.projects),
+    }
+    return Outcome(render_planning(sha, req.projects, reply_to=req.comment_id), "+1", replan=replan)
+
+
+async def _recheck_drift(gh: GitHubAPI, req: CommandRequest, watched: dict[str, Any]) -> Outcome:
+    """`/plan` in a drift issue: check that project again now."""
+    allowed = await may_plan(gh, req.repo, req.commenter, req.commenter_type)
+    if not allowed.allowed:
+        return Outcome(render_not_allowed(req.commenter, allowed.reason, command="plan", reply_to=req.comment_id), "-1")
+    target = {**watched["target"], "project": watched["project"]["name"]}
+    reply = render_planning(req.default_branch, [target["project"]], reply_to=req.comment_id)
+    return Outcome(reply, "+1", redrift=target)
+
+
+async def _approve(
+    ctx: WorkerContext,
+    gh: GitHubAPI,
+    req: CommandRequest,
+    policy: RepoConfig,
+    record: gate_store.DestroysRecord | None,
+    sha: str,
+    author: str,
+) -> Outcome:
+    where = {"repo": req.repo, "pr": req.number, "sha": sha, "by": req.commenter}
+    if record is None:
+        return Outcome(render_plan_running(sha, reply_to=req.comment_id), "confused")
+    allowed = await may_approve(
+        gh,
+        repo=req.repo,
+        login=req.commenter,
+        user_type=req.commenter_type,
+        authors=[author],
+        policy=policy.destroy_approvers,
+    )
+    if not allowed.allowed:
+        audit.record(ctx.redis, "refused", reason=allowed.reason, **where)
+        return Outcome(render_not_allowed(req.commenter, allowed.reason, reply_to=req.comment_id), "-1")
+    if record.failed:
+        failed = ", ".join(f"`{identity_label(name)}`" for name in record.failed)
+        reason = f"the plan failed at {sha[:7]} for {failed}; fix it and approve the new plan"
+        audit.record(ctx.redis, "refused", reason=reason, **where)
+        return Outcome(render_refusal(reason, reply_to=req.comment_id), "confused")
+    late = timing_refusal(
+        sha,
+        named_sha=req.sha,
+        comment_at=req.created_at,
+        published_at=record.published_at,
+        inclusive=req.via == "check_run",
+    )
+    decision = late or approval_for(record.destroys, sha, req.commenter, req.projects)
+    if isinstance(decision, Refusal):
+        audit.record(ctx.redis, "refused", reason=decision.reason, **where)
+        return Outcome(render_refusal(decision.reason, reply_to=req.comment_id), "confused")
+    return await _record_approval(ctx, gh, req, record, decision, where, policy)
+
+
+async def _record_approval(
+    ctx: WorkerContext,
+    gh: GitHubAPI,
+    req: CommandRequest,
+    record: gate_store.DestroysRecord,
+    approval: Approval,
+    where: dict[str, Any],
+    policy: RepoConfig,
+) -> Outcome:
+    login = await vcs.bot_login(ctx.records, ctx.app_id, ctx.private_key, ctx.settings.api_url)
+    known = await gate_store.load_approvals(
+        ctx.records, gh, repo=req.repo, repo_id=req.repo_id, number=req.number, sha=approval.sha, bot_login=login
+    )
+    cov = await covered(gh, record.destroys, [*known, approval], sha=approval.sha, rules=policy.destroy_rules)
+    reply = render_approved(approval, cov, reply_to=req.comment_id)
+    gate_store.add_approval(ctx.records, req.repo_id, req.number, approval.sha, known, approval)
+    audit.record(ctx.redis, "approved", destroys=len(approval.pairs), complete=cov.complete, **where)
+    state, description = approval_status(cov)
+    waiting = not cov.complete and not cov.never
+    await vcs.set_status(gh, req.repo, approval.sha, DESTROY_CONTEXT, state, description, approve=waiting)
+    record_run(
+        ctx.redis,
+        kind="approval",
+        repo=req.repo,
+        number=req.number,
+        project=", ".join(sorted(identity_label(p) for p in approval.addresses())),
+        sha=approval.sha,
+        summary=f"{len(approval.pairs)} destroy{'s' if len(approval.pairs) != 1 else ''} approved",
+        gate=state,
+        gate_description=description,
+        approver=req.commenter,
+    )
+    return Outcome(reply, "+1")

@@ -1,0 +1,233 @@
+"""Drift detection: scheduled plans of the default branch, reported as one issue per project.
+
+`plangate cron` (RQ's cron scheduler) runs `tick` every minute; the per-repository schedules
+come from each repository's `.plangate.yml` (or the server default), gathered by `refresh`
+from the App's installations. A check plans with the same runner, env and limits as PR plans,
+under the same per-project RateLimit, and never applies anything.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+from dataclasses import asdict
+from datetime import UTC, datetime, timedelta
+
+from gidgethub.abc import GitHubAPI
+from rq import Queue
+from rq.exceptions import DuplicateJobError
+
+from bot.enqueue import PLANS_QUEUE
+from core.config import ConfigError
+from core.drift_schedule import DriftTarget, delays, due, targets_for
+from core.projects import Project
+from core.render.drift import (
+    DRIFT_LABEL,
+    drift_issue_title,
+    has_drift,
+    render_drift_failed,
+    render_drift_report,
+    render_drift_resolved,
+)
+from core.render.plan import ProjectResult
+from core.runlog import record_run
+from workers.adapters.checkout import checkout, job_workdir, remote_head
+from workers.adapters.github import vcs
+from workers.adapters.github.auth import app_client, installation_client
+from workers.adapters.github.client import RateLimited
+from workers.adapters.github.repo_config import base_config, mask_patterns
+from workers.adapters.terraform import pipeline
+from workers.adapters.terraform.pipeline import CHECKOUT_TIMEOUT
+from workers.context import WorkerContext
+from workers.flows.discovery import discover
+
+log = logging.getLogger("plangate.drift")
+TARGETS_KEY = "plangate:drift-targets"
+
+
+async def refresh(ctx: WorkerContext) -> list[DriftTarget]:
+    """Every installed repository's drift targets, stored for the tick (one config read per repo)."""
+    targets: list[DriftTarget] = []
+    async with app_client(ctx.app_id, ctx.private_key, ctx.settings.api_url) as (app, jwt):
+        installations = [i async for i in app.getiter("/app/installations", jwt=jwt)]
+    for inst in installations:
+        async with installation_client(ctx.tokens, int(inst["id"]), ctx.settings.api_url) as gh:
+            async for repo in gh.getiter("/installation/repositories", iterable_key="repositories"):
+                targets += await _repo_targets(ctx, gh, int(inst["id"]), repo)
+    ctx.redis.set(TARGETS_KEY, json.dumps([t.to_plain() for t in targets]))
+    return targets
+
+
+async def _repo_targets(
+    ctx: WorkerContext, gh: GitHubAPI, installation_id: int, repo: dict[str, object]
+) -> list[DriftTarget]:
+    name, branch = str(repo["full_name"]), str(repo.get("default_branch") or "main")
+    try:
+        config = await base_config(gh, name, branch)
+    except ConfigError as exc:
+        log.warning(json.dumps({"repo": name, "drift": "config invalid", "error": str(exc)}))
+        return []
+    return targets_for(
+        config,
+        installation_id=installation_id,
+        repo_id=int(str(repo["id"])),
+        repo=name,
+        clone_url=str(repo["clone_url"]),
+        default_branch=branch,
+        server_default=ctx.settings.drift_schedule,
+    )
+
+
+def tick(ctx: WorkerContext, now: datetime) -> list[str]:
+    """Enqueue the checks due this minute, each installation's spread over a window (jitter)."""
+    raw = ctx.redis.get(TARGETS_KEY)
+    targets = [DriftTarget.from_plain(t) for t in json.loads(raw)] if isinstance(raw, bytes) else []
+    minute = now.astimezone(UTC).replace(second=0, microsecond=0)
+    queue, ids = Queue(PLANS_QUEUE, connection=ctx.redis), []
+    for target, delay in delays(due(targets, minute)):
+        job_id = f"drift-{target.repo_id}-{_slug(target.project)}-{minute:%Y%m%d%H%M}"
+        try:
+            queue.enqueue_in(
+                timedelta(seconds=delay),
+                "workers.jobs.drift_check",
+                kwargs={"target": target.to_plain()},
+                job_id=job_id,
+                unique=True,
+            )
+        except DuplicateJobError:
+            continue
+        ids.append(job_id)
+    return ids
+
+
+def _slug(project: str | None) -> str:
+    return "all" if project is None else "".join(c if c.isalnum() else "_" for c in project)
+
+
+async def projects_due(ctx: WorkerContext, target: DriftTarget) -> tuple[str, list[Project]]:
+    """The default branch's head SHA and the projects to check there."""
+    token = await ctx.tokens.token(target.installation_id)
+    sha = await asyncio.to_thread(remote_head, target.clone_url, target.default_branch, token, timeout=60)
+    with job_workdir(ctx.checkouts, target.repo_id, "drift", sha, "_discovery") as work:
+        await asyncio.to_thread(checkout, target.clone_url, sha, work, token, timeout=CHECKOUT_TIMEOUT)
+        every = discover(work, None).every
+    return sha, [p for p in every if target.project is None or p.name == target.project]
+
+
+def check_project(ctx: WorkerContext, target: DriftTarget, project: Project, sha: str) -> str:
+    """Plan the project at the branch head and report: "drift", "clean" or "failed"."""
+    try:
+        terraform = ctx.terraform(project.tool, "drift")
+        token = asyncio.run(ctx.tokens.token(target.installation_id))
+        with pipeline.checked_out(
+            ctx.checkouts, target.repo_id, "drift", sha, project.name, target.clone_url, token
+        ) as dirs:
+            result = pipeline.result(project, sha, terraform.tool, pipeline.plan(terraform, project, dirs))
+    except RateLimited:
+        raise
+    except Exception as exc:
+        result = pipeline.failure(project, sha, f"{type(exc).__name__}: {exc}")
+    return asyncio.run(report(ctx, target, project, result))
+
+
+async def report(ctx: WorkerContext, target: DriftTarget, project: Project, result: ProjectResult) -> str:
+    now = datetime.now(UTC)
+    async with installation_client(ctx.tokens, target.installation_id, ctx.settings.api_url) as gh:
+        patterns = await mask_patterns(gh, target.repo, target.default_branch, ctx.settings.mask_patterns)
+        login = await vcs.bot_login(ctx.records, ctx.app_id, ctx.private_key, ctx.settings.api_url)
+        number = await _open_issue(ctx, gh, target, project.name, login)
+        if result.plan is None:
+            outcome = "failed"
+            body = render_drift_failed(
+                project=project.name, sha=result.sha, checked_at=now, error=result.error or "", mask_patterns=patterns
+            )
+            number = await _post_or_open(ctx, gh, target, project, number, body, as_comment=True)
+        elif has_drift(result.plan):
+            outcome = "drift"
+            body = render_drift_report(
+                project=project.name,
+                dir=project.dir,
+                sha=result.sha,
+                checked_at=now,
+                plan=result.plan,
+                plan_text=result.plan_text,
+                mask_patterns=patterns,
+            )
+            number = await _post_or_open(ctx, gh, target, project, number, body, as_comment=False)
+        else:
+            outcome = "clean"
+            if number is not None:
+                body = render_drift_resolved(project=project.name, sha=result.sha, checked_at=now)
+                await vcs.post_comment(gh, target.repo, number, body)
+                await gh.patch(f"/repos/{target.repo}/issues/{number}", data={"state": "closed"})
+                _forget_issue(ctx, target, project.name, number)
+    record_run(
+        ctx.redis,
+        kind="drift",
+        repo=target.repo,
+        number=number,
+        project=project.name,
+        sha=result.sha,
+        summary=outcome,
+        gate="success" if outcome == "clean" else "failure",
+        result=outcome,
+    )
+    return outcome
+
+
+def _issue_key(target: DriftTarget, project: str) -> str:
+    return f"plangate:drift-issue:{target.repo_id}:{project}"
+
+
+def by_issue_key(repo_id: int, number: int) -> str:
+    return f"plangate:drift-by-issue:{repo_id}:{number}"
+
+
+async def _open_issue(ctx: WorkerContext, gh: GitHubAPI, target: DriftTarget, project: str, login: str) -> int | None:
+    """The open drift issue of this project: from Redis, else found by label, title and author."""
+    raw = ctx.redis.get(_issue_key(target, project))
+    if isinstance(raw, bytes):
+        return int(raw)
+    title = drift_issue_title(project)
+    async for issue in gh.getiter(f"/repos/{target.repo}/issues?labels={DRIFT_LABEL}&state=open&per_page=100"):
+        if issue["title"] == title and issue["user"]["login"] == login:
+            _remember_issue(ctx, target, project, int(issue["number"]))
+            return int(issue["number"])
+    return None
+
+
+async def _post_or_open(
+    ctx: WorkerContext,
+    gh: GitHubAPI,
+    target: DriftTarget,
+    project: Project,
+    number: int | None,
+    body: str,
+    *,
+    as_comment: bool,
+) -> int:
+    """Drift edits the issue in place; a failed check is a comment on it (or opens it)."""
+    if number is None:
+        issue = await gh.post(
+            f"/repos/{target.repo}/issues",
+            data={"title": drift_issue_title(project.name), "body": body, "labels": [DRIFT_LABEL]},
+        )
+        number = int(issue["number"])
+        _remember_issue(ctx, target, project.name, number)
+    elif as_comment:
+        await vcs.post_comment(gh, target.repo, number, body)
+    else:
+        await gh.patch(f"/repos/{target.repo}/issues/{number}", data={"body": body})
+    ctx.redis.set(
+        by_issue_key(target.repo_id, number), json.dumps({"target": target.to_plain(), "project": asdict(project)})
+    )
+    return number
+
+
+def _remember_issue(ctx: WorkerContext, target: DriftTarget, project: str, number: int) -> None:
+    ctx.redis.set(_issue_key(target, project), number)
+
+
+def _forget_issue(ctx: WorkerContext, target: DriftTarget, project: str, number: int) -> None:
+    ctx.redis.delete(_issue_key(target, project), by_issue_key(target.repo_id, number))

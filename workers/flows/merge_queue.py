@@ -1,0 +1,204 @@
+"""GitHub's merge queue: plan the group's temporary commit and gate it on its pull requests' approvals.
+
+A merge group is the base branch plus the queued PRs merged in order; what lands is that commit, not
+any PR's head. So the group's projects are planned at `merge_group.head_sha`, and `plangate/destroy`
+there passes only when every destroy is covered by an approval given on one of the group's PRs (an
+approval names exact project identities and destroy keys, at that PR's head), by someone who still
+qualifies, under the default branch's destroy rules. Nothing is applied here: the apply happens on
+the push to the apply branch, as for any merge. A group the queue dropped publishes nothing.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+from dataclasses import dataclass
+
+from gidgethub.abc import GitHubAPI
+
+from core.approvals import Approval
+from core.config import ConfigError, RepoConfig
+from core.destroy_rules import rule_coverage
+from core.gate import destroy_keys
+from core.projects import Project
+from core.render.plan import ProjectResult, render_plan_comments
+from core.render.replies import approval_status
+from core.render.status import destroy_status, pending_status, plan_status
+from workers.adapters.checkout import checkout, job_workdir, remote_head
+from workers.adapters.github import vcs
+from workers.adapters.github.auth import installation_client
+from workers.adapters.github.repo_config import base_config
+from workers.adapters.terraform.pipeline import CHECKOUT_TIMEOUT
+from workers.context import WorkerContext
+from workers.flows.apply_approvals import standing
+from workers.flows.discovery import deleted, discover, with_deleted
+from workers.flows.pr_plan import DESTROY_CONTEXT, PLAN_CONTEXT, PlanRequest
+
+log = logging.getLogger("plangate.merge_queue")
+COMPARE_FILE_CAP = 300
+
+
+@dataclass(frozen=True)
+class GroupRequest:
+    installation_id: int
+    repo_id: int
+    repo: str
+    clone_url: str
+    default_branch: str
+    head_sha: str
+    head_ref: str
+    base_sha: str = ""
+
+    def as_plan(self) -> PlanRequest:
+        """The plan jobs' view: PR 0 (no conversation), the group's head, never superseded by a PR push."""
+        return PlanRequest(
+            installation_id=self.installation_id,
+            repo_id=self.repo_id,
+            repo=self.repo,
+            clone_url=self.clone_url,
+            default_branch=self.default_branch,
+            pr=0,
+            sha=self.head_sha,
+            author="",
+            trigger=f"merge-group-{self.head_ref}",
+            base_sha=self.base_sha,
+        )
+
+
+@dataclass(frozen=True)
+class GroupPR:
+    number: int
+    head_sha: str
+    author: str
+
+
+def gone(ctx: WorkerContext, req: GroupRequest) -> bool:
+    """The queue dropped this group (merged, invalidated, dequeued): its results matter to no one."""
+    return bool(ctx.redis.exists(f"plangate:mq-gone:{req.repo_id}:{req.head_sha}"))
+
+
+async def dispatch(ctx: WorkerContext, req: GroupRequest) -> list[Project] | None:
+    """Mark the group's commit pending and find the projects it changes; None: nothing to plan."""
+    if gone(ctx, req):
+        return None
+    async with installation_client(ctx.tokens, req.installation_id, ctx.settings.api_url) as gh:
+        token = await ctx.tokens.token(req.installation_id)
+        base = req.base_sha or await _base(ctx, req)
+        await vcs.set_status(gh, req.repo, req.head_sha, PLAN_CONTEXT, *pending_status(0))
+        changed = await _changed(gh, req.repo, base, req.head_sha)
+        try:
+            with job_workdir(ctx.checkouts, req.repo_id, "merge-group", req.head_sha, "_discovery") as work:
+                await asyncio.to_thread(checkout, req.clone_url, req.head_sha, work, token, timeout=CHECKOUT_TIMEOUT)
+                found = discover(work, changed)
+        except ConfigError as exc:
+            why = f"invalid .plangate.yml: {exc.key}"
+            for context in (PLAN_CONTEXT, DESTROY_CONTEXT):
+                await vcs.set_status(gh, req.repo, req.head_sha, context, "failure", why)
+            return None
+        gone_projects = await deleted(
+            ctx.checkouts,
+            repo_id=req.repo_id,
+            scope="merge-group",
+            base_sha=base,
+            clone_url=req.clone_url,
+            token=token,
+            head=found,
+            changed=changed,
+        )
+        projects = with_deleted(found.selection.projects, gone_projects)
+        if not projects:
+            await vcs.set_status(gh, req.repo, req.head_sha, PLAN_CONTEXT, "success", "no Terraform project affected")
+            await vcs.set_status(gh, req.repo, req.head_sha, DESTROY_CONTEXT, "success", "no destroys")
+            return None
+    return projects
+
+
+async def _base(ctx: WorkerContext, req: GroupRequest) -> str:
+    """The base branch's head the group was built on (a Re-run carries no base SHA)."""
+    token = await ctx.tokens.token(req.installation_id)
+    return await asyncio.to_thread(remote_head, req.clone_url, req.default_branch, token, timeout=60)
+
+
+async def _changed(gh: GitHubAPI, repo: str, base: str, head: str) -> list[str] | None:
+    compare = await gh.getitem(f"/repos/{repo}/compare/{base}...{head}")
+    files = compare.get("files", [])
+    if len(files) >= COMPARE_FILE_CAP:
+        return None
+    return [f["filename"] for f in files] + [f["previous_filename"] for f in files if f.get("previous_filename")]
+
+
+async def group_prs(gh: GitHubAPI, repo: str, base: str, head: str) -> list[GroupPR]:
+    """The pull requests merged into the group: those whose head is one of the group's commits."""
+    compare = await gh.getitem(f"/repos/{repo}/compare/{base}...{head}")
+    found: dict[int, GroupPR] = {}
+    for commit in compare.get("commits", []):
+        sha = str(commit["sha"])
+        async for pull in gh.getiter(f"/repos/{repo}/commits/{sha}/pulls"):
+            if pull["head"]["sha"] == sha and pull.get("state") == "open":
+                found[int(pull["number"])] = GroupPR(int(pull["number"]), sha, str(pull["user"]["login"]))
+    return sorted(found.values(), key=lambda p: p.number)
+
+
+async def publish(ctx: WorkerContext, req: GroupRequest, results: list[ProjectResult]) -> None:
+    """plangate/plan and plangate/destroy on the group's commit, the destroy gate from its PRs' approvals."""
+    if gone(ctx, req):
+        log.info(json.dumps({"repo": req.repo, "merge_group": req.head_ref, "outcome": "dropped by the queue"}))
+        return
+    destroys = {r.identity: list(destroy_keys(r.plan)) for r in results if r.plan is not None}
+    async with installation_client(ctx.tokens, req.installation_id, ctx.settings.api_url) as gh:
+        policy = await _policy(gh, req)
+        masks = [*ctx.settings.mask_patterns, *(policy.mask_patterns if policy else ())]
+        bodies = render_plan_comments(results, pr=0, sha=req.head_sha, mask_patterns=masks)
+        summary = bodies[0].partition("\n")[2]
+        await vcs.set_status(gh, req.repo, req.head_sha, PLAN_CONTEXT, *plan_status(results), summary=summary)
+        if any(r.plan is None for r in results) or not any(destroys.values()):
+            await vcs.set_status(gh, req.repo, req.head_sha, DESTROY_CONTEXT, *destroy_status(results), summary=summary)
+            return
+        approvals = await _approvals(ctx, gh, req, destroys, policy)
+        rules = policy.destroy_rules if policy else ()
+        cov = rule_coverage(destroys, approvals, sha=req.head_sha, rules=rules, eligible=_all_rules(approvals, rules))
+        await vcs.set_status(gh, req.repo, req.head_sha, DESTROY_CONTEXT, *approval_status(cov), summary=summary)
+
+
+def _all_rules(approvals: list[Approval], rules: tuple[object, ...]) -> dict[str, frozenset[int]]:
+    """Approvals here already passed the narrowed rules' checks (see `_approvals`): count them for all."""
+    return {a.approver: frozenset(range(len(rules))) for a in approvals}
+
+
+async def _policy(gh: GitHubAPI, req: GroupRequest) -> RepoConfig | None:
+    try:
+        return await base_config(gh, req.repo, req.default_branch)
+    except Exception as exc:
+        log.warning(json.dumps({"repo": req.repo, "default_branch_config": "unreadable", "error": str(exc)}))
+        return None
+
+
+async def _approvals(
+    ctx: WorkerContext, gh: GitHubAPI, req: GroupRequest, destroys: dict[str, list[str]], policy: RepoConfig | None
+) -> list[Approval]:
+    """Per project, the approvals on the group's PRs that still count (re-checked as at apply time),
+    as approvals of the group's commit: the destroy keys they cover, whoever gave them."""
+    base = req.base_sha or await _base(ctx, req)
+    login = await vcs.bot_login(ctx.records, ctx.app_id, ctx.private_key, ctx.settings.api_url)
+    found: list[Approval] = []
+    for pr in await group_prs(gh, req.repo, base, req.head_sha):
+        for identity in destroys:
+            counted = await standing(
+                ctx.records,
+                gh,
+                repo=req.repo,
+                repo_id=req.repo_id,
+                number=pr.number,
+                shas=(pr.head_sha,),
+                identity=identity,
+                bot_login=login,
+                authors=(pr.author,),
+                authored="opened this pull request",
+                policy=policy.destroy_approvers if policy else None,
+                rules=policy.destroy_rules if policy else (),
+            )
+            for approver in counted.approvers:
+                keys = frozenset((identity, k) for k in counted.keys)
+                found.append(Approval(approver, req.head_sha, keys))
+    return found

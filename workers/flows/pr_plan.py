@@ -1,0 +1,285 @@
+"""Plan a pull request: dispatch one job per affected project, then publish one comment + statuses.
+
+Flow (Atlantis's controller → project finder → runner → VCS output):
+`plan_pr` (dispatch) checks out the head once to find projects, enqueues one `plan_project`
+job per project (serialized per project by an RQ RateLimit) and a `publish_plan` job that
+depends on all of them; `publish_plan` renders the comment and sets the combined statuses.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+from dataclasses import dataclass, replace
+
+from gidgethub.abc import GitHubAPI
+
+from core.config import ConfigError, RepoConfig
+from core.gate import destroy_keys
+from core.plan import summary_line
+from core.projects import Project, ProjectSelection
+from core.render.plan import (
+    ProjectResult,
+    render_config_error,
+    render_fork_refused,
+    render_plan_comments,
+    render_planned_on_merge,
+    render_too_many_files,
+)
+from core.render.replies import approval_status
+from core.render.status import destroy_status, pending_status, plan_status
+from core.runlog import record_run
+from workers.adapters.checkout import checkout, job_workdir
+from workers.adapters.github import vcs
+from workers.adapters.github.auth import installation_client
+from workers.adapters.github.client import RateLimited
+from workers.adapters.github.repo_config import base_config
+from workers.adapters.store import audit
+from workers.adapters.store import gates as gate_store
+from workers.adapters.terraform import pipeline
+from workers.adapters.terraform.pipeline import CHECKOUT_TIMEOUT
+from workers.adapters.terraform.sandbox import SandboxError
+from workers.context import WorkerContext
+from workers.flows import gate_check, stale_plans
+from workers.flows.discovery import deleted, discover, with_deleted
+from workers.flows.stale_plans import PlannedPR
+
+log = logging.getLogger("plangate.plan")
+PLAN_CONTEXT = "plangate/plan"
+DESTROY_CONTEXT = "plangate/destroy"
+
+
+@dataclass(frozen=True)
+class PlanRequest:
+    """Plain values from the webhook: what to plan and as whom."""
+
+    installation_id: int
+    repo_id: int
+    repo: str
+    clone_url: str
+    default_branch: str
+    pr: int
+    sha: str
+    author: str
+    fork: bool = False
+    trigger: str = "push"
+    only: tuple[str, ...] = ()  # `/plan NAME ...`: plan these projects whether or not the PR changes them
+    base_sha: str = ""  # the base branch's commit the PR is compared with: a deleted project is destroyed from it
+    on_merge: bool = False  # the base branch moved: plan GitHub's test merge instead of the head
+    code_sha: str = ""  # the commit whose code is planned when it is not `sha` (the test merge)
+
+    def head_key(self) -> str:
+        return f"plangate:head:{self.repo_id}:{self.pr}"
+
+
+def is_current(ctx: WorkerContext, req: PlanRequest) -> bool:
+    """False once a newer SHA of the PR started planning: its results must not be posted."""
+    head = ctx.redis.get(req.head_key())
+    return head is None or head.decode() == req.sha  # type: ignore[union-attr]
+
+
+async def dispatch(ctx: WorkerContext, req: PlanRequest) -> tuple[PlanRequest, list[Project]] | None:
+    """Mark the SHA current, find the affected projects; None when there is nothing to plan."""
+    if req.on_merge:
+        stale_plans.release(ctx.redis, req.repo_id, req.pr)
+        if not is_current(ctx, req):
+            return None  # a newer push of the PR is planned anyway
+    _take_head(ctx, req)
+    async with installation_client(ctx.tokens, req.installation_id, ctx.settings.api_url) as gh:
+        if req.on_merge:
+            merge = await _test_merge(gh, req)
+            if merge is None:
+                return None
+            req = replace(req, code_sha=merge)
+        policy = await _policy(gh, req)
+        if req.fork and not (policy is not None and policy.allow_fork_prs):
+            await _refuse_fork(ctx, gh, req)
+            return None
+        await vcs.set_status(gh, req.repo, req.sha, PLAN_CONTEXT, *pending_status(0))
+        changed = await vcs.changed_files(gh, req.repo, req.pr)
+        token = await ctx.tokens.token(req.installation_id)
+        scope = f"pr-{req.pr}"
+        try:
+            with job_workdir(ctx.checkouts, req.repo_id, scope, req.sha, "_discovery") as work:
+                code = req.code_sha or req.sha
+                await asyncio.to_thread(checkout, req.clone_url, code, work, token, timeout=CHECKOUT_TIMEOUT)
+                found = discover(work, changed, req.only)
+        except ConfigError as exc:
+            await _config_failed(ctx, gh, req, exc)
+            return None
+        gone = await deleted(
+            ctx.checkouts,
+            repo_id=req.repo_id,
+            scope=scope,
+            base_sha=req.base_sha,
+            clone_url=req.clone_url,
+            token=token,
+            head=found,
+            changed=changed,
+        )
+        projects = with_deleted(found.selection.projects, () if req.only else gone)
+        if not projects:
+            await vcs.set_status(gh, req.repo, req.sha, PLAN_CONTEXT, "success", "no Terraform project affected")
+            await vcs.set_status(gh, req.repo, req.sha, DESTROY_CONTEXT, "success", "no destroys")
+            return None
+        masks = policy.mask_patterns if policy is not None else ()
+        _remember_selection(ctx, req, masks, found.selection)
+        return req, projects
+
+
+async def _test_merge(gh: GitHubAPI, req: PlanRequest) -> str | None:
+    """GitHub's test merge of the PR's head with its base branch as it is now; None when the PR was
+    closed, moved on to another head, or does not merge cleanly (nothing to plan then)."""
+    pull = await gh.getitem(f"/repos/{req.repo}/pulls/{req.pr}")
+    if pull.get("state") != "open" or pull["head"]["sha"] != req.sha:
+        return None
+    merge = pull.get("merge_commit_sha")
+    base = (pull.get("base") or {}).get("sha")
+    if not merge or pull.get("mergeable") is False:
+        log.info(json.dumps({"repo": req.repo, "pr": req.pr, "replan_on_merge": "no clean test merge", "base": base}))
+        return None
+    return str(merge)
+
+
+async def _policy(gh: GitHubAPI, req: PlanRequest) -> RepoConfig | None:
+    """The default branch's config (forks, masks); None when it cannot be read (forks then refused)."""
+    try:
+        return await base_config(gh, req.repo, req.default_branch)
+    except Exception as exc:
+        log.warning(json.dumps({"repo": req.repo, "default_branch_config": "unreadable", "error": str(exc)}))
+        return None
+
+
+def _take_head(ctx: WorkerContext, req: PlanRequest) -> None:
+    """This SHA is now the PR's head: approvals of the previous head are void (they are per SHA)."""
+    previous = ctx.redis.getset(req.head_key(), req.sha)
+    ctx.redis.expire(req.head_key(), gate_store.TTL)
+    if isinstance(previous, bytes) and previous.decode() != req.sha:
+        # a push after a head we knew: this SHA is new, so it has no approvals yet (after a Redis
+        # wipe nothing is assumed, and the approvals are rebuilt from the PR's comments instead)
+        gate_store.start_sha(ctx.records, req.repo_id, req.pr, req.sha)
+        old = previous.decode()
+        if gate_store.cached_approvals(ctx.records, req.repo_id, req.pr, old):
+            audit.record(ctx.redis, "voided", repo=req.repo, pr=req.pr, sha=old, new_sha=req.sha)
+
+
+async def _refuse_fork(ctx: WorkerContext, gh: GitHubAPI, req: PlanRequest) -> None:
+    key = f"plangate:fork-refused:{req.repo_id}:{req.pr}"
+    if ctx.redis.set(key, "1", nx=True, ex=90 * 24 * 3600):
+        await vcs.post_comment(gh, req.repo, req.pr, render_fork_refused(req.pr))
+    await vcs.set_status(gh, req.repo, req.sha, PLAN_CONTEXT, "failure", "fork PRs are not planned here")
+    await vcs.set_status(gh, req.repo, req.sha, DESTROY_CONTEXT, "failure", "not planned: fork PR")
+
+
+async def _config_failed(ctx: WorkerContext, gh: GitHubAPI, req: PlanRequest, exc: ConfigError) -> None:
+    login = await _login(ctx)
+    body = render_config_error(exc.key, exc.problem)
+    bodies = [body]
+    url = (
+        await vcs.upsert_comments(
+            gh, ctx.records, repo=req.repo, repo_id=req.repo_id, number=req.pr, login=login, kind="plan", bodies=bodies
+        )
+    ).url
+    await vcs.set_status(gh, req.repo, req.sha, PLAN_CONTEXT, "failure", f"invalid .plangate.yml: {exc.key}", url)
+    await vcs.set_status(gh, req.repo, req.sha, DESTROY_CONTEXT, "failure", "not planned: invalid .plangate.yml", url)
+
+
+async def _login(ctx: WorkerContext) -> str:
+    return await vcs.bot_login(ctx.records, ctx.app_id, ctx.private_key, ctx.settings.api_url)
+
+
+def _meta_key(req: PlanRequest) -> str:
+    return f"plangate:plan-meta:{req.repo_id}:{req.pr}:{req.sha}"
+
+
+def _remember_selection(ctx: WorkerContext, req: PlanRequest, masks: tuple[str, ...], sel: ProjectSelection) -> None:
+    """What publish needs besides the results: the default branch's mask patterns, the 3,000-file note."""
+    meta = {"mask_patterns": list(masks), "changes_unknown": sel.changes_unknown}
+    ctx.records.set(_meta_key(req), json.dumps(meta), ex=7 * 24 * 3600)
+
+
+def plan_project(ctx: WorkerContext, req: PlanRequest, project: Project) -> ProjectResult:
+    """Check out the SHA and run the project's pipeline: errors are results, not exceptions."""
+    if not is_current(ctx, req):
+        return pipeline.failure(project, req.sha, "superseded by a newer push")
+    try:
+        terraform = ctx.terraform(project.tool, "plan")
+        token = asyncio.run(ctx.tokens.token(req.installation_id))
+        scope, code = f"pr-{req.pr}", project.destroy_from or req.code_sha or req.sha
+        with pipeline.checked_out(ctx.checkouts, req.repo_id, scope, code, project.name, req.clone_url, token) as dirs:
+            planned = pipeline.plan(terraform, project, dirs)
+        return pipeline.result(project, req.sha, terraform.tool, planned)
+    except RateLimited:
+        raise  # RQ runs the job again once GitHub allows (workers.jobs.reschedulable)
+    except Exception as exc:  # any failure is reported on the PR, never swallowed
+        log.warning(json.dumps({"repo": req.repo, "pr": req.pr, "project": project.name, "error": str(exc)}))
+        return pipeline.failure(project, req.sha, f"{type(exc).__name__}: {exc}", ours=isinstance(exc, SandboxError))
+
+
+async def publish(ctx: WorkerContext, req: PlanRequest, results: list[ProjectResult]) -> None:
+    """One comment (edited in place) and the combined statuses, unless a newer SHA took over."""
+    if not is_current(ctx, req):
+        log.info(json.dumps({"repo": req.repo, "pr": req.pr, "sha": req.sha, "outcome": "superseded"}))
+        return
+    found = ctx.records.get_json(_meta_key(req))
+    meta = found if isinstance(found, dict) else {}
+    patterns = [*ctx.settings.mask_patterns, *meta.get("mask_patterns", [])]
+    notes = [render_too_many_files(vcs.MAX_PR_FILES)] if meta.get("changes_unknown") else []
+    if req.code_sha:
+        notes.append(render_planned_on_merge(req.sha, req.code_sha, req.default_branch))
+    note = "\n\n".join(notes)
+    destroys = {r.identity: list(destroy_keys(r.plan)) for r in results if r.plan is not None}
+    failed = [r.identity for r in results if r.plan is None]
+    async with installation_client(ctx.tokens, req.installation_id, ctx.settings.api_url) as gh:
+        login = await _login(ctx)
+        cov = None
+        if not failed and any(destroys.values()):
+            cov = await gate_check.coverage_at(
+                ctx.records,
+                gh,
+                repo=req.repo,
+                repo_id=req.repo_id,
+                number=req.pr,
+                sha=req.sha,
+                destroys=destroys,
+                bot_login=login,
+                default_branch=req.default_branch,
+            )
+        notes_by_destroy = cov.notes if cov is not None else None
+        bodies = render_plan_comments(
+            results, pr=req.pr, sha=req.sha, mask_patterns=patterns, note=note, notes=notes_by_destroy
+        )
+        published = await vcs.upsert_comments(
+            gh, ctx.records, repo=req.repo, repo_id=req.repo_id, number=req.pr, login=login, kind="plan", bodies=bodies
+        )
+        url = published.url
+        # Saved once the comment shows it: an approval is measured against when its author could see it.
+        record = gate_store.DestroysRecord(destroys=destroys, failed=failed, published_at=published.at)
+        gate_store.save_destroys(ctx.records, req.repo_id, req.pr, req.sha, record)
+        planned = PlannedPR(req.pr, req.sha, req.author, req.fork, [r.identity for r in results])
+        stale_plans.remember(ctx.records, req.repo_id, planned)
+        text = bodies[0].partition("\n")[2]  # the plan comment's first part, without its marker
+        await vcs.set_status(gh, req.repo, req.sha, PLAN_CONTEXT, *plan_status(results), url, summary=text)
+        gate = destroy_status(results) if cov is None else approval_status(cov)
+        waiting = cov is not None and not cov.complete and not cov.never
+        if cov is not None and not cov.complete:
+            audit.record(
+                ctx.redis, "blocked", repo=req.repo, pr=req.pr, sha=req.sha, unapproved=len(cov.unapproved_pairs)
+            )
+        await vcs.set_status(gh, req.repo, req.sha, DESTROY_CONTEXT, *gate, url, summary=text, approve=waiting)
+    for r in results:
+        summary = summary_line(r.plan) if r.plan is not None else f"plan failed: {(r.error or '')[:200]}"
+        record_run(
+            ctx.redis,
+            kind="plan",
+            repo=req.repo,
+            number=req.pr,
+            project=r.name,
+            sha=req.sha,
+            summary=summary,
+            gate=gate[0],
+            gate_description=gate[1],
+            url=url,
+        )
+    log.info(json.dumps({"repo": req.repo, "pr": req.pr, "sha": req.sha, "outcome": "published"}))

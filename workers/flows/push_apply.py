@@ -1,0 +1,186 @@
+"""Apply on merge: a push to the default branch → per project, a fresh plan → gate → apply or block.
+
+Whatever way the commit arrived (merge, squash, rebase, direct push), the plan is made at the
+pushed SHA, the decision is taken on the JSON of that saved plan, and that saved plan file is
+what gets applied, in the same job. Destroys apply only when every one is covered by an
+approval: on the merged PR's last head SHA, or on the blocked apply itself.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from dataclasses import dataclass
+from typing import Any
+
+from gidgethub.abc import GitHubAPI
+
+from core.config import ConfigError, RepoConfig
+from core.projects import Project
+from core.render.apply import apply_pending, apply_status, render_apply_died
+from core.render.plan import render_config_error
+from workers.adapters.checkout import checkout, job_workdir
+from workers.adapters.github import vcs
+from workers.adapters.github.auth import installation_client
+from workers.adapters.github.repo_config import base_config
+from workers.adapters.store import applies as apply_store
+from workers.adapters.store import audit
+from workers.adapters.terraform.pipeline import CHECKOUT_TIMEOUT
+from workers.context import WorkerContext
+from workers.flows import stale_plans
+from workers.flows.discovery import deleted, discover, with_deleted
+from workers.flows.stale_plans import PlannedPR
+
+log = logging.getLogger("plangate.apply")
+APPLY_CONTEXT = "plangate/apply"
+ZERO_SHA = "0" * 40
+COMPARE_FILE_CAP = 300  # GitHub's compare API lists at most 300 files
+
+
+@dataclass(frozen=True)
+class PushRequest:
+    installation_id: int
+    repo_id: int
+    repo: str
+    clone_url: str
+    default_branch: str
+    before: str
+    after: str
+    forced: bool = False
+    branch: str = ""  # the pushed branch; applies happen only on the apply branch
+    authors: tuple[str, ...] = ()  # the pusher and every commit author/committer login: never their own approvers
+
+
+@dataclass(frozen=True)
+class MergedPR:
+    number: int
+    head_sha: str  # the PR's last head: where its approvals were given
+    author: str
+
+
+@dataclass(frozen=True)
+class Dispatch:
+    projects: list[Project]
+    pr: MergedPR | None
+    replans: list[PlannedPR]  # open PRs planned against the code this push replaced: plan them on the merge
+
+
+async def dispatch(ctx: WorkerContext, req: PushRequest) -> Dispatch | None:
+    """Mark the SHA pending and find the affected projects and the merged PR; None: nothing to do."""
+    async with installation_client(ctx.tokens, req.installation_id, ctx.settings.api_url) as gh:
+        policy = await _apply_policy(gh, req)
+        if policy is None:
+            return None
+        pr = await merged_pr(gh, req.repo, req.after)
+        changed = await _changed(gh, req)
+        token = await ctx.tokens.token(req.installation_id)
+        try:
+            with job_workdir(ctx.checkouts, req.repo_id, "push", req.after, "_discovery") as work:
+                await asyncio.to_thread(checkout, req.clone_url, req.after, work, token, timeout=CHECKOUT_TIMEOUT)
+                found = discover(work, changed)
+        except ConfigError as exc:
+            await vcs.set_status(gh, req.repo, req.after, APPLY_CONTEXT, "failure", f"invalid .plangate.yml: {exc.key}")
+            if pr is not None:
+                await vcs.post_comment(gh, req.repo, pr.number, render_config_error(exc.key, exc.problem))
+            return None
+        base = "" if req.forced or req.before == ZERO_SHA else req.before
+        gone = await deleted(
+            ctx.checkouts,
+            repo_id=req.repo_id,
+            scope="push",
+            base_sha=base,
+            clone_url=req.clone_url,
+            token=token,
+            head=found,
+            changed=changed,
+        )
+        projects = with_deleted(found.selection.projects, gone)
+        if not projects:
+            await vcs.set_status(gh, req.repo, req.after, APPLY_CONTEXT, "success", "no Terraform project affected")
+            return None
+        await vcs.set_status(gh, req.repo, req.after, APPLY_CONTEXT, *apply_pending(len(projects)))
+        replans = await _stale(ctx, gh, req, projects, pr) if policy.replan_on_base_change else []
+    return Dispatch(projects, pr, replans)
+
+
+async def _apply_policy(gh: GitHubAPI, req: PushRequest) -> RepoConfig | None:
+    """The default branch's config when this push is to its `apply_branch` (the default branch itself
+    when unset); None otherwise. An unreadable config applies nothing: the push is marked failed."""
+    try:
+        config = await base_config(gh, req.repo, req.default_branch)
+    except ConfigError as exc:
+        if req.branch == req.default_branch:
+            await vcs.set_status(gh, req.repo, req.after, APPLY_CONTEXT, "failure", f"invalid .plangate.yml: {exc.key}")
+        return None
+    return config if req.branch == (config.apply_branch or req.default_branch) else None
+
+
+async def _stale(
+    ctx: WorkerContext, gh: GitHubAPI, req: PushRequest, projects: list[Project], merged: MergedPR | None
+) -> list[PlannedPR]:
+    """Mark the plans of open PRs on the same projects stale; those with no re-plan pending get one."""
+    identities = {p.identity for p in projects}
+    prs = stale_plans.affected(ctx.records, req.repo_id, identities, merged.number if merged else None)
+    note = stale_plans.stale_note(req.after, req.branch)
+    for planned in prs:
+        comment_id = vcs.known_comment(ctx.records, req.repo_id, planned.number, "plan")
+        if comment_id is not None:
+            await stale_plans.mark_stale(gh, req.repo, comment_id, note)
+    return [p for p in prs if stale_plans.claim(ctx.redis, req.repo_id, p.number)]
+
+
+async def merged_pr(gh: GitHubAPI, repo: str, sha: str) -> MergedPR | None:
+    """The PR this commit merged (merge commit, squash, or fast-forward of its head), if any."""
+    candidates = [p async for p in gh.getiter(f"/repos/{repo}/commits/{sha}/pulls")]
+    merged = [p for p in candidates if p.get("merged_at")]
+    exact = [p for p in merged if sha in (p.get("merge_commit_sha"), p["head"]["sha"])]
+    chosen = (exact or merged or [None])[0]
+    if chosen is None:
+        return None
+    return MergedPR(int(chosen["number"]), str(chosen["head"]["sha"]), str(chosen["user"]["login"]))
+
+
+async def _changed(gh: GitHubAPI, req: PushRequest) -> list[str] | None:
+    """Files changed by the push; None (plan every project) for a new branch or a force push."""
+    if req.forced or req.before == ZERO_SHA:
+        return None
+    compare = await gh.getitem(f"/repos/{req.repo}/compare/{req.before}...{req.after}")
+    if compare.get("status") not in ("ahead", "identical"):
+        return None
+    files = [f["filename"] for f in compare.get("files", [])]
+    files += [f["previous_filename"] for f in compare.get("files", []) if f.get("previous_filename")]
+    return None if len(compare.get("files", [])) >= COMPARE_FILE_CAP else files
+
+
+def outcomes_key(repo_id: int, sha: str) -> str:
+    return f"plangate:apply-outcomes:{repo_id}:{sha}"
+
+
+def record_outcome(ctx: WorkerContext, req: PushRequest, project: str, outcome: str) -> None:
+    ctx.redis.hset(outcomes_key(req.repo_id, req.after), project, outcome)
+    ctx.redis.expire(outcomes_key(req.repo_id, req.after), 90 * 24 * 3600)
+
+
+def outcomes(ctx: WorkerContext, req: PushRequest) -> dict[str, str]:
+    raw: Any = ctx.redis.hgetall(outcomes_key(req.repo_id, req.after))
+    return {k.decode(): v.decode() for k, v in raw.items()}
+
+
+async def finish(ctx: WorkerContext, req: PushRequest, where: Any, died: list[Project]) -> None:
+    """`plangate/apply` on the pushed SHA from every project's outcome; an apply that died is told,
+    and held so that `/plan` on the PR (or on the issue opened for it) runs plan → gate → apply again."""
+    async with installation_client(ctx.tokens, req.installation_id, ctx.settings.api_url) as gh:
+        for project in died:
+            body = render_apply_died(project=project.name, sha=req.after)
+            number, is_pr = where.number, where.is_pr
+            if number is None:
+                title = f"plangate: apply died on {req.after[:7]} ({project.name})"
+                number, is_pr = (
+                    int((await gh.post(f"/repos/{req.repo}/issues", data={"title": title, "body": body}))["number"]),
+                    False,
+                )
+            else:
+                await vcs.post_comment(gh, req.repo, number, body)
+            apply_store.save_blocked(ctx.records, apply_store.hold(req, project, where, number, is_pr, []))
+            audit.record(ctx.redis, "apply-failed", repo=req.repo, sha=req.after, project=project.name, died=True)
+        await vcs.set_status(gh, req.repo, req.after, APPLY_CONTEXT, *apply_status(outcomes(ctx, req)))
