@@ -91,7 +91,7 @@ def _load(url: str, script: Path, seconds: int) -> dict[str, float]:
 def _plangate(redis_url: str, script: Path, seconds: int) -> dict[str, float]:
     port = free_port()
     env = dict(os.environ, GITHUB_WEBHOOK_SECRET=SECRET, REDIS_URL=redis_url)
-    cmd = [sys.executable, "-m", "bot.cli", "web", "--host", "127.0.0.1", "--port", str(port)]
+    cmd = [sys.executable, "-m", "plangate", "web", "--host", "127.0.0.1", "--port", str(port)]
     web = subprocess.Popen(cmd, env=env, stderr=subprocess.DEVNULL)
     try:
         wait_http(f"http://127.0.0.1:{port}/healthz")

@@ -15,11 +15,11 @@ from starlette.responses import JSONResponse, PlainTextResponse, RedirectRespons
 from starlette.routing import Route
 
 from bot import setup, signin, status_page
-from bot.enqueue import COMMANDS_QUEUE, PLANS_QUEUE
 from bot.metrics import GateDecisions, GitHubHealth
 from bot.status_auth import metrics_access
 from bot.webhook import webhook
 from core import settings as settings_module
+from core.contract import COMMANDS_QUEUE, PLANS_QUEUE
 from core.settings import Settings
 
 log = logging.getLogger("plangate")

@@ -139,7 +139,7 @@ def _redis() -> Iterator[str]:
 
 
 def run(args: argparse.Namespace) -> int:
-    """`plangate demo [--no-serve] [--workdir DIR] [--port P]` (arguments defined in bot.cli)."""
+    """`plangate demo [--no-serve] [--workdir DIR] [--port P]` (arguments defined in plangate.py)."""
     if shutil.which("tofu") is None and shutil.which("terraform") is None:
         print("plangate demo: neither tofu nor terraform is on PATH", file=sys.stderr)
         return 2

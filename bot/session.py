@@ -16,10 +16,11 @@ from dataclasses import dataclass
 import redis
 
 from bot import signing
+from core import keys
 
 SESSION_COOKIE = "plangate_session"
 SESSION_TTL = 3600  # visibility is read from GitHub again at least this often
-_PREFIX = "plangate:status-session:"
+_PREFIX = keys.SESSION_PREFIX
 
 
 @dataclass(frozen=True)

@@ -8,7 +8,9 @@ from typing import Any
 
 import redis
 
-RUNS_KEY = "plangate:runs"
+from core import keys
+
+RUNS_KEY = keys.RUNS
 KEEP = 200
 
 

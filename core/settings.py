@@ -16,8 +16,8 @@ from cryptography.hazmat.primitives.serialization import load_pem_private_key
 
 from core.drift_schedule import validate_schedule
 from core.render.mask import PatternError, compile_pattern
+from core.sandbox_paths import MODES, Grant, parse_grants
 from core.status_settings import CLOSED, StatusAuth
-from workers.adapters.terraform.sandbox import MODES, Grant, parse_grants
 
 DEFAULT_API_URL = "https://api.github.com"
 DEFAULT_REDIS_URL = "redis://127.0.0.1:6379/0"

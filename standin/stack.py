@@ -128,7 +128,7 @@ def running_stack(
             "PLANGATE_SANDBOX_PATHS": f"{root / 'state'}:rw",
             **(extra_env or {}),
         }
-        cli = [sys.executable, "-m", "bot.cli"]
+        cli = [sys.executable, "-m", "plangate"]
         web_log = (logs / "web.log").open("wb")
         procs = [
             subprocess.Popen(

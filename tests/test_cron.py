@@ -11,7 +11,7 @@ from pathlib import Path
 import redis
 from rq import Queue
 
-from bot.enqueue import PLANS_QUEUE
+from core.contract import PLANS_QUEUE
 from tests.keys import rsa_pem
 
 
@@ -23,7 +23,7 @@ def test_cron_registers_its_jobs_and_refreshes_targets(tmp_path: Path, redis_url
         "GITHUB_APP_PRIVATE_KEY": rsa_pem(),
         "REDIS_URL": redis_url,
     }
-    proc = subprocess.Popen([sys.executable, "-m", "bot.cli", "cron"], env=env, stderr=subprocess.PIPE, text=True)
+    proc = subprocess.Popen([sys.executable, "-m", "plangate", "cron"], env=env, stderr=subprocess.PIPE, text=True)
     try:
         queue = Queue(PLANS_QUEUE, connection=redis_conn)
         deadline = time.monotonic() + 30

@@ -16,7 +16,7 @@ pytestmark = pytest.mark.e2e
 def test_demo_tells_the_story_and_changes_real_state(tmp_path: Path) -> None:
     env = {k: v for k, v in os.environ.items() if k != "REDIS_URL"}  # the demo starts its own Redis
     result = subprocess.run(
-        [sys.executable, "-m", "bot.cli", "demo", "--no-serve", "--workdir", str(tmp_path)],
+        [sys.executable, "-m", "plangate", "demo", "--no-serve", "--workdir", str(tmp_path)],
         env=env,
         capture_output=True,
         text=True,

@@ -35,9 +35,9 @@ import yaml
 from rq import Queue
 
 from bot.app import create_app
-from bot.cli import parser
-from bot.enqueue import QUEUE_NAMES
 from core import settings as settings_module
+from core.contract import QUEUE_NAMES
+from plangate import parser
 from standin.local_redis import free_port
 from tests.keys import rsa_pem
 
@@ -49,7 +49,7 @@ OVERLAY = DEPLOY / "k8s" / "overlays" / "example"
 # annotation it replaced is deprecated). Older releases are past upstream support.
 K8S_VERSIONS = ("1.30.0", kubernetes_validate.latest_version())
 CRD_KINDS = {("keda.sh/v1alpha1", "ScaledObject"), ("keda.sh/v1alpha1", "TriggerAuthentication")}
-# Which settings each process insists on (bot/cli.py: the `_settings(...)` call of each command).
+# Which settings each process insists on (plangate.py: the `_settings(...)` call of each command).
 NEEDS = {"web": {"need_webhook": True}, "worker": {"need_app": True}, "cron": {"need_app": True}}
 Doc = dict[str, Any]
 

@@ -11,8 +11,8 @@ import pytest
 import redis
 from rq import Queue
 
-from bot.enqueue import PLANS_QUEUE
 from core import settings as settings_module
+from core.contract import PLANS_QUEUE
 from standin.stack import Stack, running_stack
 from standin.state import Issue, Repo
 from tests.tfproject import apply_directly, main_tf, tool

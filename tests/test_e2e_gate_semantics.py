@@ -15,7 +15,7 @@ import pytest
 import redis
 from rq import Queue
 
-from bot.enqueue import PLANS_QUEUE
+from core.contract import PLANS_QUEUE
 from standin.stack import Stack, running_stack
 from standin.state import PullRequest, Repo
 from tests.e2e import applied_state, bot_bodies, comment_and_wait, infra_repo, next_second, status

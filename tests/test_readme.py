@@ -6,7 +6,7 @@ import argparse
 import re
 from pathlib import Path
 
-from bot.cli import parser
+from plangate import parser
 
 README = (Path(__file__).parent.parent / "README.md").read_text()
 

@@ -11,10 +11,11 @@ from pathlib import Path
 import pytest
 
 from core.projects import Project
+from core.sandbox_paths import Grant, parse_grants
 from workers.adapters.terraform.env import build_env
 from workers.adapters.terraform.pipeline import JobDirs, UnsafePathError, inside, plan
 from workers.adapters.terraform.runner import Terraform, run
-from workers.adapters.terraform.sandbox import Grant, Sandbox, SandboxError, describe, parse_grants, prepare
+from workers.adapters.terraform.sandbox import Sandbox, SandboxError, describe, prepare
 
 TOOL = shutil.which("tofu") or shutil.which("terraform")
 

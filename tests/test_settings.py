@@ -104,7 +104,7 @@ def test_ec_key_is_refused() -> None:
 def _run(args: list[str], env: dict[str, str]) -> subprocess.CompletedProcess[str]:
     base = {"PATH": os.environ["PATH"], "HOME": os.environ.get("HOME", "/tmp")}
     return subprocess.run(
-        [sys.executable, "-m", "bot.cli", *args], env={**base, **env}, capture_output=True, text=True, timeout=60
+        [sys.executable, "-m", "plangate", *args], env={**base, **env}, capture_output=True, text=True, timeout=60
     )
 
 
@@ -135,7 +135,7 @@ def test_unconfigured_web_serves_only_the_setup_flow(tmp_path: Path) -> None:
     port = free_port()
     base = {"PATH": os.environ["PATH"], "HOME": str(tmp_path), "PLANGATE_ENV_FILE": str(tmp_path / ".env")}
     proc = subprocess.Popen(
-        [sys.executable, "-m", "bot.cli", "web", "--host", "127.0.0.1", "--port", str(port)],
+        [sys.executable, "-m", "plangate", "web", "--host", "127.0.0.1", "--port", str(port)],
         env=base,
         stderr=subprocess.PIPE,
     )

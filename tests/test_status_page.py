@@ -16,11 +16,11 @@ from starlette.applications import Starlette
 from starlette.testclient import TestClient
 
 from bot import status_page
-from bot.enqueue import COMMANDS_QUEUE, PLANS_QUEUE
 from bot.gate_states import gate_states
 from bot.status_auth import Access
 from bot.status_page import render_status_page
 from core import settings
+from core.contract import COMMANDS_QUEUE, PLANS_QUEUE
 from core.runlog import record_run
 from standin.local_redis import free_port
 

@@ -16,8 +16,8 @@ from rq import Queue
 from starlette.testclient import TestClient
 
 from bot.app import create_app
-from bot.enqueue import COMMANDS_QUEUE, PLANS_QUEUE
 from core import settings as settings_module
+from core.contract import COMMANDS_QUEUE, PLANS_QUEUE, PlanRequest
 from tests.webhooks import FIXTURES, SECRET, event_name, load, signed_headers
 
 PLAN_FIXTURES = {
@@ -82,15 +82,17 @@ def test_every_published_example_is_accepted(client: TestClient, redis_conn: red
         assert jobs == {PLANS_QUEUE: [], COMMANDS_QUEUE: []}
 
 
-def test_plan_job_carries_plain_values_only(client: TestClient, redis_conn: redis.Redis) -> None:
+def test_plan_job_carries_a_typed_payload_of_plain_values(client: TestClient, redis_conn: redis.Redis) -> None:
     payload = load("pull_request.synchronize.json")
     assert post(client, "pull_request", payload)[0] == 202
     job = Queue(PLANS_QUEUE, connection=redis_conn).jobs[0]
     assert job.func_name == "workers.jobs.plan_pr"
-    assert job.kwargs["sha"] == payload["pull_request"]["head"]["sha"]
-    assert job.kwargs["pr"] == payload["number"]
-    assert job.kwargs["installation_id"] == payload["installation"]["id"]
-    assert all(isinstance(v, (str, int, bool)) for v in job.kwargs.values())
+    request = job.kwargs["request"]
+    assert isinstance(request, PlanRequest)
+    assert request.sha == payload["pull_request"]["head"]["sha"]
+    assert request.pr == payload["number"]
+    assert request.installation_id == payload["installation"]["id"]
+    assert all(isinstance(v, (str, int, bool, tuple)) for v in vars(request).values())  # never a token or client
 
 
 def test_duplicate_delivery_and_opened_plus_synchronize_enqueue_once(
@@ -139,7 +141,8 @@ def test_slash_command_enqueues_on_the_commands_queue(client: TestClient, redis_
     status, _ = post(client, "issue_comment", _command_payload("/approve-destroy dns"))
     assert status == 202
     job = Queue(COMMANDS_QUEUE, connection=redis_conn).jobs[0]
-    assert (job.kwargs["command"], job.kwargs["projects"]) == ("approve-destroy", ["dns"])
+    request = job.kwargs["request"]
+    assert (request.command, request.projects) == ("approve-destroy", ("dns",))
 
 
 @pytest.mark.parametrize(

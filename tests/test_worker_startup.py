@@ -22,7 +22,7 @@ def _worker(env: dict[str, str], tmp_path: Path) -> subprocess.CompletedProcess[
         "PLANGATE_WORKDIR": str(tmp_path / "work"),
     }
     return subprocess.run(
-        [sys.executable, "-m", "bot.cli", "worker", "--burst"],
+        [sys.executable, "-m", "plangate", "worker", "--burst"],
         env={**base, **env},
         capture_output=True,
         text=True,

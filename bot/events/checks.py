@@ -12,33 +12,33 @@ from typing import Any
 from gidgethub.routing import Router
 from gidgethub.sansio import Event
 
+from core.contract import CONTEXTS, CommandRequest, GroupRequest, job_id
+
 from .context import Delivery, repo_args
 
 router = Router()
-OUR_RUNS = ("plangate/plan", "plangate/destroy", "plangate/apply")
+OUR_RUNS = CONTEXTS
 APPROVE = "approve-destroy"
 
 
-def _command(data: dict[str, Any], command: str, event_id: str) -> dict[str, Any] | None:
+def _command(data: dict[str, Any], command: str, event_id: str) -> CommandRequest | None:
     run, sender = data["check_run"], data["sender"]
     pulls = run.get("pull_requests") or []
     if not pulls:
         return None
-    return {
+    return CommandRequest(
         **repo_args(data),
-        "number": int(pulls[0]["number"]),
-        "is_pr": True,
-        "comment_id": 0,
-        "commenter": str(sender["login"]),
-        "commenter_type": str(sender.get("type") or "User"),
-        "command": command,
-        "projects": [],
-        "near_miss": None,
-        "sha": str(run["head_sha"]),
-        "created_at": str(run.get("completed_at") or "") or None,
-        "via": "check_run",
-        "event_id": event_id,
-    }
+        number=int(pulls[0]["number"]),
+        is_pr=True,
+        comment_id=0,
+        commenter=str(sender["login"]),
+        commenter_type=str(sender.get("type") or "User"),
+        command=command,
+        sha=str(run["head_sha"]),
+        created_at=str(run.get("completed_at") or "") or None,
+        via="check_run",
+        event_id=event_id,
+    )
 
 
 @router.register("check_run", action="rerequested")
@@ -50,16 +50,16 @@ async def rerun(event: Event, delivery: Delivery) -> None:
         return
     command = _command(data, "plan", str(event.delivery_id))
     if command is not None:
-        job_id = f"rerun-{command['repo_id']}-{run['id']}-{event.delivery_id}"
-        delivery.enqueue(delivery.commands, "workers.jobs.handle_command", job_id, command)
+        job = job_id("rerun", command.repo_id, run["id"], event.delivery_id)
+        delivery.enqueue(delivery.commands, "workers.jobs.handle_command", job, command)
         return
     group = (run.get("check_suite") or {}).get("head_branch") or ""
     if not group.startswith("gh-readonly-queue/"):
         delivery.ignore("no pull request or merge group to re-plan")
         return
-    kwargs = {**repo_args(data), "head_sha": str(run["head_sha"]), "head_ref": f"refs/heads/{group}", "base_sha": ""}
-    job_id = f"mq-{kwargs['repo_id']}-{kwargs['head_sha']}-rerun-{run['id']}"
-    delivery.enqueue(delivery.plans, "workers.jobs.plan_merge_group", job_id, kwargs)
+    request = GroupRequest(**repo_args(data), head_sha=str(run["head_sha"]), head_ref=f"refs/heads/{group}")
+    job = job_id("mq", request.repo_id, request.head_sha, "rerun", run["id"])
+    delivery.enqueue(delivery.plans, "workers.jobs.plan_merge_group", job, request)
 
 
 @router.register("check_run", action="requested_action")
@@ -69,9 +69,9 @@ async def button(event: Event, delivery: Delivery) -> None:
     if "installation" not in data or (data.get("requested_action") or {}).get("identifier") != APPROVE:
         delivery.ignore("not the Approve destroys button")
         return
-    kwargs = _command(data, "approve-destroy", str(event.delivery_id))
-    if kwargs is None:
+    request = _command(data, "approve-destroy", str(event.delivery_id))
+    if request is None:
         delivery.ignore("no pull request to approve on")
         return
-    job_id = f"button-{kwargs['repo_id']}-{run['id']}-{event.delivery_id}"
-    delivery.enqueue(delivery.commands, "workers.jobs.handle_command", job_id, kwargs)
+    job = job_id("button", request.repo_id, run["id"], event.delivery_id)
+    delivery.enqueue(delivery.commands, "workers.jobs.handle_command", job, request)

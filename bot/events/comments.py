@@ -10,6 +10,7 @@ from gidgethub.routing import Router
 from gidgethub.sansio import Event
 
 from core.commands import Command, NearMiss, parse_command, should_consider
+from core.contract import CommandRequest, job_id
 
 from .context import Delivery, repo_args
 
@@ -34,19 +35,19 @@ async def slash_command(event: Event, delivery: Delivery) -> None:
     if parsed is None:
         delivery.ignore("no command")
         return
-    kwargs = {
+    request = CommandRequest(
         **repo_args(data),
-        "number": int(issue["number"]),
-        "is_pr": is_pr,
-        "issue_author": str(issue["user"]["login"]),
-        "comment_id": int(comment["id"]),
-        "commenter": str(comment["user"]["login"]),
-        "commenter_type": str(comment["user"].get("type") or "User"),
-        "command": parsed.name if isinstance(parsed, Command) else None,
-        "projects": list(parsed.projects) if isinstance(parsed, Command) else [],
-        "sha": parsed.sha if isinstance(parsed, Command) else None,
-        "created_at": str(comment.get("created_at") or "") or None,
-        "near_miss": [parsed.written, parsed.suggestion, parsed.reason] if isinstance(parsed, NearMiss) else None,
-    }
-    job_id = f"command-{kwargs['repo_id']}-{kwargs['comment_id']}"
-    delivery.enqueue(delivery.commands, "workers.jobs.handle_command", job_id, kwargs)
+        number=int(issue["number"]),
+        is_pr=is_pr,
+        issue_author=str(issue["user"]["login"]),
+        comment_id=int(comment["id"]),
+        commenter=str(comment["user"]["login"]),
+        commenter_type=str(comment["user"].get("type") or "User"),
+        command=parsed.name if isinstance(parsed, Command) else None,
+        projects=parsed.projects if isinstance(parsed, Command) else (),
+        sha=parsed.sha if isinstance(parsed, Command) else None,
+        created_at=str(comment.get("created_at") or "") or None,
+        near_miss=(parsed.written, parsed.suggestion, parsed.reason) if isinstance(parsed, NearMiss) else None,
+    )
+    job = job_id("command", request.repo_id, request.comment_id)
+    delivery.enqueue(delivery.commands, "workers.jobs.handle_command", job, request)

@@ -7,7 +7,8 @@ from typing import Any
 
 from rq import Queue
 
-from bot.enqueue import Enqueued, enqueue_once
+from bot.enqueue import enqueue_timed
+from core.contract import Enqueued
 
 
 @dataclass
@@ -18,10 +19,9 @@ class Delivery:
     jobs: list[str] = field(default_factory=list)
     reason: str = ""
 
-    def enqueue(
-        self, queue: Queue, func: str, job_id: str, kwargs: dict[str, Any], *, result_ttl: int = 3600
-    ) -> Enqueued:
-        result = enqueue_once(queue, func, job_id, kwargs, result_ttl=result_ttl)
+    def enqueue(self, queue: Queue, func: str, job_id: str, request: Any, *, result_ttl: int = 3600) -> Enqueued:
+        """`func(request=...)` once per `job_id` (core.contract); `request` None: a job without arguments."""
+        result = enqueue_timed(queue, func, job_id, request, result_ttl=result_ttl)
         self.jobs.append(job_id)
         if result.duplicate:
             if self.outcome != "enqueued":

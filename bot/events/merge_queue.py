@@ -13,13 +13,16 @@ from gidgethub.sansio import Event
 from rq.exceptions import NoSuchJobError
 from rq.job import Job, JobStatus
 
+from core import keys
+from core.contract import job_id
+
 from .context import Delivery, repo_args
 
 router = Router()
 
 
 def _job_id(repo_id: int, head_sha: str) -> str:
-    return f"mq-{repo_id}-{head_sha}"
+    return job_id("mq", repo_id, head_sha)
 
 
 @router.register("merge_group", action="checks_requested")
@@ -29,15 +32,14 @@ async def plan_group(event: Event, delivery: Delivery) -> None:
         delivery.ignore("no installation in the payload")
         return
     group = data["merge_group"]
-    kwargs = {
+    request = GroupRequest(
         **repo_args(data),
-        "head_sha": str(group["head_sha"]),
-        "head_ref": str(group["head_ref"]),
-        "base_sha": str(group.get("base_sha") or ""),
-    }
-    delivery.enqueue(
-        delivery.plans, "workers.jobs.plan_merge_group", _job_id(kwargs["repo_id"], kwargs["head_sha"]), kwargs
+        head_sha=str(group["head_sha"]),
+        head_ref=str(group["head_ref"]),
+        base_sha=str(group.get("base_sha") or ""),
     )
+    job = _job_id(request.repo_id, request.head_sha)
+    delivery.enqueue(delivery.plans, "workers.jobs.plan_merge_group", job, request)
 
 
 @router.register("merge_group", action="destroyed")
@@ -45,7 +47,7 @@ async def drop_group(event: Event, delivery: Delivery) -> None:
     data = event.data
     sha = str(data["merge_group"]["head_sha"])
     repo_id = int(data["repository"]["id"])
-    delivery.plans.connection.set(f"plangate:mq-gone:{repo_id}:{sha}", "1", ex=24 * 3600)
+    delivery.plans.connection.set(keys.mq_gone(repo_id, sha), "1", ex=keys.MQ_GONE_TTL)
     try:
         job = Job.fetch(_job_id(repo_id, sha), connection=delivery.plans.connection)
     except NoSuchJobError:

@@ -9,7 +9,8 @@ from gidgethub.sansio import Event
 from rq.exceptions import NoSuchJobError
 from rq.job import Job, JobStatus
 
-from workers.flows.stale_plans import forget
+from core import keys
+from core.contract import PlanRequest, job_id
 
 from .context import Delivery, repo_args
 
@@ -18,30 +19,30 @@ router = Router()
 
 def plan_job_id(repo_id: int, pr: int, sha: str) -> str:
     """One plan per (repo, PR, SHA): opened + synchronize for one SHA, or a redelivery, plan once."""
-    return f"plan-{repo_id}-{pr}-{sha}"
+    return job_id("plan", repo_id, pr, sha)
 
 
-def _plan_kwargs(data: dict[str, Any]) -> dict[str, Any]:
+def plan_request(data: dict[str, Any]) -> PlanRequest:
     pull = data["pull_request"]
     head_repo = (pull["head"].get("repo") or {}).get("full_name")
-    return {
+    return PlanRequest(
         **repo_args(data),
-        "pr": int(pull["number"]),
-        "sha": str(pull["head"]["sha"]),
-        "base_sha": str((pull.get("base") or {}).get("sha") or ""),
-        "author": str(pull["user"]["login"]),
-        "fork": head_repo != data["repository"]["full_name"],
-        "trigger": "push",
-    }
+        pr=int(pull["number"]),
+        sha=str(pull["head"]["sha"]),
+        base_sha=str((pull.get("base") or {}).get("sha") or ""),
+        author=str(pull["user"]["login"]),
+        fork=head_repo != data["repository"]["full_name"],
+    )
 
 
 async def plan_head(event: Event, delivery: Delivery) -> None:
     if "installation" not in event.data:
         delivery.ignore("no installation in the payload")
         return
-    kwargs = _plan_kwargs(event.data)
-    job_id = plan_job_id(kwargs["repo_id"], kwargs["pr"], kwargs["sha"])
-    delivery.enqueue(delivery.plans, "workers.jobs.plan_pr", job_id, kwargs)
+    request = plan_request(event.data)
+    delivery.enqueue(
+        delivery.plans, "workers.jobs.plan_pr", plan_job_id(request.repo_id, request.pr, request.sha), request
+    )
 
 
 for _action in ("opened", "reopened", "synchronize", "ready_for_review"):
@@ -52,7 +53,7 @@ for _action in ("opened", "reopened", "synchronize", "ready_for_review"):
 async def drop_queued(event: Event, delivery: Delivery) -> None:
     """A closed PR needs no plan: cancel its head's plan if it has not started, and re-plan it no more."""
     pull = event.data["pull_request"]
-    forget(delivery.plans.connection, int(event.data["repository"]["id"]), int(pull["number"]))
+    delivery.plans.connection.hdel(keys.pr_plans(int(event.data["repository"]["id"])), str(pull["number"]))
     job_id = plan_job_id(int(event.data["repository"]["id"]), int(pull["number"]), str(pull["head"]["sha"]))
     try:
         job = Job.fetch(job_id, connection=delivery.plans.connection)

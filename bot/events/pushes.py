@@ -12,6 +12,8 @@ from typing import Any
 from gidgethub.routing import Router
 from gidgethub.sansio import Event
 
+from core.contract import PushRequest, job_id
+
 from .context import Delivery, repo_args
 
 router = Router()
@@ -42,13 +44,12 @@ async def apply_push(event: Event, delivery: Delivery) -> None:
     if data.get("deleted") or data.get("after") == ZERO_SHA:
         delivery.ignore("branch deleted")
         return
-    kwargs = {
+    request = PushRequest(
         **repo_args(data),
-        "before": str(data.get("before") or ZERO_SHA),
-        "after": str(data["after"]),
-        "forced": bool(data.get("forced")),
-        "branch": ref.removeprefix("refs/heads/"),
-        "authors": push_authors(data),
-    }
-    job_id = f"push-{kwargs['repo_id']}-{kwargs['after']}"
-    delivery.enqueue(delivery.plans, "workers.jobs.apply_push", job_id, kwargs)
+        before=str(data.get("before") or ZERO_SHA),
+        after=str(data["after"]),
+        forced=bool(data.get("forced")),
+        branch=ref.removeprefix("refs/heads/"),
+        authors=tuple(push_authors(data)),
+    )
+    delivery.enqueue(delivery.plans, "workers.jobs.apply_push", job_id("push", request.repo_id, request.after), request)

@@ -5,7 +5,7 @@ from __future__ import annotations
 from rq import get_current_job
 
 from workers.adapters.github.client import RateLimited, deferrable
-from workers.jobs import reschedulable
+from workers.rescheduling import reschedulable
 
 
 @reschedulable

@@ -13,7 +13,9 @@ from dataclasses import dataclass, replace
 
 from gidgethub.abc import GitHubAPI
 
+from core import keys
 from core.config import RepoConfig
+from core.contract import PushRequest, Where
 from core.gate import Apply, Block, Decision, decide_apply, unreadable
 from core.plan import Plan, summary_line
 from core.projects import Project
@@ -35,21 +37,11 @@ from workers.adapters.terraform import pipeline
 from workers.adapters.terraform.runner import Terraform
 from workers.context import WorkerContext
 from workers.flows.apply_approvals import Standing, standing
-from workers.flows.push_apply import PushRequest, record_outcome
+from workers.flows.push_apply import record_outcome
 
 log = logging.getLogger("plangate.apply")
 AUTHORED_PR = "opened the merged pull request"
 AUTHORED_PUSH = "pushed this commit or authored one of its commits"
-
-
-@dataclass(frozen=True)
-class Where:
-    """Where this apply talks to humans: the merged PR, else the issue opened when it blocked."""
-
-    number: int | None
-    is_pr: bool
-    authors: tuple[str, ...]  # the merged PR's author; for a direct push, the pusher and commit logins
-    approved_on: str | None
 
 
 @dataclass(frozen=True)
@@ -70,10 +62,10 @@ class Planned:
         return self.planned.text
 
 
-def run(ctx: WorkerContext, req: PushRequest, project: Project, where: Where) -> str:
+async def run(ctx: WorkerContext, req: PushRequest, project: Project, where: Where) -> str:
     """The job body; returns the project's outcome for the combined `plangate/apply` status."""
     try:
-        outcome = asyncio.run(_run(ctx, req, project, where))
+        outcome = await _run(ctx, req, project, where)
     except Exception as exc:
         log.warning(json.dumps({"repo": req.repo, "sha": req.after, "project": project.name, "error": str(exc)}))
         outcome = "failed"
@@ -233,7 +225,7 @@ async def _apply(
     dirs: pipeline.JobDirs,
 ) -> str:
     key = apply_store.applying_key(req.repo_id, req.after, project.identity)
-    ctx.redis.set(key, json.dumps({"number": where.number}), ex=7 * 24 * 3600)
+    ctx.redis.set(key, json.dumps({"number": where.number}), ex=keys.APPLYING_TTL)
     step = await asyncio.to_thread(pipeline.apply, tf, project, dirs, planned.planned)
     ctx.redis.delete(key)
     ok = step.ok

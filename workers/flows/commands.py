@@ -8,6 +8,7 @@ Approvals are judged against the default branch's policy and the latest plan of 
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 from typing import Any
 
 from gidgethub.abc import GitHubAPI
@@ -15,6 +16,8 @@ from gidgethub.abc import GitHubAPI
 from core.approvals import Approval, Refusal, approval_for, timing_refusal
 from core.commands import NearMiss
 from core.config import ConfigError, RepoConfig
+from core.contract import DESTROY_CONTEXT, CommandRequest, PlanRequest
+from core.drift_schedule import DriftTarget
 from core.projects import identity_label
 from core.render.replies import (
     approval_status,
@@ -37,9 +40,7 @@ from workers.adapters.store import gates as gate_store
 from workers.context import WorkerContext
 from workers.flows import drift, held_applies
 from workers.flows.gate_check import covered
-from workers.flows.outcome import CommandRequest, Outcome
-
-DESTROY_CONTEXT = "plangate/destroy"
+from workers.flows.outcome import Outcome
 
 
 async def handle(ctx: WorkerContext, req: CommandRequest) -> Outcome | None:
@@ -98,20 +99,20 @@ async def _plan(gh: GitHubAPI, req: CommandRequest, pull: dict[str, Any], sha: s
     if not allowed.allowed:
         return Outcome(render_not_allowed(req.commenter, allowed.reason, command="plan", reply_to=req.comment_id), "-1")
     head_repo = (pull["head"].get("repo") or {}).get("full_name")
-    replan = {
-        "installation_id": req.installation_id,
-        "repo_id": req.repo_id,
-        "repo": req.repo,
-        "clone_url": req.clone_url,
-        "default_branch": req.default_branch,
-        "pr": req.number,
-        "sha": sha,
-        "base_sha": str((pull.get("base") or {}).get("sha") or ""),
-        "author": str(pull["user"]["login"]),
-        "fork": head_repo != req.repo,
-        "trigger": f"comment-{req.comment_id}" if req.comment_id else f"rerun-{req.event_id}",
-        "only": list(req.projects),
-    }
+    replan = PlanRequest(
+        installation_id=req.installation_id,
+        repo_id=req.repo_id,
+        repo=req.repo,
+        clone_url=req.clone_url,
+        default_branch=req.default_branch,
+        pr=req.number,
+        sha=sha,
+        base_sha=str((pull.get("base") or {}).get("sha") or ""),
+        author=str(pull["user"]["login"]),
+        fork=head_repo != req.repo,
+        trigger=f"comment-{req.comment_id}" if req.comment_id else f"rerun-{req.event_id}",
+        only=tuple(req.projects),
+    )
     return Outcome(render_planning(sha, req.projects, reply_to=req.comment_id), "+1", replan=replan)
 
 
@@ -120,8 +121,8 @@ async def _recheck_drift(gh: GitHubAPI, req: CommandRequest, watched: dict[str, 
     allowed = await may_plan(gh, req.repo, req.commenter, req.commenter_type)
     if not allowed.allowed:
         return Outcome(render_not_allowed(req.commenter, allowed.reason, command="plan", reply_to=req.comment_id), "-1")
-    target = {**watched["target"], "project": watched["project"]["name"]}
-    reply = render_planning(req.default_branch, [target["project"]], reply_to=req.comment_id)
+    target = replace(DriftTarget.from_plain(watched["target"]), project=str(watched["project"]["name"]))
+    reply = render_planning(req.default_branch, [str(target.project)], reply_to=req.comment_id)
     return Outcome(reply, "+1", redrift=target)
 
 

@@ -18,8 +18,9 @@ from gidgethub.abc import GitHubAPI
 from rq import Queue
 from rq.exceptions import DuplicateJobError
 
-from bot.enqueue import PLANS_QUEUE
+from core import keys
 from core.config import ConfigError
+from core.contract import PLANS_QUEUE
 from core.drift_schedule import DriftTarget, delays, due, targets_for
 from core.projects import Project
 from core.render.drift import (
@@ -39,11 +40,12 @@ from workers.adapters.github.client import RateLimited
 from workers.adapters.github.repo_config import base_config, mask_patterns
 from workers.adapters.terraform import pipeline
 from workers.adapters.terraform.pipeline import CHECKOUT_TIMEOUT
+from workers.adapters.terraform.runner import Terraform
 from workers.context import WorkerContext
 from workers.flows.discovery import discover
 
 log = logging.getLogger("plangate.drift")
-TARGETS_KEY = "plangate:drift-targets"
+TARGETS_KEY = keys.DRIFT_TARGETS
 
 
 async def refresh(ctx: WorkerContext) -> list[DriftTarget]:
@@ -91,7 +93,7 @@ def tick(ctx: WorkerContext, now: datetime) -> list[str]:
             queue.enqueue_in(
                 timedelta(seconds=delay),
                 "workers.jobs.drift_check",
-                kwargs={"target": target.to_plain()},
+                kwargs={"target": target},
                 job_id=job_id,
                 unique=True,
             )
@@ -115,20 +117,26 @@ async def projects_due(ctx: WorkerContext, target: DriftTarget) -> tuple[str, li
     return sha, [p for p in every if target.project is None or p.name == target.project]
 
 
-def check_project(ctx: WorkerContext, target: DriftTarget, project: Project, sha: str) -> str:
+async def check_project(ctx: WorkerContext, target: DriftTarget, project: Project, sha: str) -> str:
     """Plan the project at the branch head and report: "drift", "clean" or "failed"."""
     try:
         terraform = ctx.terraform(project.tool, "drift")
-        token = asyncio.run(ctx.tokens.token(target.installation_id))
-        with pipeline.checked_out(
-            ctx.checkouts, target.repo_id, "drift", sha, project.name, target.clone_url, token
-        ) as dirs:
-            result = pipeline.result(project, sha, terraform.tool, pipeline.plan(terraform, project, dirs))
+        token = await ctx.tokens.token(target.installation_id)
+        result = await asyncio.to_thread(_plan, ctx, target, project, sha, terraform, token)
     except RateLimited:
         raise
     except Exception as exc:
         result = pipeline.failure(project, sha, f"{type(exc).__name__}: {exc}")
-    return asyncio.run(report(ctx, target, project, result))
+    return await report(ctx, target, project, result)
+
+
+def _plan(
+    ctx: WorkerContext, target: DriftTarget, project: Project, sha: str, tf: Terraform, token: str
+) -> ProjectResult:
+    with pipeline.checked_out(
+        ctx.checkouts, target.repo_id, "drift", sha, project.name, target.clone_url, token
+    ) as dirs:
+        return pipeline.result(project, sha, tf.tool, pipeline.plan(tf, project, dirs))
 
 
 async def report(ctx: WorkerContext, target: DriftTarget, project: Project, result: ProjectResult) -> str:
@@ -177,11 +185,11 @@ async def report(ctx: WorkerContext, target: DriftTarget, project: Project, resu
 
 
 def _issue_key(target: DriftTarget, project: str) -> str:
-    return f"plangate:drift-issue:{target.repo_id}:{project}"
+    return keys.drift_issue(target.repo_id, project)
 
 
 def by_issue_key(repo_id: int, number: int) -> str:
-    return f"plangate:drift-by-issue:{repo_id}:{number}"
+    return keys.drift_by_issue(repo_id, number)
 
 
 async def _open_issue(ctx: WorkerContext, gh: GitHubAPI, target: DriftTarget, project: str, login: str) -> int | None:

@@ -10,6 +10,7 @@ from __future__ import annotations
 from gidgethub.abc import GitHubAPI
 
 from core.approvals import Refusal, approval_for, timing_refusal
+from core.contract import CommandRequest
 from core.projects import project_identity
 from core.render.replies import render_approved, render_not_allowed, render_planning, render_refusal
 from workers.adapters.github import vcs
@@ -20,7 +21,7 @@ from workers.adapters.store import gates as gate_store
 from workers.adapters.store.applies import BlockedApply
 from workers.context import WorkerContext
 from workers.flows.gate_check import covered
-from workers.flows.outcome import CommandRequest, Outcome
+from workers.flows.outcome import Outcome
 
 
 async def decide(ctx: WorkerContext, gh: GitHubAPI, req: CommandRequest, held: list[BlockedApply]) -> Outcome:

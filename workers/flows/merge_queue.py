@@ -17,8 +17,10 @@ from dataclasses import dataclass
 
 from gidgethub.abc import GitHubAPI
 
+from core import keys
 from core.approvals import Approval
 from core.config import ConfigError, RepoConfig
+from core.contract import DESTROY_CONTEXT, PLAN_CONTEXT, GroupRequest
 from core.destroy_rules import rule_coverage
 from core.gate import destroy_keys
 from core.projects import Project
@@ -33,37 +35,9 @@ from workers.adapters.terraform.pipeline import CHECKOUT_TIMEOUT
 from workers.context import WorkerContext
 from workers.flows.apply_approvals import standing
 from workers.flows.discovery import deleted, discover, with_deleted
-from workers.flows.pr_plan import DESTROY_CONTEXT, PLAN_CONTEXT, PlanRequest
 
 log = logging.getLogger("plangate.merge_queue")
 COMPARE_FILE_CAP = 300
-
-
-@dataclass(frozen=True)
-class GroupRequest:
-    installation_id: int
-    repo_id: int
-    repo: str
-    clone_url: str
-    default_branch: str
-    head_sha: str
-    head_ref: str
-    base_sha: str = ""
-
-    def as_plan(self) -> PlanRequest:
-        """The plan jobs' view: PR 0 (no conversation), the group's head, never superseded by a PR push."""
-        return PlanRequest(
-            installation_id=self.installation_id,
-            repo_id=self.repo_id,
-            repo=self.repo,
-            clone_url=self.clone_url,
-            default_branch=self.default_branch,
-            pr=0,
-            sha=self.head_sha,
-            author="",
-            trigger=f"merge-group-{self.head_ref}",
-            base_sha=self.base_sha,
-        )
 
 
 @dataclass(frozen=True)
@@ -75,7 +49,7 @@ class GroupPR:
 
 def gone(ctx: WorkerContext, req: GroupRequest) -> bool:
     """The queue dropped this group (merged, invalidated, dequeued): its results matter to no one."""
-    return bool(ctx.redis.exists(f"plangate:mq-gone:{req.repo_id}:{req.head_sha}"))
+    return bool(ctx.redis.exists(keys.mq_gone(req.repo_id, req.head_sha)))
 
 
 async def dispatch(ctx: WorkerContext, req: GroupRequest) -> list[Project] | None:

@@ -11,11 +11,13 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
-from dataclasses import dataclass, replace
+from dataclasses import replace
 
 from gidgethub.abc import GitHubAPI
 
+from core import keys
 from core.config import ConfigError, RepoConfig
+from core.contract import DESTROY_CONTEXT, PLAN_CONTEXT, PlanRequest
 from core.gate import destroy_keys
 from core.plan import summary_line
 from core.projects import Project, ProjectSelection
@@ -39,6 +41,7 @@ from workers.adapters.store import audit
 from workers.adapters.store import gates as gate_store
 from workers.adapters.terraform import pipeline
 from workers.adapters.terraform.pipeline import CHECKOUT_TIMEOUT
+from workers.adapters.terraform.runner import Terraform
 from workers.adapters.terraform.sandbox import SandboxError
 from workers.context import WorkerContext
 from workers.flows import gate_check, stale_plans
@@ -46,31 +49,6 @@ from workers.flows.discovery import deleted, discover, with_deleted
 from workers.flows.stale_plans import PlannedPR
 
 log = logging.getLogger("plangate.plan")
-PLAN_CONTEXT = "plangate/plan"
-DESTROY_CONTEXT = "plangate/destroy"
-
-
-@dataclass(frozen=True)
-class PlanRequest:
-    """Plain values from the webhook: what to plan and as whom."""
-
-    installation_id: int
-    repo_id: int
-    repo: str
-    clone_url: str
-    default_branch: str
-    pr: int
-    sha: str
-    author: str
-    fork: bool = False
-    trigger: str = "push"
-    only: tuple[str, ...] = ()  # `/plan NAME ...`: plan these projects whether or not the PR changes them
-    base_sha: str = ""  # the base branch's commit the PR is compared with: a deleted project is destroyed from it
-    on_merge: bool = False  # the base branch moved: plan GitHub's test merge instead of the head
-    code_sha: str = ""  # the commit whose code is planned when it is not `sha` (the test merge)
-
-    def head_key(self) -> str:
-        return f"plangate:head:{self.repo_id}:{self.pr}"
 
 
 def is_current(ctx: WorkerContext, req: PlanRequest) -> bool:
@@ -165,8 +143,8 @@ def _take_head(ctx: WorkerContext, req: PlanRequest) -> None:
 
 
 async def _refuse_fork(ctx: WorkerContext, gh: GitHubAPI, req: PlanRequest) -> None:
-    key = f"plangate:fork-refused:{req.repo_id}:{req.pr}"
-    if ctx.redis.set(key, "1", nx=True, ex=90 * 24 * 3600):
+    key = keys.fork_refused(req.repo_id, req.pr)
+    if ctx.redis.set(key, "1", nx=True, ex=keys.FORK_REFUSED_TTL):
         await vcs.post_comment(gh, req.repo, req.pr, render_fork_refused(req.pr))
     await vcs.set_status(gh, req.repo, req.sha, PLAN_CONTEXT, "failure", "fork PRs are not planned here")
     await vcs.set_status(gh, req.repo, req.sha, DESTROY_CONTEXT, "failure", "not planned: fork PR")
@@ -190,31 +168,37 @@ async def _login(ctx: WorkerContext) -> str:
 
 
 def _meta_key(req: PlanRequest) -> str:
-    return f"plangate:plan-meta:{req.repo_id}:{req.pr}:{req.sha}"
+    return keys.plan_meta(req.repo_id, req.pr, req.sha)
 
 
 def _remember_selection(ctx: WorkerContext, req: PlanRequest, masks: tuple[str, ...], sel: ProjectSelection) -> None:
     """What publish needs besides the results: the default branch's mask patterns, the 3,000-file note."""
     meta = {"mask_patterns": list(masks), "changes_unknown": sel.changes_unknown}
-    ctx.records.set(_meta_key(req), json.dumps(meta), ex=7 * 24 * 3600)
+    ctx.records.set(_meta_key(req), json.dumps(meta), ex=keys.PLAN_META_TTL)
 
 
-def plan_project(ctx: WorkerContext, req: PlanRequest, project: Project) -> ProjectResult:
+async def plan_project(ctx: WorkerContext, req: PlanRequest, project: Project) -> ProjectResult:
     """Check out the SHA and run the project's pipeline: errors are results, not exceptions."""
     if not is_current(ctx, req):
         return pipeline.failure(project, req.sha, "superseded by a newer push")
     try:
         terraform = ctx.terraform(project.tool, "plan")
-        token = asyncio.run(ctx.tokens.token(req.installation_id))
+        token = await ctx.tokens.token(req.installation_id)
         scope, code = f"pr-{req.pr}", project.destroy_from or req.code_sha or req.sha
-        with pipeline.checked_out(ctx.checkouts, req.repo_id, scope, code, project.name, req.clone_url, token) as dirs:
-            planned = pipeline.plan(terraform, project, dirs)
+        planned = await asyncio.to_thread(_plan, ctx, req, project, terraform, scope, code, token)
         return pipeline.result(project, req.sha, terraform.tool, planned)
     except RateLimited:
         raise  # RQ runs the job again once GitHub allows (workers.jobs.reschedulable)
     except Exception as exc:  # any failure is reported on the PR, never swallowed
         log.warning(json.dumps({"repo": req.repo, "pr": req.pr, "project": project.name, "error": str(exc)}))
         return pipeline.failure(project, req.sha, f"{type(exc).__name__}: {exc}", ours=isinstance(exc, SandboxError))
+
+
+def _plan(
+    ctx: WorkerContext, req: PlanRequest, project: Project, tf: Terraform, scope: str, code: str, token: str
+) -> pipeline.Planned:
+    with pipeline.checked_out(ctx.checkouts, req.repo_id, scope, code, project.name, req.clone_url, token) as dirs:
+        return pipeline.plan(tf, project, dirs)
 
 
 async def publish(ctx: WorkerContext, req: PlanRequest, results: list[ProjectResult]) -> None:

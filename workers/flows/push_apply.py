@@ -15,7 +15,9 @@ from typing import Any
 
 from gidgethub.abc import GitHubAPI
 
+from core import keys
 from core.config import ConfigError, RepoConfig
+from core.contract import APPLY_CONTEXT, PushRequest, Where
 from core.projects import Project
 from core.render.apply import apply_pending, apply_status, render_apply_died
 from core.render.plan import render_config_error
@@ -32,23 +34,8 @@ from workers.flows.discovery import deleted, discover, with_deleted
 from workers.flows.stale_plans import PlannedPR
 
 log = logging.getLogger("plangate.apply")
-APPLY_CONTEXT = "plangate/apply"
 ZERO_SHA = "0" * 40
 COMPARE_FILE_CAP = 300  # GitHub's compare API lists at most 300 files
-
-
-@dataclass(frozen=True)
-class PushRequest:
-    installation_id: int
-    repo_id: int
-    repo: str
-    clone_url: str
-    default_branch: str
-    before: str
-    after: str
-    forced: bool = False
-    branch: str = ""  # the pushed branch; applies happen only on the apply branch
-    authors: tuple[str, ...] = ()  # the pusher and every commit author/committer login: never their own approvers
 
 
 @dataclass(frozen=True)
@@ -153,12 +140,12 @@ async def _changed(gh: GitHubAPI, req: PushRequest) -> list[str] | None:
 
 
 def outcomes_key(repo_id: int, sha: str) -> str:
-    return f"plangate:apply-outcomes:{repo_id}:{sha}"
+    return keys.apply_outcomes(repo_id, sha)
 
 
 def record_outcome(ctx: WorkerContext, req: PushRequest, project: str, outcome: str) -> None:
     ctx.redis.hset(outcomes_key(req.repo_id, req.after), project, outcome)
-    ctx.redis.expire(outcomes_key(req.repo_id, req.after), 90 * 24 * 3600)
+    ctx.redis.expire(outcomes_key(req.repo_id, req.after), keys.GATE_TTL)
 
 
 def outcomes(ctx: WorkerContext, req: PushRequest) -> dict[str, str]:
@@ -166,7 +153,7 @@ def outcomes(ctx: WorkerContext, req: PushRequest) -> dict[str, str]:
     return {k.decode(): v.decode() for k, v in raw.items()}
 
 
-async def finish(ctx: WorkerContext, req: PushRequest, where: Any, died: list[Project]) -> None:
+async def finish(ctx: WorkerContext, req: PushRequest, where: Where, died: list[Project]) -> None:
     """`plangate/apply` on the pushed SHA from every project's outcome; an apply that died is told,
     and held so that `/plan` on the PR (or on the issue opened for it) runs plan → gate → apply again."""
     async with installation_client(ctx.tokens, req.installation_id, ctx.settings.api_url) as gh:

@@ -17,10 +17,11 @@ import redis
 from gidgethub import BadRequest
 from gidgethub.abc import GitHubAPI
 
+from core import keys
 from workers.adapters.store.records import Records
 
-TTL = 30 * 24 * 3600
-PENDING_TTL = 3600  # a re-plan that never ran (its worker died) frees the slot after this long
+TTL = keys.PR_PLANS_TTL
+PENDING_TTL = keys.REPLAN_PENDING_TTL
 STALE_MARKER = "<!-- plangate:stale -->"
 MAX_BODY = 65_536
 
@@ -37,11 +38,11 @@ class PlannedPR:
 
 
 def _index(repo_id: int) -> str:
-    return f"plangate:pr-plans:{repo_id}"
+    return keys.pr_plans(repo_id)
 
 
 def _pending(repo_id: int, number: int) -> str:
-    return f"plangate:replan-pending:{repo_id}:{number}"
+    return keys.replan_pending(repo_id, number)
 
 
 def remember(records: Records, repo_id: int, planned: PlannedPR) -> None:

@@ -17,6 +17,7 @@ from typing import Any
 from gidgethub import BadRequest
 from gidgethub.abc import GitHubAPI
 
+from core import keys
 from workers.adapters.store.records import Records
 
 MODES = ("checks", "statuses")
@@ -27,7 +28,7 @@ APPROVE_ACTION = {
     "identifier": APPROVE_IDENTIFIER,  # at most 20
 }
 MAX_TEXT = 65_535
-TTL = 90 * 24 * 3600
+TTL = keys.GATE_TTL
 log = logging.getLogger("plangate.checks")
 
 
@@ -55,7 +56,7 @@ class CheckRuns:
     mode: str = "checks"
 
     def _key(self, repo: str, sha: str) -> str:
-        return f"plangate:check-runs:{repo}:{sha}"
+        return keys.check_runs(repo, sha)
 
     async def report(
         self,

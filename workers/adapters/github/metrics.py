@@ -8,12 +8,14 @@ from __future__ import annotations
 
 import redis
 
-RETRIES = "plangate:metrics:github-retries"  # "endpoint|reason" → retries
-RATE_LIMITED = "plangate:metrics:github-rate-limited"  # "endpoint|primary|secondary" → limited answers
-WAITED = "plangate:metrics:github-wait-seconds"  # "rate-limit" | "pacing" → seconds waited
-REMAINING = "plangate:metrics:github-ratelimit-remaining"  # installation → last x-ratelimit-remaining
-JOBS = "plangate:metrics:jobs"  # "recovered" | "abandoned" | "deferred" → count
-LIMITED_PREFIX = "plangate:rate-limited:"  # + installation → reason, expiring when the wait is over
+from core import keys
+
+RETRIES = keys.GITHUB_RETRIES
+RATE_LIMITED = keys.GITHUB_RATE_LIMITED
+WAITED = keys.GITHUB_WAITED
+REMAINING = keys.GITHUB_REMAINING
+JOBS = keys.JOBS
+LIMITED_PREFIX = keys.RATE_LIMITED_PREFIX
 
 
 class Recorder:

@@ -14,6 +14,7 @@ from typing import Any
 from gidgethub import BadRequest
 from gidgethub.abc import GitHubAPI
 
+from core import keys
 from core.render.marker import parse_marker
 from workers.adapters.github.auth import app_client
 from workers.adapters.github.checks import CheckRuns
@@ -22,7 +23,7 @@ from workers.adapters.store.records import Records
 MAX_PR_FILES = 3000  # GitHub's pulls/{n}/files stops here
 
 
-_BOT_LOGIN = "plangate:bot-login"
+_BOT_LOGIN = keys.BOT_LOGIN
 
 
 async def bot_login(records: Records, app_id: int, private_key: str, api_url: str) -> str:
@@ -75,7 +76,7 @@ async def changed_files(gh: GitHubAPI, repo: str, pr: int) -> list[str] | None:
 
 
 def _comments_key(repo_id: int, number: int, kind: str) -> str:
-    return f"plangate:comments:{repo_id}:{number}:{kind}"
+    return keys.comments(repo_id, number, kind)
 
 
 def known_comment(records: Records, repo_id: int, number: int, kind: str) -> int | None:
@@ -149,7 +150,7 @@ async def upsert_comments(
             data={"body": f"<!-- plangate:{kind}-unused -->\n_(This continuation is no longer needed.)_"},
         )
         del known[part]
-    records.set(key, json.dumps(known), ex=90 * 24 * 3600)
+    records.set(key, json.dumps(known), ex=keys.GATE_TTL)
     return Published(first_url, max(stamps) if all(stamps) and stamps else None)
 
 

@@ -8,10 +8,12 @@ import json
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-from core.projects import project_identity
+from core import keys
+from core.contract import PushRequest
+from core.projects import Project, project_identity
 from workers.adapters.store.records import Records
 
-TTL = 90 * 24 * 3600
+TTL = keys.GATE_TTL
 
 
 @dataclass(frozen=True)
@@ -27,6 +29,12 @@ class BlockedApply:
     destroys: list[str] = field(default_factory=list)
     comment_id: int | None = None
     blocked_at: str | None = None  # GitHub's time of the comment (or issue) saying so: approvals come after
+
+    def push_request(self) -> PushRequest:
+        return PushRequest(**{**self.push, "authors": tuple(self.push.get("authors", ()))})
+
+    def project_of(self) -> Project:
+        return Project(**self.project)
 
 
 def hold(
@@ -54,11 +62,11 @@ def hold(
 
 
 def _by_number(repo_id: int, number: int) -> str:
-    return f"plangate:blocked:{repo_id}:{number}"
+    return keys.blocked(repo_id, number)
 
 
 def _by_project(repo_id: int, project: str) -> str:
-    return f"plangate:blocked-project:{repo_id}:{project}"
+    return keys.blocked_project(repo_id, project)
 
 
 def _identity(blocked: BlockedApply) -> str:
@@ -94,13 +102,13 @@ def clear_blocked(records: Records, blocked: BlockedApply) -> None:
 
 
 def last_applied(records: Records, repo_id: int, project: str) -> str | None:
-    return records.get(f"plangate:applied:{repo_id}:{project}")
+    return records.get(keys.applied(repo_id, project))
 
 
 def set_applied(records: Records, repo_id: int, project: str, sha: str) -> None:
-    records.set(f"plangate:applied:{repo_id}:{project}", sha)
+    records.set(keys.applied(repo_id, project), sha)
 
 
 def applying_key(repo_id: int, sha: str, project: str) -> str:
     """Present while `terraform apply` runs: if the job dies, the finish job finds it and says so."""
-    return f"plangate:applying:{repo_id}:{sha}:{project}"
+    return keys.applying(repo_id, sha, project)

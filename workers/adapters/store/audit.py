@@ -13,8 +13,10 @@ from typing import Any
 
 import redis
 
+from core import keys
+
 DECISIONS = ("blocked", "approved", "refused", "voided", "applied", "apply-blocked", "apply-failed")
-COUNTERS_KEY = "plangate:metrics:gate-decisions"
+COUNTERS_KEY = keys.GATE_DECISIONS
 log = logging.getLogger("plangate.audit")
 
 

@@ -12,10 +12,11 @@ from dataclasses import dataclass
 
 from gidgethub.abc import GitHubAPI
 
+from core import keys
 from core.approvals import Approval, approvals_from_comments, from_json, to_json
 from workers.adapters.store.records import Records
 
-TTL = 90 * 24 * 3600
+TTL = keys.GATE_TTL
 
 
 @dataclass(frozen=True)
@@ -26,7 +27,7 @@ class DestroysRecord:
 
 
 def _key(kind: str, repo_id: int, number: int, sha: str) -> str:
-    return f"plangate:{kind}:{repo_id}:{number}:{sha}"
+    return keys.approvals(repo_id, number, sha) if kind == "approvals" else keys.destroys(repo_id, number, sha)
 
 
 def save_destroys(records: Records, repo_id: int, number: int, sha: str, record: DestroysRecord) -> None:

@@ -27,9 +27,11 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
-MODES = ("bwrap", "off")
-SANDBOX_KEY_PREFIX = "plangate:sandbox:"  # + worker name → describe(): what the status page shows
-SANDBOX_RECORD_TTL = 7 * 24 * 3600
+from core import keys
+from core.sandbox_paths import Grant
+
+SANDBOX_KEY_PREFIX = keys.SANDBOX_PREFIX  # + worker name → describe(): what the status page shows
+SANDBOX_RECORD_TTL = keys.SANDBOX_TTL
 SANDBOX_HOME = "/tmp/home"
 _SYSTEM_DIRS = ("/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32")
 # What name resolution, TLS and user lookups read; nothing here holds a secret.
@@ -52,29 +54,6 @@ _ETC = (
 
 class SandboxError(RuntimeError):
     """The sandbox cannot be set up; str() is one line naming PLANGATE_SANDBOX."""
-
-
-@dataclass(frozen=True)
-class Grant:
-    """A host path the operator makes visible inside every sandbox (`PLANGATE_SANDBOX_PATHS`)."""
-
-    path: Path
-    writable: bool = False
-
-
-def parse_grants(value: str) -> tuple[Grant, ...]:
-    """`"/srv/state:rw, /etc/aws"` → grants; ValueError naming the bad item."""
-    grants = []
-    for item in (part.strip() for part in value.split(",")):
-        if not item:
-            continue
-        path, writable = (item[:-3], True) if item.endswith(":rw") else (item.removesuffix(":ro"), False)
-        if not path.startswith("/"):
-            raise ValueError(f"{item!r} is not an absolute path")
-        if ":" in path:
-            raise ValueError(f"{item!r}: only :rw or :ro may follow a path")
-        grants.append(Grant(Path(os.path.normpath(path)), writable))
-    return tuple(grants)
 
 
 @dataclass(frozen=True)

@@ -1,4 +1,8 @@
-"""`plangate` console script: web, worker, cron, gate."""
+"""`plangate`: the one console script, and the only module that starts any of plangate's processes.
+
+`web` runs bot/ (the webhook server), `worker` and `cron` run workers/ (the jobs), `gate` runs core/
+(the gate's verdict on one plan), `demo` runs them all against the GitHub stand-in.
+"""
 
 from __future__ import annotations
 
@@ -52,7 +56,7 @@ def cmd_web(args: argparse.Namespace) -> int:
 def cmd_worker(args: argparse.Namespace) -> int:
     import redis
 
-    from bot.enqueue import QUEUE_NAMES
+    from core.contract import QUEUE_NAMES
     from workers.rq_worker import MAINTENANCE_INTERVAL, PlangateWorker
 
     settings = _settings(need_app=True, need_redis_password=True)
@@ -93,7 +97,7 @@ def cmd_cron(args: argparse.Namespace) -> int:
     from rq import Queue
     from rq.cron import CronScheduler
 
-    from bot.enqueue import PLANS_QUEUE
+    from core.contract import PLANS_QUEUE
     from workers import maintenance
 
     settings = _settings(need_app=True)

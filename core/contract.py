@@ -1,0 +1,172 @@
+"""The contract between the web process and the workers: queues, job ids, typed job payloads, status
+contexts, and the one way jobs are enqueued.
+
+The web process builds a payload once (from the webhook) and enqueues the job by its dotted name, so
+it never imports the job code; the job reads the payload's attributes. Payloads hold plain values
+only (ids, names, SHAs), never a token or a client.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from rq import Callback, Queue, Retry
+from rq.exceptions import DuplicateJobError
+
+from core import keys
+
+# Commands first: a person is waiting for the reaction to their comment.
+COMMANDS_QUEUE = "plangate-commands"
+PLANS_QUEUE = "plangate-plans"
+QUEUE_NAMES = (COMMANDS_QUEUE, PLANS_QUEUE)
+# A plan has no side effect, so a plan job whose worker died is run again, at most twice. An apply
+# is never re-run by itself; neither is a command (its reply would be posted twice).
+PLAN_RETRIES = 2
+RERUN_JOBS = frozenset({"workers.jobs.plan_pr", "workers.jobs.plan_merge_group"})
+COUNT_ABANDONED = "workers.rq_worker.count_abandoned"
+
+PLAN_CONTEXT = "plangate/plan"
+DESTROY_CONTEXT = "plangate/destroy"
+APPLY_CONTEXT = "plangate/apply"
+CONTEXTS = (PLAN_CONTEXT, DESTROY_CONTEXT, APPLY_CONTEXT)
+
+
+def job_id(kind: str, repo_id: int, *parts: object) -> str:
+    """Deterministic: a redelivered or duplicate event maps to the job that already exists."""
+    return "-".join([kind, str(repo_id), *(str(p) for p in parts)])
+
+
+@dataclass(frozen=True)
+class PlanRequest:
+    """Plan a PR's head (or, for a merge group, its commit as PR 0): what to plan and as whom."""
+
+    installation_id: int
+    repo_id: int
+    repo: str
+    clone_url: str
+    default_branch: str
+    pr: int
+    sha: str
+    author: str
+    fork: bool = False
+    trigger: str = "push"
+    only: tuple[str, ...] = ()  # `/plan NAME ...`: plan these projects whether or not the PR changes them
+    base_sha: str = ""  # the base branch's commit the PR is compared with: a deleted project is destroyed from it
+    on_merge: bool = False  # the base branch moved: plan GitHub's test merge instead of the head
+    code_sha: str = ""  # the commit whose code is planned when it is not `sha` (the test merge)
+
+    def head_key(self) -> str:
+        return keys.head(self.repo_id, self.pr)
+
+
+@dataclass(frozen=True)
+class PushRequest:
+    """A push to a branch: apply at `after` when it is the apply branch."""
+
+    installation_id: int
+    repo_id: int
+    repo: str
+    clone_url: str
+    default_branch: str
+    before: str
+    after: str
+    forced: bool = False
+    branch: str = ""  # the pushed branch; applies happen only on the apply branch
+    authors: tuple[str, ...] = ()  # the pusher and every commit author/committer login: never their own approvers
+
+
+@dataclass(frozen=True)
+class Where:
+    """Where an apply talks to humans: the merged PR, else the issue opened when it blocked."""
+
+    number: int | None
+    is_pr: bool
+    authors: tuple[str, ...]  # the merged PR's author; for a direct push, the pusher and commit logins
+    approved_on: str | None
+
+
+@dataclass(frozen=True)
+class CommandRequest:
+    """A slash command (or a check run button pressed, `via="check_run"`)."""
+
+    installation_id: int
+    repo_id: int
+    repo: str
+    clone_url: str
+    default_branch: str
+    number: int
+    is_pr: bool
+    comment_id: int
+    commenter: str
+    commenter_type: str
+    command: str | None
+    projects: tuple[str, ...] = ()
+    near_miss: tuple[str, str, str] | None = None  # (written, suggestion, reason)
+    issue_author: str = ""
+    sha: str | None = None  # `/approve-destroy SHA`
+    created_at: str | None = None  # when the comment was written (GitHub's clock): what its author could see
+    via: str = "comment"  # "comment", or "check_run": a button on a check run (no comment to react to)
+    event_id: str = ""  # the delivery of a button press: each press is its own command
+
+
+@dataclass(frozen=True)
+class GroupRequest:
+    """A merge group's required checks (`merge_group` `checks_requested`)."""
+
+    installation_id: int
+    repo_id: int
+    repo: str
+    clone_url: str
+    default_branch: str
+    head_sha: str
+    head_ref: str
+    base_sha: str = ""
+
+    def as_plan(self) -> PlanRequest:
+        """The plan jobs' view: PR 0 (no conversation), the group's head, never superseded by a PR push."""
+        return PlanRequest(
+            installation_id=self.installation_id,
+            repo_id=self.repo_id,
+            repo=self.repo,
+            clone_url=self.clone_url,
+            default_branch=self.default_branch,
+            pr=0,
+            sha=self.head_sha,
+            author="",
+            trigger=f"merge-group-{self.head_ref}",
+            base_sha=self.base_sha,
+        )
+
+
+@dataclass(frozen=True)
+class Enqueued:
+    job_id: str
+    duplicate: bool
+
+
+def enqueue_once(
+    queue: Queue,
+    func: str,
+    job_id: str,
+    request: Any,
+    *,
+    timeout: int = 3 * 3600,
+    result_ttl: int = 3600,
+) -> Enqueued:
+    """Enqueue `func(request=...)` unless a job with this id already exists (a redelivery or duplicate)."""
+    rerun = func in RERUN_JOBS
+    try:
+        queue.enqueue(
+            func,
+            kwargs={"request": request} if request is not None else {},
+            job_id=job_id,
+            unique=True,
+            job_timeout=timeout,
+            result_ttl=result_ttl,
+            retry=Retry(max=PLAN_RETRIES) if rerun else None,
+            on_failure=Callback(COUNT_ABANDONED) if rerun else None,
+        )
+    except DuplicateJobError:
+        return Enqueued(job_id, duplicate=True)
+    return Enqueued(job_id, duplicate=False)

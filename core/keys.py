@@ -1,0 +1,116 @@
+"""Every Redis key plangate uses, and how long each lives: one place, for the web process and the workers.
+
+Redis is queue and cache: GitHub is the system of record. Keys that can move the gate (approvals,
+destroy sets, held applies, the applied guard, the bot login, comment ids) are sealed by the workers
+(workers.adapters.store.records); the others hold nothing an attacker could use to unlock an apply.
+"""
+
+from __future__ import annotations
+
+DAY = 24 * 3600
+GATE_TTL = 90 * DAY  # approvals, destroy sets, held applies, comment ids: as long as a PR may stay open
+PLAN_META_TTL = 7 * DAY
+FORK_REFUSED_TTL = 90 * DAY
+PR_PLANS_TTL = 30 * DAY
+REPLAN_PENDING_TTL = 3600  # a re-plan that never ran (its worker died) frees the slot after this long
+MQ_GONE_TTL = DAY
+SANDBOX_TTL = 7 * DAY
+APPLYING_TTL = 7 * DAY
+
+# Counters the workers keep and /metrics reads (hashes).
+GATE_DECISIONS = "plangate:metrics:gate-decisions"
+GITHUB_RETRIES = "plangate:metrics:github-retries"  # "endpoint|reason" → retries
+GITHUB_RATE_LIMITED = "plangate:metrics:github-rate-limited"  # "endpoint|primary|secondary" → answers
+GITHUB_WAITED = "plangate:metrics:github-wait-seconds"  # "rate-limit" | "pacing" → seconds
+GITHUB_REMAINING = "plangate:metrics:github-ratelimit-remaining"  # installation → last x-ratelimit-remaining
+JOBS = "plangate:metrics:jobs"  # "recovered" | "abandoned" | "deferred" → count
+
+RUNS = "plangate:runs"  # the status page's run log (a capped list)
+DRIFT_TARGETS = "plangate:drift-targets"
+BOT_LOGIN = "plangate:bot-login"
+RATE_LIMITED_PREFIX = "plangate:rate-limited:"  # + installation → kind, expiring with the wait
+SANDBOX_PREFIX = "plangate:sandbox:"  # + worker → how it runs terraform
+SESSION_PREFIX = "plangate:status-session:"  # + session id → the signed-in person's view
+
+
+def head(repo_id: int, pr: int) -> str:
+    """The SHA a PR is planned at now: results of older SHAs are not posted."""
+    return f"plangate:head:{repo_id}:{pr}"
+
+
+def approvals(repo_id: int, number: int, sha: str) -> str:
+    return f"plangate:approvals:{repo_id}:{number}:{sha}"
+
+
+def destroys(repo_id: int, number: int, sha: str) -> str:
+    return f"plangate:destroys:{repo_id}:{number}:{sha}"
+
+
+def plan_meta(repo_id: int, pr: int, sha: str) -> str:
+    return f"plangate:plan-meta:{repo_id}:{pr}:{sha}"
+
+
+def fork_refused(repo_id: int, pr: int) -> str:
+    return f"plangate:fork-refused:{repo_id}:{pr}"
+
+
+def comments(repo_id: int, number: int, kind: str) -> str:
+    return f"plangate:comments:{repo_id}:{number}:{kind}"
+
+
+def blocked(repo_id: int, number: int) -> str:
+    return f"plangate:blocked:{repo_id}:{number}"
+
+
+def blocked_project(repo_id: int, identity: str) -> str:
+    return f"plangate:blocked-project:{repo_id}:{identity}"
+
+
+def applied(repo_id: int, identity: str) -> str:
+    return f"plangate:applied:{repo_id}:{identity}"
+
+
+def applying(repo_id: int, sha: str, identity: str) -> str:
+    return f"plangate:applying:{repo_id}:{sha}:{identity}"
+
+
+def apply_outcomes(repo_id: int, sha: str) -> str:
+    return f"plangate:apply-outcomes:{repo_id}:{sha}"
+
+
+def drift_issue(repo_id: int, project: str) -> str:
+    return f"plangate:drift-issue:{repo_id}:{project}"
+
+
+def drift_by_issue(repo_id: int, number: int) -> str:
+    return f"plangate:drift-by-issue:{repo_id}:{number}"
+
+
+def pr_plans(repo_id: int) -> str:
+    """Open PRs' latest plans by the projects they cover (to re-plan them when main moves)."""
+    return f"plangate:pr-plans:{repo_id}"
+
+
+def replan_pending(repo_id: int, pr: int) -> str:
+    return f"plangate:replan-pending:{repo_id}:{pr}"
+
+
+def mq_gone(repo_id: int, head_sha: str) -> str:
+    """A merge group the queue dropped: its results are published to no one."""
+    return f"plangate:mq-gone:{repo_id}:{head_sha}"
+
+
+def installation_token(installation_id: int) -> str:
+    return f"plangate:installation-token:{installation_id}"
+
+
+def installation_token_lock(installation_id: int) -> str:
+    return f"plangate:installation-token-lock:{installation_id}"
+
+
+def pace(installation_id: int) -> str:
+    return f"plangate:pace:{installation_id}"
+
+
+def check_runs(repo: str, sha: str) -> str:
+    return f"plangate:check-runs:{repo}:{sha}"

@@ -1,0 +1,121 @@
+"""How one dispatch becomes many jobs: a job per project (one at a time per project across all workers,
+by RQ's RateLimit), then the job that reports them all, which waits for every one of them."""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Sequence
+from typing import Any
+
+import redis
+from rq import Callback, Queue, RateLimit, Retry
+from rq.job import Dependency
+
+from core.contract import (
+    COUNT_ABANDONED,
+    PLAN_RETRIES,
+    PLANS_QUEUE,
+    PlanRequest,
+    PushRequest,
+    Where,
+    enqueue_once,
+    job_id,
+)
+from core.projects import Project
+from workers.flows.stale_plans import PlannedPR
+
+STEP_MARGIN = 120  # RQ's own timeout must only fire after the runner's SIGINT → SIGTERM → SIGKILL
+RERUN = Retry(max=PLAN_RETRIES)  # plan and drift jobs: no side effect, so a dead worker's job runs again
+ABANDONED = Callback(COUNT_ABANDONED)
+DAY = 24 * 3600
+
+
+def project_rate_limit(repo_id: int, project: Project) -> RateLimit:
+    """One job at a time per (repo, dir, workspace) across all workers: two never share a state lock."""
+    slug = hashlib.sha256(f"{project.dir}\0{project.workspace}".encode()).hexdigest()[:16]
+    return RateLimit(key=f"project-{repo_id}-{slug}", concurrency=1)
+
+
+def plans(
+    conn: redis.Redis,
+    request: PlanRequest,
+    projects: Sequence[Project],
+    *,
+    tf_timeout: float,
+    publish: str,
+    publish_request: Any,
+) -> list[str]:
+    """One plan job per project, re-run if its worker dies, then `publish` (with its own request)."""
+    queue = Queue(PLANS_QUEUE, connection=conn)
+    ids = [
+        queue.enqueue(
+            "workers.jobs.plan_project",
+            kwargs={"request": request, "project": project},
+            rate_limit=project_rate_limit(request.repo_id, project),
+            job_timeout=int(tf_timeout * 4 + STEP_MARGIN),
+            result_ttl=DAY,
+            retry=RERUN,
+            on_failure=ABANDONED,
+        ).id
+        for project in projects
+    ]
+    queue.enqueue(
+        publish,
+        kwargs={"request": publish_request, "job_ids": ids},
+        depends_on=Dependency(jobs=ids, allow_failure=True),
+        job_timeout=600,
+        retry=RERUN,
+        on_failure=ABANDONED,
+    )
+    return ids
+
+
+def applies(
+    conn: redis.Redis, push: PushRequest, projects: Sequence[Project], where: Where, tf_timeout: float
+) -> list[str]:
+    """Per project, in push order and one at a time (the project's RateLimit), never re-run by RQ;
+    then the job that sets the combined `plangate/apply`."""
+    queue = Queue(PLANS_QUEUE, connection=conn)
+    ids = [
+        queue.enqueue(
+            "workers.jobs.apply_project",
+            kwargs={"push": push, "project": project, "where": where},
+            rate_limit=project_rate_limit(push.repo_id, project),
+            job_timeout=int(tf_timeout * 5 + STEP_MARGIN),
+            result_ttl=DAY,
+            failure_ttl=7 * DAY,
+        ).id
+        for project in projects
+    ]
+    queue.enqueue(
+        "workers.jobs.finish_apply",
+        kwargs={"push": push, "job_ids": ids, "where": where},
+        depends_on=Dependency(jobs=ids, allow_failure=True),
+        job_timeout=600,
+    )
+    return ids
+
+
+def replans_on_merge(conn: redis.Redis, push: PushRequest, prs: Sequence[PlannedPR]) -> None:
+    """Plan each stale PR again, on GitHub's test merge with the code this push left on the branch."""
+    queue = Queue(PLANS_QUEUE, connection=conn)
+    for planned in prs:
+        replan = PlanRequest(
+            installation_id=push.installation_id,
+            repo_id=push.repo_id,
+            repo=push.repo,
+            clone_url=push.clone_url,
+            default_branch=push.default_branch,
+            pr=planned.number,
+            sha=planned.sha,
+            author=planned.author,
+            fork=planned.fork,
+            trigger=f"main-{push.after}",
+            on_merge=True,
+        )
+        enqueue_once(
+            queue,
+            "workers.jobs.plan_pr",
+            job_id("plan", push.repo_id, planned.number, planned.sha, "main", push.after),
+            replan,
+        )
