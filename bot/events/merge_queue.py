@@ -14,7 +14,7 @@ from rq.exceptions import NoSuchJobError
 from rq.job import Job, JobStatus
 
 from core import keys
-from core.contract import job_id
+from core.contract import GroupRequest, job_id
 
 from .context import Delivery, repo_args
 
