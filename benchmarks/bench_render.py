@@ -98,7 +98,8 @@ def make_plan(tool: str, work: Path, creates: int, destroys: int) -> tuple[float
 def child(mode: str, plan_json: Path, plan_txt: Path) -> None:
     """Runs in a fresh process: prints one JSON line of measurements."""
     from core.plan import parse_plan
-    from core.render.plan import ProjectResult, render_plan_comments
+    from core.render.plan import render_plan_comments
+    from core.results import ProjectResult
 
     data, text = plan_json.read_bytes(), plan_txt.read_text()
     if mode == "tracemalloc":

@@ -16,7 +16,7 @@ from typing import Any, TypeVar
 
 import yaml
 
-from core.drift_schedule import is_valid_schedule
+from core.cron import is_valid_schedule
 from core.render.mask import PatternError, compile_pattern
 
 # Atlantis' default, plus the lock file (a provider upgrade changes the plan). Relative to the project dir.

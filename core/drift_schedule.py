@@ -19,17 +19,16 @@ from collections import Counter
 from collections.abc import Iterable, Mapping
 from dataclasses import asdict, dataclass
 from datetime import UTC, datetime
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from croniter import croniter
 from croniter.croniter import CroniterError
 
-if TYPE_CHECKING:  # config validates schedules with this module: import its type only
-    from core.config import RepoConfig
+from core.config import RepoConfig
+from core.cron import is_valid_schedule
 
 SECONDS_PER_CHECK = 2  # spread window grows by this much per due check of one installation
 MAX_SPREAD = 30 * 60  # never delay a check more than this
-ALIASES = frozenset({"@yearly", "@annually", "@monthly", "@weekly", "@daily", "@midnight", "@hourly"})
 
 
 @dataclass(frozen=True)
@@ -62,24 +61,6 @@ class DriftTarget:
         if project is not None and (not isinstance(project, str) or not project):
             raise ValueError(f"DriftTarget.project: expected a non-empty string or None, got {project!r}")
         return cls(project=project, **ints, **strs)  # type: ignore[arg-type]
-
-
-def is_valid_schedule(expr: str) -> bool:
-    """A five-field cron expression or an alias croniter understands."""
-    if not isinstance(expr, str):
-        return False
-    text = expr.strip()
-    if text.startswith("@"):
-        return text.lower() in ALIASES
-    return len(text.split()) == 5 and croniter.is_valid(text)
-
-
-def validate_schedule(expr: str, name: str) -> str:
-    """`expr` stripped, or a ValueError naming the setting or project it came from."""
-    if not is_valid_schedule(expr):
-        hint = " (expected five fields: minute hour day-of-month month day-of-week, in UTC)"
-        raise ValueError(f"{name}: invalid cron expression {expr!r}{hint}")
-    return expr.strip()
 
 
 def _utc_minute(minute: datetime) -> datetime:

@@ -14,7 +14,7 @@ from urllib.parse import quote, unquote, urlparse
 from cryptography.hazmat.primitives.asymmetric.rsa import RSAPrivateKey
 from cryptography.hazmat.primitives.serialization import load_pem_private_key
 
-from core.drift_schedule import validate_schedule
+from core.cron import validate_schedule
 from core.render.mask import PatternError, compile_pattern
 from core.sandbox_paths import MODES, Grant, parse_grants
 from core.status_settings import CLOSED, StatusAuth

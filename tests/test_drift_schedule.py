@@ -11,16 +11,15 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from core.config import parse_config
+from core.cron import is_valid_schedule, validate_schedule
 from core.drift_schedule import (
     MAX_SPREAD,
     DriftTarget,
     delays,
     due,
-    is_valid_schedule,
     jitter_seconds,
     spread_for,
     targets_for,
-    validate_schedule,
 )
 
 REPO = dict(installation_id=7, repo_id=42, repo="o/r", clone_url="https://github.com/o/r.git", default_branch="main")

@@ -13,7 +13,6 @@ from core.plan import OutputChange, Plan, ResourceChange
 from core.render.mask import PatternError
 from core.render.plan import (
     MASK,
-    ProjectResult,
     destroy_status,
     marker,
     mask,
@@ -25,6 +24,7 @@ from core.render.plan import (
     render_plan_comments,
     render_too_many_files,
 )
+from core.results import ProjectResult
 
 SHA = "0123456789abcdef0123456789abcdef01234567"
 CLASS = {

@@ -21,7 +21,7 @@ from core.contract import (
 )
 from core.drift_schedule import DriftTarget
 from core.projects import Project
-from core.render.plan import ProjectResult
+from core.results import ProjectResult
 from workers import fanout
 from workers.adapters.store import applies as apply_store
 from workers.context import context

@@ -7,14 +7,11 @@ it is cut and the note says exactly how many were left out.
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
-from typing import TYPE_CHECKING
 
 from core.gate import destroy_key
 from core.plan import ResourceChange
 from core.render.text import code, one_line
-
-if TYPE_CHECKING:
-    from core.render.plan import ProjectResult
+from core.results import ProjectResult
 
 REASONS = {
     "delete_because_no_resource_config": "no longer in configuration",

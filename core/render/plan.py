@@ -9,10 +9,7 @@ comments, each carrying a `plangate:plan` marker with its part number.
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
 
-from core.plan import Plan
-from core.projects import project_identity
 from core.render.destroys import Notes, destroy_section, drift_lines
 from core.render.marker import marker, parse_marker
 from core.render.mask import MASK, Masker, mask
@@ -28,6 +25,7 @@ from core.render.text import (
     one_line,
     plain_lines,
 )
+from core.results import ProjectResult
 
 __all__ = [
     "MASK",
@@ -48,33 +46,6 @@ GITHUB_LIMIT = 65_536
 MIN_LIMIT = 4_096
 ERROR_LINES = 40
 MIN_ROOM = 2_000  # below this, a shortened plan goes to a fresh comment rather than a sliver
-
-
-@dataclass(frozen=True)
-class ProjectResult:
-    """One project's planning outcome at one SHA; `error` holds init/plan output when it failed."""
-
-    name: str
-    dir: str
-    workspace: str
-    tool: str  # "terraform" | "tofu"
-    sha: str  # 40 hex
-    plan: Plan | None
-    plan_text: str = ""  # `show -no-color` of the saved plan
-    error: str | None = None
-    ours: bool = False  # the error is plangate's environment (e.g. the sandbox), not the repository's
-    destroy_from: str | None = None  # the project was deleted: this is `plan -destroy` of its code there
-
-    @property
-    def identity(self) -> str:
-        return project_identity(self.name, self.workspace, self.dir)
-
-    @property
-    def secrets(self) -> tuple[str, ...]:
-        if self.plan is None:
-            return ()
-        changes = self.plan.changes + self.plan.drift
-        return tuple(v for c in changes for v in c.sensitive_values)
 
 
 Block = Callable[[int | None], str]  # budget (None: unshortened) -> markdown no longer than budget

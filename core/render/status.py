@@ -7,12 +7,10 @@ through `describe()`, which collapses whitespace and clips.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Literal
+from typing import Literal
 
 from core.render.text import one_line
-
-if TYPE_CHECKING:
-    from core.render.plan import ProjectResult
+from core.results import ProjectResult
 
 State = Literal["pending", "success", "failure", "error"]
 MAX_DESCRIPTION = 140

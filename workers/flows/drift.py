@@ -31,7 +31,7 @@ from core.render.drift import (
     render_drift_report,
     render_drift_resolved,
 )
-from core.render.plan import ProjectResult
+from core.results import ProjectResult
 from core.runlog import record_run
 from workers.adapters.checkout import checkout, job_workdir, remote_head
 from workers.adapters.github import vcs

@@ -24,9 +24,10 @@ from core.contract import DESTROY_CONTEXT, PLAN_CONTEXT, GroupRequest
 from core.destroy_rules import rule_coverage
 from core.gate import destroy_keys
 from core.projects import Project
-from core.render.plan import ProjectResult, render_plan_comments
+from core.render.plan import render_plan_comments
 from core.render.replies import approval_status
 from core.render.status import destroy_status, pending_status, plan_status
+from core.results import ProjectResult
 from workers.adapters.checkout import checkout, job_workdir, remote_head
 from workers.adapters.github import vcs
 from workers.adapters.github.auth import installation_client

@@ -22,7 +22,6 @@ from core.gate import destroy_keys
 from core.plan import summary_line
 from core.projects import Project, ProjectSelection
 from core.render.plan import (
-    ProjectResult,
     render_config_error,
     render_fork_refused,
     render_plan_comments,
@@ -31,6 +30,7 @@ from core.render.plan import (
 )
 from core.render.replies import approval_status
 from core.render.status import destroy_status, pending_status, plan_status
+from core.results import ProjectResult
 from core.runlog import record_run
 from workers.adapters.checkout import checkout, job_workdir
 from workers.adapters.github import vcs

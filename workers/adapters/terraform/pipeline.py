@@ -15,7 +15,7 @@ from pathlib import Path
 
 from core.plan import Plan, PlanError, parse_plan
 from core.projects import Project
-from core.render.plan import ProjectResult
+from core.results import ProjectResult
 from workers.adapters.checkout import checkout, job_workdir
 from workers.adapters.terraform.runner import StepResult, Terraform, TerraformError
 from workers.adapters.terraform.sandbox import SandboxError

@@ -1,0 +1,36 @@
+"""One project's planning outcome (pure data): what plans, applies and drift checks produce and every
+renderer and gate decision reads."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from core.plan import Plan
+from core.projects import project_identity
+
+
+@dataclass(frozen=True)
+class ProjectResult:
+    """One project's planning outcome at one SHA; `error` holds init/plan output when it failed."""
+
+    name: str
+    dir: str
+    workspace: str
+    tool: str  # "terraform" | "tofu"
+    sha: str  # 40 hex
+    plan: Plan | None
+    plan_text: str = ""  # `show -no-color` of the saved plan
+    error: str | None = None
+    ours: bool = False  # the error is plangate's environment (e.g. the sandbox), not the repository's
+    destroy_from: str | None = None  # the project was deleted: this is `plan -destroy` of its code there
+
+    @property
+    def identity(self) -> str:
+        return project_identity(self.name, self.workspace, self.dir)
+
+    @property
+    def secrets(self) -> tuple[str, ...]:
+        if self.plan is None:
+            return ()
+        changes = self.plan.changes + self.plan.drift
+        return tuple(v for c in changes for v in c.sensitive_values)
