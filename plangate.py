@@ -1,23 +1,59 @@
 """`plangate`: the one console script, and the only module that starts any of plangate's processes.
 
 `web` runs bot/ (the webhook server), `worker` and `cron` run workers/ (the jobs), `gate` runs core/
-(the gate's verdict on one plan), `demo` runs them all against the GitHub stand-in.
+(the gate's verdict on one plan), `demo` runs them all against the GitHub stand-in (standin/, a
+distribution of its own).
 """
 
 from __future__ import annotations
 
 import argparse
+import importlib.metadata
+import importlib.util
 import logging
 import os
 import sys
 import time
-from typing import NoReturn
+from collections.abc import Mapping
+from pathlib import Path
+from typing import TYPE_CHECKING, NoReturn
 
-from core import settings as settings_module
-from core.settings import Settings, SettingsError, forget_secrets
+if TYPE_CHECKING:
+    from core.settings import Settings
+
+# plangate's packages have generic top-level names; these are the ones that must be its own.
+OWN_PACKAGES = ("bot", "workers", "core")
+HOME = Path(__file__).resolve().parent
+
+
+def foreign_packages(found: Mapping[str, list[str]], home: Path) -> list[str]:
+    """Why `bot`, `workers` or `core` may not be plangate's own here: empty when all three are.
+
+    Another distribution shipping one of these names (found: import name → distributions) would
+    overwrite or shadow plangate's code; a copy outside plangate's directory would shadow it.
+    """
+    problems = []
+    for name in OWN_PACKAGES:
+        others = sorted(set(found.get(name, [])) - {"plangate"})
+        if others:
+            problems.append(f"'{name}' is also installed by {', '.join(others)}")
+        spec = importlib.util.find_spec(name)
+        origin = Path(spec.origin).resolve().parent.parent if spec and spec.origin else None
+        if origin != home:
+            problems.append(f"'{name}' is imported from {origin or 'nowhere'}, not from {home}")
+    return problems
+
+
+def _own_packages_or_stop() -> None:
+    problems = foreign_packages(importlib.metadata.packages_distributions(), HOME)
+    if problems:
+        _stop("; ".join(problems) + ": install plangate in a virtualenv of its own")
 
 
 def _settings(*, need_webhook: bool = False, need_app: bool = False, need_redis_password: bool = False) -> Settings:
+    from core import settings as settings_module
+    from core.settings import SettingsError
+
     try:
         return settings_module.load(
             need_webhook=need_webhook, need_app=need_app, need_redis_password=need_redis_password
@@ -40,6 +76,7 @@ def cmd_web(args: argparse.Namespace) -> int:
 
     from bot.app import create_app, create_setup_app
     from bot.setup import setup_active
+    from core.settings import forget_secrets
 
     settings = _settings()
     _logging()
@@ -57,6 +94,7 @@ def cmd_worker(args: argparse.Namespace) -> int:
     import redis
 
     from core.contract import QUEUE_NAMES
+    from core.settings import forget_secrets
     from workers.rq_worker import MAINTENANCE_INTERVAL, PlangateWorker
 
     settings = _settings(need_app=True, need_redis_password=True)
@@ -98,6 +136,7 @@ def cmd_cron(args: argparse.Namespace) -> int:
     from rq.cron import CronScheduler
 
     from core.contract import PLANS_QUEUE
+    from core.settings import forget_secrets
     from workers import maintenance
 
     settings = _settings(need_app=True)
@@ -123,8 +162,15 @@ def cmd_cron(args: argparse.Namespace) -> int:
 
 
 def cmd_demo(args: argparse.Namespace) -> int:
-    from bot.demo import run
-
+    try:
+        from standin.demo import run
+    except ModuleNotFoundError as exc:
+        if exc.name != "standin":
+            raise
+        _stop(
+            "the demo runs against the GitHub stand-in, which is not installed: `make demo` in a plangate "
+            "checkout installs it, or `pip install ./standin` from that checkout"
+        )
     return run(args)
 
 
@@ -157,6 +203,7 @@ def parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
+    _own_packages_or_stop()
     args = parser().parse_args(argv)
     code: int = args.func(args)
     return code

@@ -42,8 +42,8 @@ def env_file_path() -> Path:
 
 
 def manifest_path() -> Path:
-    """PLANGATE_APP_MANIFEST, default app-manifest.yml at the repository root."""
-    return Path(os.environ.get("PLANGATE_APP_MANIFEST") or Path(__file__).resolve().parent.parent / "app-manifest.yml")
+    """PLANGATE_APP_MANIFEST, default the app-manifest.yml installed with this package."""
+    return Path(os.environ.get("PLANGATE_APP_MANIFEST") or Path(__file__).resolve().parent / "app-manifest.yml")
 
 
 def setup_active(settings: Settings) -> bool:

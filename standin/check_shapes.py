@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 from standin import shapes
-from standin.checks import CheckRun, CheckSuite, pull_requests_of
+from standin.checks import pull_requests_of
 from standin.shapes import Json
-from standin.state import App, Repo, State, iso
+from standin.state import App, CheckRun, CheckSuite, Repo, State, iso
 
 APP_CREATED = "2020-01-01T00:00:00Z"  # the stand-in's Apps have no history; GitHub always sends these two times
 

@@ -7,49 +7,13 @@ from __future__ import annotations
 
 import datetime as dt
 from collections.abc import Iterable
-from dataclasses import dataclass, field
 from typing import Any
 
 from standin import gitops
-from standin.state import App, PullRequest, Repo, State, utcnow
+from standin.state import App, CheckRun, CheckSuite, PullRequest, Repo, State, utcnow
 
 # A suite's conclusion is that of its worst latest run (GitHub does not document the order; this is the stand-in's).
 SEVERITY = ("action_required", "cancelled", "timed_out", "failure", "stale", "neutral", "success", "skipped")
-
-
-@dataclass
-class CheckSuite:
-    id: int
-    repo_id: int
-    app: App
-    head_sha: str
-    head_branch: str | None
-    before: str | None  # the head's first parent: the `before` of a one-commit push
-    created_at: dt.datetime
-    updated_at: dt.datetime
-    status: str = "queued"
-    conclusion: str | None = None
-
-
-@dataclass
-class CheckRun:
-    id: int
-    repo_id: int
-    suite_id: int
-    app: App
-    name: str
-    head_sha: str
-    started_at: dt.datetime
-    status: str = "queued"
-    conclusion: str | None = None
-    completed_at: dt.datetime | None = None
-    details_url: str | None = None  # None: GitHub shows the App's homepage
-    external_id: str = ""
-    title: str | None = None
-    summary: str | None = None
-    text: str | None = None
-    annotations: list[dict[str, Any]] = field(default_factory=list)
-    actions: list[dict[str, str]] = field(default_factory=list)
 
 
 def _when(value: str) -> dt.datetime:

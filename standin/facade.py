@@ -18,7 +18,7 @@ from standin.faults import Faults
 from standin.gitops import FileContent
 from standin.keys import public_key_of
 from standin.limits import Limits
-from standin.state import App, Comment, PullRequest, Repo, State, Status, User, utcnow
+from standin.state import App, CheckRun, Comment, PullRequest, Repo, State, Status, User, utcnow
 
 
 @dataclass(frozen=True)
@@ -37,7 +37,7 @@ class Report:
         return cls(status.context, status.state, status.description, status.target_url)
 
     @classmethod
-    def of_check_run(cls, run: checks.CheckRun) -> Report:
+    def of_check_run(cls, run: CheckRun) -> Report:
         state = "pending" if run.status != "completed" else ("success" if run.conclusion == "success" else "failure")
         actions = tuple(a["identifier"] for a in run.actions)
         return cls(run.name, state, run.title, run.details_url, run.summary, actions)
@@ -370,19 +370,19 @@ class StandIn:
             else:
                 granted[name] = level
 
-    def check_runs(self, repo: Repo, sha: str) -> dict[str, checks.CheckRun]:
+    def check_runs(self, repo: Repo, sha: str) -> dict[str, CheckRun]:
         """The newest check run of each name on `sha`, of every App."""
         with self.state.lock:
             return {run.name: run for run in checks.latest_per_name(checks.runs_at(self.state, repo, sha))}
 
-    def all_check_runs(self, repo: Repo, sha: str) -> list[checks.CheckRun]:
+    def all_check_runs(self, repo: Repo, sha: str) -> list[CheckRun]:
         """Every check run on `sha`, of every App, oldest first."""
         with self.state.lock:
             return checks.runs_at(self.state, repo, sha)
 
     def add_foreign_check_run(
         self, repo: Repo, sha: str, name: str, app_slug: str = "ci", conclusion: str | None = "success"
-    ) -> checks.CheckRun:
+    ) -> CheckRun:
         """A check run of another App (a CI service): completed with `conclusion`, or in progress when None.
         GitHub tells this App nothing about it; this App may read it but not change it."""
         with self.state.lock:
@@ -391,12 +391,12 @@ class StandIn:
                 body["conclusion"] = conclusion
             return checks.create_run(self.state, repo, checks.other_app(self.state, app_slug), body)
 
-    def rerequest_check_run(self, run: checks.CheckRun, login: str, deliver: bool = True) -> None:
+    def rerequest_check_run(self, run: CheckRun, login: str, deliver: bool = True) -> None:
         """`login` presses "Re-run" on a completed run: its suite starts over and the App that made it gets
         `check_run` `rerequested`; the run itself is not changed."""
         self._check_run_event(run, login, "rerequested", None, deliver)
 
-    def request_check_run_action(self, run: checks.CheckRun, login: str, identifier: str, deliver: bool = True) -> None:
+    def request_check_run_action(self, run: CheckRun, login: str, identifier: str, deliver: bool = True) -> None:
         """`login` presses the completed run's button `identifier`: `check_run` `requested_action`."""
         if identifier not in [action["identifier"] for action in run.actions]:
             raise ValueError(f"check run {run.id} offers no action {identifier!r}")
@@ -447,7 +447,7 @@ class StandIn:
         self._emit_if_granted(repo, "merge_queues", "merge_group", payload, deliver)
 
     def _check_run_event(
-        self, run: checks.CheckRun, login: str, action: str, identifier: str | None, deliver: bool
+        self, run: CheckRun, login: str, action: str, identifier: str | None, deliver: bool
     ) -> None:
         """GitHub offers these buttons on completed runs and tells only the App that made the run."""
         if run.status != "completed" or run.app.id != self.app.id:

@@ -3,10 +3,9 @@
 from __future__ import annotations
 
 from standin import check_shapes, gitops, payloads
-from standin.checks import CheckRun
 from standin.merge_queue import MergeGroup
 from standin.shapes import Json
-from standin.state import Repo, State, User
+from standin.state import CheckRun, Repo, State, User
 
 
 def check_run(

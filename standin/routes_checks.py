@@ -16,7 +16,7 @@ from starlette.routing import Route
 from standin import check_shapes, checks, gitops, payloads_checks
 from standin.auth import error, not_found, require_token
 from standin.checks_validation import CREATE, UPDATE, refusal
-from standin.state import Repo, State
+from standin.state import CheckRun, Repo, State
 from standin.web import base_of, json_body, paginate, state_of
 
 DOCS = "https://docs.github.com/rest/checks/runs"
@@ -49,7 +49,7 @@ def _access(request: Request, need: str, docs: str) -> Repo | JSONResponse:
     return repo
 
 
-def _emit(state: State, repo: Repo, run: checks.CheckRun, actions: list[str], base: str) -> None:
+def _emit(state: State, repo: Repo, run: CheckRun, actions: list[str], base: str) -> None:
     for action in actions:
         state.hookshot.emit("check_run", payloads_checks.check_run(state, repo, run, action, state.app.bot, base))
 
@@ -74,7 +74,7 @@ async def create_run(request: Request) -> Response:
         return JSONResponse(check_shapes.run(state, run, repo, base), 201)
 
 
-def _run_of(state: State, repo: Repo, request: Request) -> checks.CheckRun | None:
+def _run_of(state: State, repo: Repo, request: Request) -> CheckRun | None:
     run = state.check_runs.get(int(request.path_params["check_run_id"]))
     return run if run is not None and run.repo_id == repo.id else None
 

@@ -8,12 +8,9 @@ import secrets
 import threading
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import Any
 
 from standin.hookshot import Hookshot
-
-if TYPE_CHECKING:
-    from standin.checks import CheckRun, CheckSuite
 
 PERMISSIONS = ("read", "triage", "write", "maintain", "admin")
 # What the App asks for and an installation grants by default: plangate's manifest, check runs, merge-queue events.
@@ -192,6 +189,41 @@ class LoggedRequest:
     auth: str  # "jwt" | "token" | "basic" | "none"
     fault: bool = False  # an injected fault answered (or dropped) it
     rate_limit: str | None = None  # "primary" | "secondary": answered with a rate-limit refusal
+
+
+@dataclass
+class CheckSuite:
+    id: int
+    repo_id: int
+    app: App
+    head_sha: str
+    head_branch: str | None
+    before: str | None  # the head's first parent: the `before` of a one-commit push
+    created_at: dt.datetime
+    updated_at: dt.datetime
+    status: str = "queued"
+    conclusion: str | None = None
+
+
+@dataclass
+class CheckRun:
+    id: int
+    repo_id: int
+    suite_id: int
+    app: App
+    name: str
+    head_sha: str
+    started_at: dt.datetime
+    status: str = "queued"
+    conclusion: str | None = None
+    completed_at: dt.datetime | None = None
+    details_url: str | None = None  # None: GitHub shows the App's homepage
+    external_id: str = ""
+    title: str | None = None
+    summary: str | None = None
+    text: str | None = None
+    annotations: list[dict[str, Any]] = field(default_factory=list)
+    actions: list[dict[str, str]] = field(default_factory=list)
 
 
 class State:

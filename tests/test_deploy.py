@@ -905,16 +905,20 @@ def test_dockerfile_installs_bubblewrap_without_setuid() -> None:
         assert not re.search(r"chmod\s+(\S*[ug]\+\S*s|0*[2467][0-7]{3}\b)", rest), f"setuid/setgid bit set: {kw} {rest}"
 
 
-def test_dockerfile_builds_every_packaged_directory() -> None:
-    include = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["setuptools"]["packages"]["find"]["include"]
-    packages = {p.rstrip("*") for p in include}
+def test_dockerfile_builds_every_packaged_directory_and_nothing_else() -> None:
+    """The image holds the product only: every package the wheel names, never the GitHub stand-in."""
+    setuptools = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["setuptools"]
+    packages = {p.rstrip("*") for p in setuptools["packages"]["find"]["include"]}
+    modules = {f"{m}.py" for m in setuptools["py-modules"]}
     copied = {rest.split()[0] for kw, rest in _dockerfile() if kw == "COPY" and not rest.startswith("--from")}
-    assert packages | {"pyproject.toml", "app-manifest.yml"} <= copied
+    assert copied == packages | modules | {"pyproject.toml"}
     ignore = (DEPLOY / "Dockerfile.dockerignore").read_text().splitlines()
-    assert {f"!{p}/" for p in packages} | {"!pyproject.toml", "!app-manifest.yml"} <= set(ignore)
-    manifest = next(rest.split() for kw, rest in _dockerfile() if kw == "COPY" and rest.startswith("app-manifest"))
-    assert dict(_dockerfile_env())["PLANGATE_APP_MANIFEST"] == manifest[1]
-    assert (ROOT / manifest[0]).is_file()
+    assert {line for line in ignore if line.startswith("!")} == {f"!{p}/" for p in packages} | {
+        f"!{m}" for m in modules
+    } | {"!pyproject.toml"}
+    assert "standin" not in packages
+    assert "PLANGATE_APP_MANIFEST" not in dict(_dockerfile_env()), "the manifest ships inside the wheel"
+    assert "app-manifest.yml" in setuptools["package-data"]["bot"]
 
 
 def _tofu_install_script(tmp_path: Path) -> tuple[str, dict[str, str]]:
