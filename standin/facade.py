@@ -446,9 +446,7 @@ class StandIn:
         payload = payloads_checks.merge_group(self.state, group, "destroyed", bot, self.base_url, reason)
         self._emit_if_granted(repo, "merge_queues", "merge_group", payload, deliver)
 
-    def _check_run_event(
-        self, run: CheckRun, login: str, action: str, identifier: str | None, deliver: bool
-    ) -> None:
+    def _check_run_event(self, run: CheckRun, login: str, action: str, identifier: str | None, deliver: bool) -> None:
         """GitHub offers these buttons on completed runs and tells only the App that made the run."""
         if run.status != "completed" or run.app.id != self.app.id:
             raise ValueError(f"check run {run.id} is {run.status}, of App {run.app.slug}: nothing to press")

@@ -2,9 +2,9 @@
 
 core/ (pure domain and the web/worker contract) imports neither bot/ nor workers/; bot/ (the web
 process) never imports workers/ and workers/ never imports bot/; the product never imports the
-GitHub stand-in (standin/, its own distribution) and the stand-in imports none of the product; inside workers/, adapters never
-import flows and neither imports the RQ entry points. Imports under `if TYPE_CHECKING:` and inside
-functions count too: a circle hidden there is still a circle.
+GitHub stand-in (standin/, its own distribution) and the stand-in imports none of the product;
+inside workers/, adapters never import flows and neither imports the RQ entry points. Imports
+under `if TYPE_CHECKING:` and inside functions count too: a circle hidden there is still a circle.
 """
 
 from __future__ import annotations

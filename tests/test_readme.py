@@ -28,3 +28,19 @@ def test_every_command_is_documented_with_its_options() -> None:
 def test_the_two_commands_come_first() -> None:
     first_block = README.split("```")[1]
     assert "make demo" in first_block and "make test" in first_block
+
+
+def test_every_module_the_readme_names_exists() -> None:
+    """The map in "How it is built" names modules by path, or by the end of one (`flows/x.py`, `gate.py` in a
+    list under `core/`): each must be exactly one module of the tree, so a rename updates the map."""
+    root = Path(__file__).parent.parent
+    modules = [
+        p.relative_to(root).as_posix()
+        for d in ("bot", "workers", "core", "standin", "tests", "benchmarks")
+        for p in (root / d).rglob("*.py")
+    ]
+    modules += [p.name for p in root.glob("*.py")]
+    named = set(re.findall(r"`((?:[\w.]+/)*[\w]+\.py)", README))
+    assert len(named) > 30
+    unmatched = {path: n for path in named if (n := sum(m == path or m.endswith("/" + path) for m in modules)) != 1}
+    assert unmatched == {}

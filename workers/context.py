@@ -97,10 +97,8 @@ def check_secrets_hidden(settings: Settings, sandbox: Sandbox) -> None:
             )
 
 
-@cache
-def context() -> WorkerContext:
-    """Built once per process (before RQ forks its work horses) from the environment."""
-    loaded = settings_module.load(need_app=True)
+def build(loaded: Settings) -> WorkerContext:
+    """A context from settings: Redis, the token cache, sealed records and the probed sandbox."""
     conn = redis.Redis.from_url(loaded.redis_url)
     assert loaded.app_id is not None and loaded.private_key is not None
     tokens = TokenCache(
@@ -116,3 +114,9 @@ def context() -> WorkerContext:
     return WorkerContext(
         settings=loaded, redis=conn, tokens=tokens, records=Records(conn, loaded.private_key), sandbox=sandbox
     )
+
+
+@cache
+def context() -> WorkerContext:
+    """Built once per process (before RQ forks its work horses) from the environment."""
+    return build(settings_module.load(need_app=True))

@@ -108,8 +108,7 @@ def handle_command(request: CommandRequest) -> str:
     if outcome is None:
         return "ignored"
     for held in outcome.reapply:
-        where = Where(number=held.number, is_pr=held.is_pr, authors=tuple(held.authors), approved_on=held.approved_on)
-        fanout.applies(ctx.redis, held.push_request(), [held.project_of()], where, ctx.settings.tf_timeout)
+        fanout.applies(ctx.redis, held.push, [held.project], held.where(), ctx.settings.tf_timeout)
     if outcome.redrift is not None:
         Queue(PLANS_QUEUE, connection=ctx.redis).enqueue("workers.jobs.drift_check", kwargs={"target": outcome.redrift})
     if outcome.replan is not None:
@@ -128,14 +127,7 @@ def apply_push(request: PushRequest) -> list[str]:
     if found is None:
         return []
     fanout.replans_on_merge(ctx.redis, request, found.replans)
-    pr = found.pr
-    where = Where(
-        number=pr.number if pr else None,
-        is_pr=pr is not None,
-        authors=(pr.author,) if pr else request.authors,
-        approved_on=pr.head_sha if pr else None,
-    )
-    return fanout.applies(ctx.redis, request, found.projects, where, ctx.settings.tf_timeout)
+    return fanout.applies(ctx.redis, request, found.projects, found.where(request), ctx.settings.tf_timeout)
 
 
 def apply_project(push: PushRequest, project: Project, where: Where) -> str:

@@ -31,6 +31,18 @@ def push_authors(data: dict[str, Any]) -> list[str]:
     return [login for login in dict.fromkeys(logins) if login]
 
 
+def push_request(data: dict[str, Any]) -> PushRequest:
+    """A branch push's payload → the apply job's request."""
+    return PushRequest(
+        **repo_args(data),
+        before=str(data.get("before") or ZERO_SHA),
+        after=str(data["after"]),
+        forced=bool(data.get("forced")),
+        branch=str(data["ref"]).removeprefix("refs/heads/"),
+        authors=tuple(push_authors(data)),
+    )
+
+
 @router.register("push")
 async def apply_push(event: Event, delivery: Delivery) -> None:
     data = event.data
@@ -44,12 +56,5 @@ async def apply_push(event: Event, delivery: Delivery) -> None:
     if data.get("deleted") or data.get("after") == ZERO_SHA:
         delivery.ignore("branch deleted")
         return
-    request = PushRequest(
-        **repo_args(data),
-        before=str(data.get("before") or ZERO_SHA),
-        after=str(data["after"]),
-        forced=bool(data.get("forced")),
-        branch=ref.removeprefix("refs/heads/"),
-        authors=tuple(push_authors(data)),
-    )
+    request = push_request(data)
     delivery.enqueue(delivery.plans, "workers.jobs.apply_push", job_id("push", request.repo_id, request.after), request)

@@ -134,8 +134,8 @@ async def _approved(
 async def _superseded(ctx: WorkerContext, gh: GitHubAPI, req: PushRequest, project: Project) -> bool:
     """An older push never applies over a newer one; a newer push closes the older blocked apply."""
     blocked = apply_store.blocked_for_project(ctx.records, req.repo_id, project.identity)
-    if blocked is not None and blocked.push["after"] != req.after:
-        newer = await _is_newer(gh, req.repo, blocked.push["after"], req.after)
+    if blocked is not None and blocked.push.after != req.after:
+        newer = await _is_newer(gh, req.repo, blocked.push.after, req.after)
         if not newer:
             return True
         await _close_blocked(ctx, gh, req, blocked)
@@ -150,7 +150,7 @@ async def _is_newer(gh: GitHubAPI, repo: str, old: str, new: str) -> bool:
 
 
 async def _close_blocked(ctx: WorkerContext, gh: GitHubAPI, req: PushRequest, blocked: BlockedApply) -> None:
-    name, old = str(blocked.project["name"]), str(blocked.push["after"])
+    name, old = blocked.project.name, blocked.push.after
     body = render_superseded(project=name, old_sha=old, new_sha=req.after)
     await vcs.post_comment(gh, req.repo, blocked.number, body)
     if not blocked.is_pr:
@@ -232,7 +232,7 @@ async def _apply(
     if ok:
         apply_store.set_applied(ctx.records, req.repo_id, project.identity, req.after)
         blocked = apply_store.blocked_for_project(ctx.records, req.repo_id, project.identity)
-        if blocked is not None and blocked.push["after"] == req.after:
+        if blocked is not None and blocked.push.after == req.after:
             apply_store.clear_blocked(ctx.records, blocked)
     approvers = sorted(planned.approved.approvers)
     secrets = planned.plan.sensitive_values if planned.plan else ()

@@ -11,7 +11,6 @@ from gidgethub.abc import GitHubAPI
 
 from core.approvals import Refusal, approval_for, timing_refusal
 from core.contract import CommandRequest
-from core.projects import project_identity
 from core.render.replies import render_approved, render_not_allowed, render_planning, render_refusal
 from workers.adapters.github import vcs
 from workers.adapters.github.permissions import may_approve, may_plan
@@ -25,22 +24,17 @@ from workers.flows.outcome import Outcome
 
 
 async def decide(ctx: WorkerContext, gh: GitHubAPI, req: CommandRequest, held: list[BlockedApply]) -> Outcome:
-    sha = str(held[-1].push["after"])  # the latest held push; older ones are superseded by it
-    current = [b for b in held if b.push["after"] == sha]
+    sha = held[-1].push.after  # the latest held push; older ones are superseded by it
+    current = [b for b in held if b.push.after == sha]
     if req.command == "plan":
         allowed = await may_plan(gh, req.repo, req.commenter, req.commenter_type)
         if not allowed.allowed:
             return Outcome(
                 render_not_allowed(req.commenter, allowed.reason, command="plan", reply_to=req.comment_id), "-1"
             )
-        names = [str(b.project["name"]) for b in current]
+        names = [b.project.name for b in current]
         return Outcome(render_planning(sha, names, reply_to=req.comment_id), "+1", reapply=current)
     return await _approve(ctx, gh, req, current, sha)
-
-
-def _identity(blocked: BlockedApply) -> str:
-    p = blocked.project
-    return project_identity(str(p["name"]), str(p.get("workspace", "default")), str(p["dir"]))
 
 
 async def _approve(
@@ -60,7 +54,7 @@ async def _approve(
     if not allowed.allowed:
         audit.record(ctx.redis, "refused", reason=allowed.reason, **where)
         return Outcome(render_not_allowed(req.commenter, allowed.reason, reply_to=req.comment_id), "-1")
-    destroys = {_identity(b): list(b.destroys) for b in held}
+    destroys = {b.project.identity: list(b.destroys) for b in held}
     stamps = [b.blocked_at for b in held]
     blocked_at = max(s for s in stamps if s) if stamps and all(stamps) else None  # after every blocked comment
     late = timing_refusal(sha, named_sha=req.sha, comment_at=req.created_at, published_at=blocked_at)
@@ -76,5 +70,5 @@ async def _approve(
     cov = await covered(gh, destroys, [*known, decision], sha=sha, rules=policy.destroy_rules)
     audit.record(ctx.redis, "approved", destroys=len(decision.pairs), complete=cov.complete, **where)
     approved_projects = {project for project, _ in decision.pairs}
-    rerun = [b for b in held if _identity(b) in approved_projects]
+    rerun = [b for b in held if b.project.identity in approved_projects]
     return Outcome(render_approved(decision, cov, reply_to=req.comment_id), "+1", reapply=rerun)

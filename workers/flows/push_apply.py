@@ -51,6 +51,13 @@ class Dispatch:
     pr: MergedPR | None
     replans: list[PlannedPR]  # open PRs planned against the code this push replaced: plan them on the merge
 
+    def where(self, req: PushRequest) -> Where:
+        """Where the applies talk to humans (the merged PR, else an issue later) and who may not approve."""
+        pr = self.pr
+        if pr is None:
+            return Where(number=None, is_pr=False, authors=req.authors, approved_on=None)
+        return Where(number=pr.number, is_pr=True, authors=(pr.author,), approved_on=pr.head_sha)
+
 
 async def dispatch(ctx: WorkerContext, req: PushRequest) -> Dispatch | None:
     """Mark the SHA pending and find the affected projects and the merged PR; None: nothing to do."""

@@ -5,12 +5,12 @@ applied without a fresh plan and check."""
 from __future__ import annotations
 
 import json
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass
 from typing import Any
 
 from core import keys
-from core.contract import PushRequest
-from core.projects import Project, project_identity
+from core.contract import PushRequest, Where
+from core.projects import Project
 from workers.adapters.store.records import Records
 
 TTL = keys.GATE_TTL
@@ -20,27 +20,40 @@ TTL = keys.GATE_TTL
 class BlockedApply:
     """One project's apply at one pushed SHA, held until /approve-destroy on `number`."""
 
-    push: dict[str, Any]  # the PushRequest, as plain values
-    project: dict[str, Any]  # the Project, as plain values
+    push: PushRequest
+    project: Project
     number: int  # the merged PR, or the issue plangate opened
     is_pr: bool
-    authors: list[str]  # who may not approve it (unless self-approval is allowed): PR author, or pusher and committers
+    authors: tuple[str, ...]  # who may not approve it (unless self-approval allows): PR author, or pushers, committers
     approved_on: str | None  # the PR head SHA whose approvals were checked
-    destroys: list[str] = field(default_factory=list)
+    destroys: tuple[str, ...] = ()
     comment_id: int | None = None
     blocked_at: str | None = None  # GitHub's time of the comment (or issue) saying so: approvals come after
 
-    def push_request(self) -> PushRequest:
-        return PushRequest(**{**self.push, "authors": tuple(self.push.get("authors", ()))})
+    def where(self) -> Where:
+        return Where(number=self.number, is_pr=self.is_pr, authors=self.authors, approved_on=self.approved_on)
 
-    def project_of(self) -> Project:
-        return Project(**self.project)
+    def to_json(self) -> str:
+        return json.dumps(asdict(self))
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> BlockedApply:
+        push = data["push"]
+        return cls(
+            **{
+                **data,
+                "push": PushRequest(**{**push, "authors": tuple(push.get("authors", ()))}),
+                "project": Project(**data["project"]),
+                "authors": tuple(data["authors"]),
+                "destroys": tuple(data.get("destroys", ())),
+            }
+        )
 
 
 def hold(
-    push: Any,
-    project: Any,
-    where: Any,
+    push: PushRequest,
+    project: Project,
+    where: Where,
     number: int,
     is_pr: bool,
     destroys: list[str],
@@ -49,13 +62,13 @@ def hold(
 ) -> BlockedApply:
     """Record an apply held on `number` (the PR, or an issue plangate opened) until a human answers."""
     return BlockedApply(
-        push=asdict(push),
-        project=asdict(project),
+        push=push,
+        project=project,
         number=number,
         is_pr=is_pr,
-        authors=list(where.authors),
+        authors=tuple(where.authors),
         approved_on=where.approved_on,
-        destroys=destroys,
+        destroys=tuple(destroys),
         comment_id=comment_id,
         blocked_at=blocked_at,
     )
@@ -69,14 +82,9 @@ def _by_project(repo_id: int, project: str) -> str:
     return keys.blocked_project(repo_id, project)
 
 
-def _identity(blocked: BlockedApply) -> str:
-    p = blocked.project
-    return project_identity(str(p["name"]), str(p.get("workspace", "default")), str(p["dir"]))
-
-
 def save_blocked(records: Records, blocked: BlockedApply) -> None:
-    repo_id, name = int(blocked.push["repo_id"]), _identity(blocked)
-    data = json.dumps(asdict(blocked))
+    repo_id, name = blocked.push.repo_id, blocked.project.identity
+    data = blocked.to_json()
     records.hset(_by_number(repo_id, blocked.number), name, data)
     records.conn.expire(_by_number(repo_id, blocked.number), TTL)
     records.set(_by_project(repo_id, name), data, ex=TTL)
@@ -84,17 +92,17 @@ def save_blocked(records: Records, blocked: BlockedApply) -> None:
 
 def blocked_on(records: Records, repo_id: int, number: int) -> list[BlockedApply]:
     found = records.hgetall(_by_number(repo_id, number))
-    return [BlockedApply(**json.loads(v)) for _, v in sorted(found.items())]
+    return [BlockedApply.from_json(json.loads(v)) for _, v in sorted(found.items())]
 
 
 def blocked_for_project(records: Records, repo_id: int, project: str) -> BlockedApply | None:
     """The held apply of the project with this identity, if any."""
     data = records.get_json(_by_project(repo_id, project))
-    return BlockedApply(**data) if isinstance(data, dict) else None
+    return BlockedApply.from_json(data) if isinstance(data, dict) else None
 
 
 def clear_blocked(records: Records, blocked: BlockedApply) -> None:
-    repo_id, name = int(blocked.push["repo_id"]), _identity(blocked)
+    repo_id, name = blocked.push.repo_id, blocked.project.identity
     with records.conn.pipeline() as pipe:
         pipe.hdel(_by_number(repo_id, blocked.number), name)
         pipe.delete(_by_project(repo_id, name))

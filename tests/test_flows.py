@@ -1,0 +1,182 @@
+"""The flows' decisions, one step at a time: superseded, nothing to do, report-only, and errors that block.
+
+Each test awaits a flow directly against the in-process stand-in (real Redis, git and terraform, no RQ),
+so the decision under test is the only thing that varies; the end-to-end stories cover the wiring.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from core.contract import APPLY_CONTEXT, DESTROY_CONTEXT, PLAN_CONTEXT
+from core.projects import Project
+from tests.flows import World, world_at
+from tests.tfproject import main_tf, state_addresses
+from workers.adapters.store import applies as apply_store
+from workers.flows import apply_project, pr_plan, push_apply
+
+BASE = {"keep": "a", "doomed": "b"}
+
+
+@pytest.fixture
+def world(tmp_path: Path, redis_url: str) -> Iterator[World]:
+    with world_at(tmp_path, redis_url, BASE) as made:
+        yield made
+
+
+def _tf(world: World, resources: dict[str, str]) -> dict[str, str | None]:
+    return {"infra/main.tf": main_tf(world.state, resources)}
+
+
+# -- a pull request's plan --------------------------------------------------------------------------
+
+
+def test_a_pr_that_touches_no_project_passes_without_a_plan_or_a_comment(world: World) -> None:
+    req = world.opened("docs", {"README.md": "words\n"})
+    assert world.plan_pr(req) is None
+    assert world.reports(req.sha) == {
+        PLAN_CONTEXT: ("success", "no Terraform project affected"),
+        DESTROY_CONTEXT: ("success", "no destroys"),
+    }
+    assert world.bot_bodies(req.pr) == []
+
+
+def test_results_of_a_superseded_sha_are_never_published(world: World) -> None:
+    first = world.opened("grow", _tf(world, {**BASE, "one": "1"}))
+    planned_first = world.plan_pr(first)
+    assert planned_first is not None
+    second = world.pushed(world.pr(first.pr), _tf(world, {**BASE, "two": "2"}))
+    planned_second = world.plan_pr(second)
+    assert planned_second is not None
+
+    world.run(pr_plan.publish(world.ctx, *planned_first))  # the older SHA's publish job runs last
+    assert world.bot_bodies(first.pr) == []
+    assert world.reports(first.sha)[PLAN_CONTEXT][0] == "pending"
+
+    world.run(pr_plan.publish(world.ctx, *planned_second))
+    (comment,) = world.bot_bodies(first.pr)
+    assert second.sha[:7] in comment and "terraform_data.two" in comment and "terraform_data.one" not in comment
+    assert world.reports(second.sha)[PLAN_CONTEXT][0] == "success"
+
+
+def test_a_failed_plan_fails_the_plan_and_never_passes_the_destroy_gate(world: World) -> None:
+    req = world.opened("broken", {"infra/main.tf": main_tf(world.state, BASE) + 'resource "terraform_data" {\n'})
+    planned = world.plan_pr(req)
+    assert planned is not None
+    _, results = planned
+    assert [r.plan for r in results] == [None] and results[0].error
+    world.run(pr_plan.publish(world.ctx, *planned))
+    assert world.reports(req.sha) == {
+        PLAN_CONTEXT: ("failure", "1 of 1 plans failed: infra"),
+        DESTROY_CONTEXT: ("failure", "Cannot check destroys: 1 plans failed: infra"),
+    }
+    (comment,) = world.bot_bodies(req.pr)
+    assert "Unclosed configuration block" in comment
+
+
+def test_a_destroy_in_a_pr_turns_the_gate_red_and_names_it(world: World) -> None:
+    req = world.opened("shrink", _tf(world, {"keep": "a"}))
+    planned = world.plan_pr(req)
+    assert planned is not None
+    world.run(pr_plan.publish(world.ctx, *planned))
+    state, description = world.reports(req.sha)[DESTROY_CONTEXT]
+    assert state == "failure" and "1 to destroy" in description
+    (comment,) = world.bot_bodies(req.pr)
+    assert "terraform_data.doomed" in comment
+
+
+# -- apply on merge ---------------------------------------------------------------------------------
+
+
+def _apply_all(world: World, pr_number: int) -> tuple[dict[str, str], push_apply.Dispatch | None]:
+    push = world.merged(world.pr(pr_number))
+    found = world.run(push_apply.dispatch(world.ctx, push))
+    if found is None:
+        return {}, None
+    where = found.where(push)
+    outcomes = {p.name: world.run(apply_project.run(world.ctx, push, p, where)) for p in found.projects}
+    world.run(push_apply.finish(world.ctx, push, where, []))
+    return outcomes, found
+
+
+def test_a_merge_that_touches_no_project_applies_nothing(world: World) -> None:
+    req = world.opened("docs", {"README.md": "words\n"})
+    push = world.merged(world.pr(req.pr))
+    assert world.run(push_apply.dispatch(world.ctx, push)) is None
+    assert world.reports(push.after) == {APPLY_CONTEXT: ("success", "no Terraform project affected")}
+    assert state_addresses(world.state) == {"terraform_data.keep", "terraform_data.doomed"}
+
+
+def test_a_merge_without_destroys_is_applied(world: World) -> None:
+    req = world.opened("grow", _tf(world, {**BASE, "more": "c"}))
+    outcomes, _ = _apply_all(world, req.pr)
+    assert outcomes == {"infra": "applied"}
+    assert state_addresses(world.state) == {"terraform_data.keep", "terraform_data.doomed", "terraform_data.more"}
+
+
+def test_an_unapproved_destroy_is_held_with_nothing_applied(world: World) -> None:
+    req = world.opened("shrink", _tf(world, {"keep": "a", "new": "n"}))
+    outcomes, found = _apply_all(world, req.pr)
+    assert outcomes == {"infra": "blocked:1"}
+    assert state_addresses(world.state) == {"terraform_data.keep", "terraform_data.doomed"}
+    assert found is not None
+    (held,) = apply_store.blocked_on(world.ctx.records, world.repo.id, req.pr)
+    assert held.project == found.projects[0] and held.push.after == world.pr(req.pr).merge_commit_sha
+    assert held.destroys == ("terraform_data.doomed",)
+    assert held.authors == ("alice",) and held.approved_on == world.pr(req.pr).head_sha
+    assert any("terraform_data.doomed" in body for body in world.bot_bodies(req.pr))
+    assert world.reports(held.push.after)[APPLY_CONTEXT] == ("failure", "blocked: 1 to destroy — /approve-destroy")
+
+
+def test_an_older_push_never_applies_over_a_newer_one(world: World) -> None:
+    first = world.opened("one", _tf(world, {**BASE, "one": "1"}))
+    older = world.merged(world.pr(first.pr))
+    second = world.opened("two", _tf(world, {**BASE, "one": "1", "two": "2"}))
+    newer = world.merged(world.pr(second.pr))
+    found = world.run(push_apply.dispatch(world.ctx, older))
+    assert found is not None
+    (project,) = found.projects
+    apply_store.set_applied(world.ctx.records, world.repo.id, project.identity, newer.after)
+
+    outcome = world.run(apply_project.run(world.ctx, older, project, found.where(older)))
+    assert outcome == "not-applied"
+    assert state_addresses(world.state) == {"terraform_data.keep", "terraform_data.doomed"}
+    assert world.bot_bodies(first.pr) == []
+
+
+def test_a_report_only_project_is_planned_and_never_applied(tmp_path: Path, redis_url: str) -> None:
+    config = "version: 1\nprojects:\n  - name: infra\n    dir: infra\n    apply_on_merge: false\n"
+    with world_at(tmp_path, redis_url, BASE, {".plangate.yml": config}) as world:
+        req = world.opened("grow", _tf(world, {**BASE, "more": "c"}))
+        outcomes, _ = _apply_all(world, req.pr)
+        assert outcomes == {"infra": "not-applied"}
+        assert state_addresses(world.state) == {"terraform_data.keep", "terraform_data.doomed"}
+        (comment,) = world.bot_bodies(req.pr)
+        assert "apply_on_merge is false" in comment and "1 to add" in comment
+
+
+def test_a_plan_that_fails_at_merge_applies_nothing_and_fails_the_apply(world: World) -> None:
+    broken = main_tf(world.state, {**BASE, "more": "c"}) + 'resource "terraform_data" {\n'
+    req = world.opened("broken", {"infra/main.tf": broken})
+    outcomes, _ = _apply_all(world, req.pr)
+    assert outcomes == {"infra": "blocked:0"}  # an untrustworthy plan blocks, and no approval can unblock it
+    assert state_addresses(world.state) == {"terraform_data.keep", "terraform_data.doomed"}
+    push_sha = world.pr(req.pr).merge_commit_sha
+    assert push_sha is not None
+    assert world.reports(push_sha)[APPLY_CONTEXT] == ("failure", "blocked: plan cannot be trusted in infra")
+    (comment,) = world.bot_bodies(req.pr)
+    assert "No approval will unblock it" in comment and "Unclosed configuration block" in comment
+    assert apply_store.blocked_on(world.ctx.records, world.repo.id, req.pr) == []  # nothing held to approve
+
+
+def test_a_project_list_names_what_the_flows_plan(world: World) -> None:
+    """The projects the apply flow finds are the ones discovery names: identity includes dir and workspace."""
+    req = world.opened("grow", _tf(world, {**BASE, "more": "c"}))
+    push = world.merged(world.pr(req.pr))
+    found = world.run(push_apply.dispatch(world.ctx, push))
+    assert found is not None
+    assert found.projects == [Project(name="infra", dir="infra")]
+    assert found.where(push).authors == ("alice",)
