@@ -9,6 +9,7 @@ import pytest
 import redis
 
 from standin.local_redis import private_redis
+from tests.standin_client import api, gh, key, receiver, repo  # noqa: F401  (fixtures for the stand-in's tests)
 
 
 @pytest.fixture(scope="session")

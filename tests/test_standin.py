@@ -8,79 +8,28 @@ import datetime as dt
 import json
 import os
 import subprocess
-import threading
-import time
 from collections.abc import Iterator
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
 import gidgethub
 import gidgethub.sansio
 import httpx
-import jwt
 import pytest
-from cryptography.hazmat.primitives import serialization
-from cryptography.hazmat.primitives.asymmetric import rsa
 from gidgethub import apps
 from gidgethub.httpx import GitHubAPI
 
 from standin import StandIn, start
 from standin.auth import EXPIRED, IAT_FUTURE, TOO_LONG, UNDECODABLE
 from standin.state import Repo
+from tests.standin_client import SECRET, Receiver, app_jwt, client, make_key, mint
 
-SECRET = "It's a Secret to Everybody"
 FIXTURES = Path(__file__).parent / "fixtures" / "github" / "webhooks"
-
-
-def make_key() -> str:
-    key = rsa.generate_private_key(public_exponent=65537, key_size=2048)
-    return key.private_bytes(
-        serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8, serialization.NoEncryption()
-    ).decode()
-
-
-@pytest.fixture(scope="module")
-def key() -> str:
-    return make_key()
 
 
 @pytest.fixture(scope="module")
 def other_key() -> str:
     return make_key()
-
-
-class Receiver:
-    """A tiny webhook endpoint that keeps what it got."""
-
-    def __init__(self) -> None:
-        received: list[tuple[dict[str, str], bytes]] = []
-        self.received = received
-
-        class Handler(BaseHTTPRequestHandler):
-            def do_POST(self) -> None:
-                body = self.rfile.read(int(self.headers["Content-Length"]))
-                received.append(({k.lower(): v for k, v in self.headers.items()}, body))
-                self.send_response(202)
-                self.send_header("Content-Length", "0")
-                self.end_headers()
-
-            def log_message(self, format: str, *args: Any) -> None:
-                pass
-
-        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.url = f"http://127.0.0.1:{self.server.server_address[1]}/webhook"
-        threading.Thread(target=self.server.serve_forever, daemon=True).start()
-
-    def events(self) -> list[gidgethub.sansio.Event]:
-        return [gidgethub.sansio.Event.from_http(h, b, secret=SECRET) for h, b in self.received]
-
-
-@pytest.fixture
-def receiver() -> Iterator[Receiver]:
-    r = Receiver()
-    yield r
-    r.server.shutdown()
 
 
 @pytest.fixture
@@ -93,27 +42,6 @@ def gh(tmp_path: Path, key: str, receiver: Receiver) -> Iterator[StandIn]:
 @pytest.fixture
 def repo(gh: StandIn) -> Repo:
     return gh.create_repo("acme", "infra", {"main.tf": 'resource "terraform_data" "a" {}\n', "README.md": "hi\n"})
-
-
-def app_jwt(key: str, iss: Any = 4242, iat_delta: int = -60, exp_delta: int = 540) -> str:
-    now = int(time.time())
-    claims = {"iat": now + iat_delta, "exp": now + exp_delta, "iss": iss}  # pyjwt refuses an int iss
-    return jwt.api_jws.encode(json.dumps(claims).encode(), key, algorithm="RS256")
-
-
-def client(gh: StandIn, auth: str | None = None) -> httpx.Client:
-    headers = {"Accept": "application/vnd.github+json"}
-    if auth:
-        headers["Authorization"] = auth
-    return httpx.Client(base_url=gh.base_url, headers=headers)
-
-
-def mint(gh: StandIn, key: str, repo: Repo) -> str:
-    with client(gh, f"Bearer {app_jwt(key)}") as c:
-        r = c.post(f"/app/installations/{repo.installation_id}/access_tokens")
-    assert r.status_code == 201, r.text
-    token: str = r.json()["token"]
-    return token
 
 
 # -- App JWT ---------------------------------------------------------------------------------------

@@ -6,9 +6,7 @@ import asyncio
 import base64
 import json
 import subprocess
-import threading
 from collections.abc import Iterator
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
@@ -23,49 +21,13 @@ from standin import StandIn, start
 from standin.state import PullRequest, Repo
 from tests.keys import rsa_pem
 from tests.openapi import problems, response_schema
+from tests.standin_client import SECRET, Receiver
 
-SECRET = "It's a Secret to Everybody"
 WEBHOOKS = Path(__file__).parent / "fixtures" / "github" / "webhooks"
 LENIENT = frozenset({"Repository"})  # the stand-in's repositories carry the fields plangate reads, not all of them
 CREATE_DOCS = "https://docs.github.com/rest/checks/runs#create-a-check-run"
 UPDATE_DOCS = "https://docs.github.com/rest/checks/runs#update-a-check-run"
 CONCLUSIONS = '["action_required", "cancelled", "failure", "neutral", "success", "skipped", "stale", "timed_out"]'
-
-
-class Receiver:
-    """A webhook endpoint that keeps what it got, verified as gidgethub (and plangate) verifies it."""
-
-    def __init__(self) -> None:
-        received: list[tuple[dict[str, str], bytes]] = []
-        self.received = received
-
-        class Handler(BaseHTTPRequestHandler):
-            def do_POST(self) -> None:
-                body = self.rfile.read(int(self.headers["Content-Length"]))
-                received.append(({k.lower(): v for k, v in self.headers.items()}, body))
-                self.send_response(202)
-                self.send_header("Content-Length", "0")
-                self.end_headers()
-
-            def log_message(self, format: str, *args: Any) -> None:
-                pass
-
-        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.url = f"http://127.0.0.1:{self.server.server_address[1]}/webhook"
-        threading.Thread(target=self.server.serve_forever, daemon=True).start()
-
-    def events(self) -> list[gidgethub.sansio.Event]:
-        return [gidgethub.sansio.Event.from_http(h, b, secret=SECRET) for h, b in self.received]
-
-    def actions(self) -> list[tuple[str, str | None]]:
-        return [(e.event, e.data.get("action")) for e in self.events()]
-
-
-@pytest.fixture
-def receiver() -> Iterator[Receiver]:
-    r = Receiver()
-    yield r
-    r.server.shutdown()
 
 
 @pytest.fixture

@@ -6,17 +6,15 @@ from __future__ import annotations
 import asyncio
 import re
 import time
-from collections.abc import Iterator
-from pathlib import Path
 
 import gidgethub
 import httpx
 import pytest
 from gidgethub.httpx import GitHubAPI
 
-from standin import StandIn, start
+from standin import StandIn
 from standin.state import Repo
-from tests.test_standin import client, make_key, mint
+from tests.standin_client import client, mint
 
 COMMENTS = r"/repos/acme/infra/issues/\d+/comments"
 SECONDARY = (
@@ -24,29 +22,6 @@ SECONDARY = (
     "If you reach out to GitHub Support for help, please include the request ID "
 )
 SECONDARY_DOCS = "https://docs.github.com/rest/overview/rate-limits-for-the-rest-api#about-secondary-rate-limits"
-
-
-@pytest.fixture(scope="module")
-def key() -> str:
-    return make_key()
-
-
-@pytest.fixture
-def gh(tmp_path: Path, key: str) -> Iterator[StandIn]:
-    standin = StandIn(tmp_path / "git", key, app_id=4242)
-    with start(standin):
-        yield standin
-
-
-@pytest.fixture
-def repo(gh: StandIn) -> Repo:
-    return gh.create_repo("acme", "infra", {"main.tf": 'resource "terraform_data" "a" {}\n'})
-
-
-@pytest.fixture
-def api(gh: StandIn, key: str, repo: Repo) -> Iterator[httpx.Client]:
-    with client(gh, f"token {mint(gh, key, repo)}") as c:
-        yield c
 
 
 @pytest.fixture

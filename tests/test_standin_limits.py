@@ -17,7 +17,7 @@ from standin import StandIn, start
 from standin.auth import Caller
 from standin.limits import Limits, Window
 from standin.state import Repo
-from tests.test_standin import app_jwt, client, make_key, mint
+from tests.standin_client import app_jwt, client, make_key, mint
 
 START = 1_700_000_000.0
 

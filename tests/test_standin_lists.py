@@ -4,16 +4,13 @@
 from __future__ import annotations
 
 import datetime as dt
-from collections.abc import Iterator
-from pathlib import Path
 
 import httpx
 import pytest
 
-from standin import StandIn, start
+from standin import StandIn
 from standin.state import Repo
 from tests.openapi import problems, response_schema
-from tests.test_standin import client, make_key, mint
 
 T0 = dt.datetime(2025, 3, 1, 12, 0, 0, tzinfo=dt.UTC)
 
@@ -24,29 +21,6 @@ def at(minutes: int) -> dt.datetime:
 
 def stamp(minutes: int) -> str:
     return at(minutes).strftime("%Y-%m-%dT%H:%M:%SZ")
-
-
-@pytest.fixture(scope="module")
-def key() -> str:
-    return make_key()
-
-
-@pytest.fixture
-def gh(tmp_path: Path, key: str) -> Iterator[StandIn]:
-    standin = StandIn(tmp_path / "git", key, app_id=4242)
-    with start(standin):
-        yield standin
-
-
-@pytest.fixture
-def repo(gh: StandIn) -> Repo:
-    return gh.create_repo("acme", "infra", {"main.tf": 'resource "terraform_data" "a" {}\n'})
-
-
-@pytest.fixture
-def api(gh: StandIn, key: str, repo: Repo) -> Iterator[httpx.Client]:
-    with client(gh, f"token {mint(gh, key, repo)}") as c:
-        yield c
 
 
 def test_comments_since_filters_on_updated_at_and_paginates(gh: StandIn, repo: Repo, api: httpx.Client) -> None:
