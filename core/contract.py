@@ -8,7 +8,7 @@ only (ids, names, SHAs), never a token or a client.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 from typing import Any
 
 from rq import Callback, Queue, Retry
@@ -38,14 +38,24 @@ def job_id(kind: str, repo_id: int, *parts: object) -> str:
 
 
 @dataclass(frozen=True)
-class PlanRequest:
-    """Plan a PR's head (or, for a merge group, its commit as PR 0): what to plan and as whom."""
+class RepoTarget:
+    """The repository a job acts on, as the installation: what every request carries first."""
 
     installation_id: int
     repo_id: int
     repo: str
     clone_url: str
     default_branch: str
+
+    def target(self) -> dict[str, Any]:
+        """These five values, to build another request for the same repository."""
+        return {f.name: getattr(self, f.name) for f in fields(RepoTarget)}
+
+
+@dataclass(frozen=True)
+class PlanRequest(RepoTarget):
+    """Plan a PR's head (or, for a merge group, its commit as PR 0): what to plan and as whom."""
+
     pr: int
     sha: str
     author: str
@@ -61,14 +71,9 @@ class PlanRequest:
 
 
 @dataclass(frozen=True)
-class PushRequest:
+class PushRequest(RepoTarget):
     """A push to a branch: apply at `after` when it is the apply branch."""
 
-    installation_id: int
-    repo_id: int
-    repo: str
-    clone_url: str
-    default_branch: str
     before: str
     after: str
     forced: bool = False
@@ -87,14 +92,9 @@ class Where:
 
 
 @dataclass(frozen=True)
-class CommandRequest:
+class CommandRequest(RepoTarget):
     """A slash command (or a check run button pressed, `via="check_run"`)."""
 
-    installation_id: int
-    repo_id: int
-    repo: str
-    clone_url: str
-    default_branch: str
     number: int
     is_pr: bool
     comment_id: int
@@ -111,14 +111,9 @@ class CommandRequest:
 
 
 @dataclass(frozen=True)
-class GroupRequest:
+class GroupRequest(RepoTarget):
     """A merge group's required checks (`merge_group` `checks_requested`)."""
 
-    installation_id: int
-    repo_id: int
-    repo: str
-    clone_url: str
-    default_branch: str
     head_sha: str
     head_ref: str
     base_sha: str = ""
@@ -126,11 +121,7 @@ class GroupRequest:
     def as_plan(self) -> PlanRequest:
         """The plan jobs' view: PR 0 (no conversation), the group's head, never superseded by a PR push."""
         return PlanRequest(
-            installation_id=self.installation_id,
-            repo_id=self.repo_id,
-            repo=self.repo,
-            clone_url=self.clone_url,
-            default_branch=self.default_branch,
+            **self.target(),
             pr=0,
             sha=self.head_sha,
             author="",

@@ -101,11 +101,7 @@ def replans_on_merge(conn: redis.Redis, push: PushRequest, prs: Sequence[Planned
     queue = Queue(PLANS_QUEUE, connection=conn)
     for planned in prs:
         replan = PlanRequest(
-            installation_id=push.installation_id,
-            repo_id=push.repo_id,
-            repo=push.repo,
-            clone_url=push.clone_url,
-            default_branch=push.default_branch,
+            **push.target(),
             pr=planned.number,
             sha=planned.sha,
             author=planned.author,

@@ -10,8 +10,6 @@ from __future__ import annotations
 
 from gidgethub.routing import Router
 from gidgethub.sansio import Event
-from rq.exceptions import NoSuchJobError
-from rq.job import Job, JobStatus
 
 from core import keys
 from core.contract import GroupRequest, job_id
@@ -48,13 +46,4 @@ async def drop_group(event: Event, delivery: Delivery) -> None:
     sha = str(data["merge_group"]["head_sha"])
     repo_id = int(data["repository"]["id"])
     delivery.plans.connection.set(keys.mq_gone(repo_id, sha), "1", ex=keys.MQ_GONE_TTL)
-    try:
-        job = Job.fetch(_job_id(repo_id, sha), connection=delivery.plans.connection)
-    except NoSuchJobError:
-        delivery.ignore("nothing queued")
-        return
-    if job.get_status() == JobStatus.QUEUED:
-        job.cancel()
-        delivery.outcome = "cancelled"
-    else:
-        delivery.ignore("group plan already running or done: its results are dropped")
+    delivery.cancel_queued(_job_id(repo_id, sha), started="group plan already running or done: its results are dropped")

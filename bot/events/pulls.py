@@ -6,8 +6,6 @@ from typing import Any
 
 from gidgethub.routing import Router
 from gidgethub.sansio import Event
-from rq.exceptions import NoSuchJobError
-from rq.job import Job, JobStatus
 
 from core import keys
 from core.contract import PlanRequest, job_id
@@ -55,13 +53,4 @@ async def drop_queued(event: Event, delivery: Delivery) -> None:
     pull = event.data["pull_request"]
     delivery.plans.connection.hdel(keys.pr_plans(int(event.data["repository"]["id"])), str(pull["number"]))
     job_id = plan_job_id(int(event.data["repository"]["id"]), int(pull["number"]), str(pull["head"]["sha"]))
-    try:
-        job = Job.fetch(job_id, connection=delivery.plans.connection)
-    except NoSuchJobError:
-        delivery.ignore("nothing queued")
-        return
-    if job.get_status() == JobStatus.QUEUED:
-        job.cancel()
-        delivery.outcome = "cancelled"
-    else:
-        delivery.ignore("plan already running or done")
+    delivery.cancel_queued(job_id, started="plan already running or done")

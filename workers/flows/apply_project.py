@@ -29,7 +29,7 @@ from core.render.apply import (
 from core.runlog import record_run
 from workers.adapters.github import vcs
 from workers.adapters.github.auth import installation_client
-from workers.adapters.github.repo_config import base_config
+from workers.adapters.github.repo_config import base_config_or_none
 from workers.adapters.store import applies as apply_store
 from workers.adapters.store import audit
 from workers.adapters.store.applies import BlockedApply
@@ -79,7 +79,7 @@ async def _run(ctx: WorkerContext, req: PushRequest, project: Project, where: Wh
             return "not-applied"
         tf = ctx.terraform(project.tool, "apply")
         token = await ctx.tokens.token(req.installation_id)
-        policy = await _policy(gh, req)
+        policy = await base_config_or_none(gh, req.repo, req.default_branch)
         patterns = [*ctx.settings.mask_patterns, *(policy.mask_patterns if policy else ())]
         approved = await _approved(ctx, gh, req, project, where, policy)
         scope, name, code = "push", project.name, project.destroy_from or req.after
@@ -99,15 +99,6 @@ def _plan(tf: Terraform, project: Project, dirs: pipeline.JobDirs, approved: Sta
     if planned.plan is None:
         return Planned(planned, unreadable(planned.error or "no plan"), patterns, approved)
     return Planned(planned, decide_apply(planned.plan, approved.keys), patterns, approved)
-
-
-async def _policy(gh: GitHubAPI, req: PushRequest) -> RepoConfig | None:
-    """The default branch's config: who may approve, and the masks. None (fail closed) when unreadable."""
-    try:
-        return await base_config(gh, req.repo, req.default_branch)
-    except Exception as exc:
-        log.warning(json.dumps({"repo": req.repo, "default_branch_config": "unreadable", "error": str(exc)}))
-        return None
 
 
 async def _approved(

@@ -100,11 +100,7 @@ async def _plan(gh: GitHubAPI, req: CommandRequest, pull: dict[str, Any], sha: s
         return Outcome(render_not_allowed(req.commenter, allowed.reason, command="plan", reply_to=req.comment_id), "-1")
     head_repo = (pull["head"].get("repo") or {}).get("full_name")
     replan = PlanRequest(
-        installation_id=req.installation_id,
-        repo_id=req.repo_id,
-        repo=req.repo,
-        clone_url=req.clone_url,
-        default_branch=req.default_branch,
+        **req.target(),
         pr=req.number,
         sha=sha,
         base_sha=str((pull.get("base") or {}).get("sha") or ""),

@@ -13,6 +13,7 @@ import json
 import logging
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Protocol
 
 from core.config import ConfigError, RepoConfig, parse_config
 from core.projects import (
@@ -60,31 +61,36 @@ def discover(work: Path, changed: list[str] | None, only: tuple[str, ...] = ()) 
     return Discovered(snapshot, config, every, selection)
 
 
-async def deleted(
-    root: Path,
-    *,
-    repo_id: int,
-    scope: str,
-    base_sha: str,
-    clone_url: str,
-    token: str | None,
-    head: Discovered,
-    changed: list[str] | None,
+class Fetched(Protocol):
+    """What a request says about where its code comes from (PlanRequest, PushRequest, GroupRequest)."""
+
+    @property
+    def repo_id(self) -> int: ...
+
+    @property
+    def clone_url(self) -> str: ...
+
+
+async def to_plan(
+    root: Path, req: Fetched, token: str | None, head: Discovered, changed: list[str] | None, *, scope: str, base: str
+) -> list[Project]:
+    """The projects to plan: those the change selects, and those it deleted from the `base` commit (planned
+    as destroys of the base's code instead). The base is checked out only when a deletion is possible."""
+    gone = await _deleted(root, req, scope, base, token, head, changed)
+    dropped = {p.identity for p in gone}
+    return [p for p in head.selection.projects if p.identity not in dropped] + list(gone)
+
+
+async def _deleted(
+    root: Path, req: Fetched, scope: str, base_sha: str, token: str | None, head: Discovered, changed: list[str] | None
 ) -> tuple[Project, ...]:
-    """The base's projects the change deleted; the base is checked out only when that is possible."""
     if not base_sha or not may_delete_projects(changed, head.snapshot.all_files):
         return ()
-    with job_workdir(root, repo_id, scope, base_sha, "_base") as work:
-        await asyncio.to_thread(checkout, clone_url, base_sha, work, token, timeout=CHECKOUT_TIMEOUT)
+    with job_workdir(root, req.repo_id, scope, base_sha, "_base") as work:
+        await asyncio.to_thread(checkout, req.clone_url, base_sha, work, token, timeout=CHECKOUT_TIMEOUT)
         try:
             base = discover(work, None)
         except ConfigError as exc:
             log.warning(json.dumps({"base": base_sha, "deleted_projects": "base config invalid", "error": str(exc)}))
             return ()
     return deleted_projects(base.every, head.snapshot.all_files, changed, base_sha)
-
-
-def with_deleted(selected: tuple[Project, ...], gone: tuple[Project, ...]) -> list[Project]:
-    """What to plan: the selected projects, except those deleted (planned as destroys instead)."""
-    dropped = {p.identity for p in gone}
-    return [p for p in selected if p.identity not in dropped] + list(gone)

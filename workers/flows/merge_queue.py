@@ -31,11 +31,11 @@ from core.results import ProjectResult
 from workers.adapters.checkout import checkout, job_workdir, remote_head
 from workers.adapters.github import vcs
 from workers.adapters.github.auth import installation_client
-from workers.adapters.github.repo_config import base_config
+from workers.adapters.github.repo_config import base_config_or_none
 from workers.adapters.terraform.pipeline import CHECKOUT_TIMEOUT
 from workers.context import WorkerContext
 from workers.flows.apply_approvals import standing
-from workers.flows.discovery import deleted, discover, with_deleted
+from workers.flows.discovery import discover, to_plan
 
 log = logging.getLogger("plangate.merge_queue")
 COMPARE_FILE_CAP = 300
@@ -71,17 +71,7 @@ async def dispatch(ctx: WorkerContext, req: GroupRequest) -> list[Project] | Non
             for context in (PLAN_CONTEXT, DESTROY_CONTEXT):
                 await vcs.set_status(gh, req.repo, req.head_sha, context, "failure", why)
             return None
-        gone_projects = await deleted(
-            ctx.checkouts,
-            repo_id=req.repo_id,
-            scope="merge-group",
-            base_sha=base,
-            clone_url=req.clone_url,
-            token=token,
-            head=found,
-            changed=changed,
-        )
-        projects = with_deleted(found.selection.projects, gone_projects)
+        projects = await to_plan(ctx.checkouts, req, token, found, changed, scope="merge-group", base=base)
         if not projects:
             await vcs.set_status(gh, req.repo, req.head_sha, PLAN_CONTEXT, "success", "no Terraform project affected")
             await vcs.set_status(gh, req.repo, req.head_sha, DESTROY_CONTEXT, "success", "no destroys")
@@ -122,7 +112,7 @@ async def publish(ctx: WorkerContext, req: GroupRequest, results: list[ProjectRe
         return
     destroys = {r.identity: list(destroy_keys(r.plan)) for r in results if r.plan is not None}
     async with installation_client(ctx.tokens, req.installation_id, ctx.settings.api_url) as gh:
-        policy = await _policy(gh, req)
+        policy = await base_config_or_none(gh, req.repo, req.default_branch)
         masks = [*ctx.settings.mask_patterns, *(policy.mask_patterns if policy else ())]
         bodies = render_plan_comments(results, pr=0, sha=req.head_sha, mask_patterns=masks)
         summary = bodies[0].partition("\n")[2]
@@ -139,14 +129,6 @@ async def publish(ctx: WorkerContext, req: GroupRequest, results: list[ProjectRe
 def _all_rules(approvals: list[Approval], rules: tuple[object, ...]) -> dict[str, frozenset[int]]:
     """Approvals here already passed the narrowed rules' checks (see `_approvals`): count them for all."""
     return {a.approver: frozenset(range(len(rules))) for a in approvals}
-
-
-async def _policy(gh: GitHubAPI, req: GroupRequest) -> RepoConfig | None:
-    try:
-        return await base_config(gh, req.repo, req.default_branch)
-    except Exception as exc:
-        log.warning(json.dumps({"repo": req.repo, "default_branch_config": "unreadable", "error": str(exc)}))
-        return None
 
 
 async def _approvals(

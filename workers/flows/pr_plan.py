@@ -16,7 +16,7 @@ from dataclasses import replace
 from gidgethub.abc import GitHubAPI
 
 from core import keys
-from core.config import ConfigError, RepoConfig
+from core.config import ConfigError
 from core.contract import DESTROY_CONTEXT, PLAN_CONTEXT, PlanRequest
 from core.gate import destroy_keys
 from core.plan import summary_line
@@ -36,7 +36,7 @@ from workers.adapters.checkout import checkout, job_workdir
 from workers.adapters.github import vcs
 from workers.adapters.github.auth import installation_client
 from workers.adapters.github.client import RateLimited
-from workers.adapters.github.repo_config import base_config
+from workers.adapters.github.repo_config import base_config_or_none
 from workers.adapters.store import audit
 from workers.adapters.store import gates as gate_store
 from workers.adapters.terraform import pipeline
@@ -45,7 +45,7 @@ from workers.adapters.terraform.runner import Terraform
 from workers.adapters.terraform.sandbox import SandboxError
 from workers.context import WorkerContext
 from workers.flows import gate_check, stale_plans
-from workers.flows.discovery import deleted, discover, with_deleted
+from workers.flows.discovery import discover, to_plan
 from workers.flows.stale_plans import PlannedPR
 
 log = logging.getLogger("plangate.plan")
@@ -70,7 +70,7 @@ async def dispatch(ctx: WorkerContext, req: PlanRequest) -> tuple[PlanRequest, l
             if merge is None:
                 return None
             req = replace(req, code_sha=merge)
-        policy = await _policy(gh, req)
+        policy = await base_config_or_none(gh, req.repo, req.default_branch)
         if req.fork and not (policy is not None and policy.allow_fork_prs):
             await _refuse_fork(ctx, gh, req)
             return None
@@ -86,17 +86,8 @@ async def dispatch(ctx: WorkerContext, req: PlanRequest) -> tuple[PlanRequest, l
         except ConfigError as exc:
             await _config_failed(ctx, gh, req, exc)
             return None
-        gone = await deleted(
-            ctx.checkouts,
-            repo_id=req.repo_id,
-            scope=scope,
-            base_sha=req.base_sha,
-            clone_url=req.clone_url,
-            token=token,
-            head=found,
-            changed=changed,
-        )
-        projects = with_deleted(found.selection.projects, () if req.only else gone)
+        base = "" if req.only else req.base_sha  # `/plan NAME`: exactly the named projects
+        projects = await to_plan(ctx.checkouts, req, token, found, changed, scope=scope, base=base)
         if not projects:
             await vcs.set_status(gh, req.repo, req.sha, PLAN_CONTEXT, "success", "no Terraform project affected")
             await vcs.set_status(gh, req.repo, req.sha, DESTROY_CONTEXT, "success", "no destroys")
@@ -118,15 +109,6 @@ async def _test_merge(gh: GitHubAPI, req: PlanRequest) -> str | None:
         log.info(json.dumps({"repo": req.repo, "pr": req.pr, "replan_on_merge": "no clean test merge", "base": base}))
         return None
     return str(merge)
-
-
-async def _policy(gh: GitHubAPI, req: PlanRequest) -> RepoConfig | None:
-    """The default branch's config (forks, masks); None when it cannot be read (forks then refused)."""
-    try:
-        return await base_config(gh, req.repo, req.default_branch)
-    except Exception as exc:
-        log.warning(json.dumps({"repo": req.repo, "default_branch_config": "unreadable", "error": str(exc)}))
-        return None
 
 
 def _take_head(ctx: WorkerContext, req: PlanRequest) -> None:

@@ -30,7 +30,7 @@ from workers.adapters.store import audit
 from workers.adapters.terraform.pipeline import CHECKOUT_TIMEOUT
 from workers.context import WorkerContext
 from workers.flows import stale_plans
-from workers.flows.discovery import deleted, discover, with_deleted
+from workers.flows.discovery import discover, to_plan
 from workers.flows.stale_plans import PlannedPR
 
 log = logging.getLogger("plangate.apply")
@@ -78,17 +78,7 @@ async def dispatch(ctx: WorkerContext, req: PushRequest) -> Dispatch | None:
                 await vcs.post_comment(gh, req.repo, pr.number, render_config_error(exc.key, exc.problem))
             return None
         base = "" if req.forced or req.before == ZERO_SHA else req.before
-        gone = await deleted(
-            ctx.checkouts,
-            repo_id=req.repo_id,
-            scope="push",
-            base_sha=base,
-            clone_url=req.clone_url,
-            token=token,
-            head=found,
-            changed=changed,
-        )
-        projects = with_deleted(found.selection.projects, gone)
+        projects = await to_plan(ctx.checkouts, req, token, found, changed, scope="push", base=base)
         if not projects:
             await vcs.set_status(gh, req.repo, req.after, APPLY_CONTEXT, "success", "no Terraform project affected")
             return None

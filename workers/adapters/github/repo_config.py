@@ -15,6 +15,7 @@ from gidgethub.abc import GitHubAPI
 from core.config import RepoConfig, parse_config
 
 RAW = "application/vnd.github.raw+json"
+log = logging.getLogger("plangate.config")
 
 
 async def base_config(gh: GitHubAPI, repo: str, branch: str) -> RepoConfig:
@@ -28,12 +29,20 @@ async def base_config(gh: GitHubAPI, repo: str, branch: str) -> RepoConfig:
     return parse_config(text if isinstance(text, str) else None)
 
 
+async def base_config_or_none(gh: GitHubAPI, repo: str, branch: str) -> RepoConfig | None:
+    """The default branch's config, or None when it cannot be read: each caller then fails closed
+    (no apply, forks refused, only the approvals the defaults allow)."""
+    try:
+        return await base_config(gh, repo, branch)
+    except Exception as exc:
+        log.warning(json.dumps({"repo": repo, "default_branch_config": "unreadable", "error": str(exc)}))
+        return None
+
+
 async def mask_patterns(gh: GitHubAPI, repo: str, branch: str, server: Sequence[str]) -> list[str]:
     """The server's patterns plus the default branch's `mask_patterns` (a PR's own never count)."""
     try:
         return [*server, *(await base_config(gh, repo, branch)).mask_patterns]
     except Exception as exc:
-        logging.getLogger("plangate.config").warning(
-            json.dumps({"repo": repo, "mask_patterns": "default branch config unreadable", "error": str(exc)})
-        )
+        log.warning(json.dumps({"repo": repo, "mask_patterns": "default branch config unreadable", "error": str(exc)}))
         return list(server)
