@@ -1,11 +1,13 @@
-"""The sign-in flow's own small pages; every interpolated value goes through `html.escape`."""
+"""The sign-in flow's own small pages, rendered from autoescaping templates in bot/templates/."""
 
 from __future__ import annotations
 
-from html import escape
+from pathlib import Path
 
 from starlette.responses import HTMLResponse
+from starlette.templating import Jinja2Templates
 
+_TEMPLATES = Jinja2Templates(directory=Path(__file__).parent / "templates")
 _HEADERS = {
     "Cache-Control": "no-store",
     "Referrer-Policy": "no-referrer",  # the callback URL carries the code and the state
@@ -14,21 +16,17 @@ _HEADERS = {
 }
 
 
-def _page(title: str, body: str, status: int) -> HTMLResponse:
-    document = (
-        f'<!doctype html><html lang="en"><head><meta charset="utf-8"><title>{escape(title)} · plangate</title>'
-        f"</head><body><h1>{escape(title)}</h1>{body}</body></html>"
-    )
+def _page(name: str, status: int, **values: object) -> HTMLResponse:
+    """No style: this CSP allows none, so the template is rendered without one."""
+    document = _TEMPLATES.get_template(name).render(**values)
     return HTMLResponse(document, status_code=status, headers=_HEADERS)
 
 
 def refused(status: int, reason: str, status_url: str) -> HTMLResponse:
     """Sign-in did not complete: why, and the way to start again."""
-    body = f'<p>{escape(reason)}</p><p><a href="{escape(status_url)}">Sign in again</a></p>'
-    return _page("Sign-in failed", body, status)
+    return _page("signin_refused.html", status, reason=reason, status_url=status_url)
 
 
 def signed_out(status_url: str) -> HTMLResponse:
     """Not a redirect to the status page: that would sign the person straight back in through GitHub."""
-    body = f'<p>You are signed out of plangate.</p><p><a href="{escape(status_url)}">Sign in again</a></p>'
-    return _page("Signed out", body, 200)
+    return _page("signed_out.html", 200, status_url=status_url)

@@ -3,7 +3,8 @@
 Who may read it, and which repositories they see, is bot.status_auth's decision.
 
 The page works without JavaScript (there is none: the CSP forbids scripts), refreshes itself every
-10 seconds, and escapes every value it shows: repo, project and summary come from users' repositories.
+10 seconds, and is rendered from templates/status.html with autoescaping: repo, project and summary come
+from users' repositories, so every value they show is text, never markup.
 """
 
 from __future__ import annotations
@@ -12,7 +13,8 @@ import base64
 import hashlib
 import time
 from collections.abc import Mapping, Sequence
-from html import escape
+from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
@@ -22,6 +24,7 @@ from starlette.concurrency import run_in_threadpool
 from starlette.requests import Request
 from starlette.responses import HTMLResponse, Response
 from starlette.routing import Route
+from starlette.templating import Jinja2Templates
 
 from bot.gate_states import GateState, gate_states
 from bot.status_auth import EVERYTHING, Access, page_access
@@ -30,6 +33,7 @@ from core import keys
 from core.contract import QUEUE_NAMES
 from core.runlog import KEEP, recent_runs
 
+_TEMPLATES = Jinja2Templates(directory=Path(__file__).parent / "templates")
 RUNS_SHOWN = 50
 REFRESH_SECONDS = 10
 _KNOWN_STATES = {"success", "failure", "pending", "error"}
@@ -53,6 +57,108 @@ HEADERS = {
 }
 
 
+@dataclass(frozen=True)
+class Moment:
+    """When something happened, as the page says it ("30 s"), with the exact UTC time for the tooltip."""
+
+    ago: str
+    utc: str
+
+
+@dataclass(frozen=True)
+class Verdict:
+    """A gate or drift state, its CSS class (an unknown state gets a neutral one) and the detail shown under it."""
+
+    state: str
+    css: str
+    detail: str
+
+
+@dataclass(frozen=True)
+class GateRow:
+    repo: str
+    number: str
+    sha: str
+    context: str
+    gate: Verdict | None
+    projects: str
+    updated: Moment | None
+
+
+@dataclass(frozen=True)
+class DriftRow:
+    repo: str
+    project: str
+    sha: str
+    result: Verdict | None
+    issue: str
+    checked: Moment | None
+
+
+@dataclass(frozen=True)
+class RunRow:
+    at: Moment | None
+    kind: str
+    repo: str
+    number: str
+    project: str
+    sha: str
+    summary: str
+    gate: Verdict | None
+    approver: str
+    result: str
+    url: str
+    """Empty unless http(s): a stored `javascript:` URL must not become clickable."""
+
+
+@dataclass(frozen=True)
+class WorkerRow:
+    name: str
+    state: str
+    job: str
+    queues: str
+    heartbeat: Moment | None
+
+
+@dataclass(frozen=True)
+class RateLimit:
+    installation: str
+    kind: str
+    seconds: int
+
+
+@dataclass(frozen=True)
+class Viewer:
+    """A signed-in person: who, where to sign out, and whether they can read no repository at all."""
+
+    login: str
+    signout_url: str
+    sees_nothing: bool
+
+
+@dataclass(frozen=True)
+class StatusView:
+    """What templates/status.html shows, as plain values: every decision is made here, the markup is the template's,
+    and the template's autoescaping makes every value text (repo, project, summary come from users' repositories).
+    Empty values show as "—"."""
+
+    as_of: str
+    refresh_seconds: int
+    viewer: Viewer | None
+    sandbox_off: list[str]
+    """Workers that opted out of the sandbox: the first thing anyone sees."""
+    sandbox_kinds: list[str]
+    rate_limited: list[RateLimit]
+    gates: list[GateRow]
+    drift: list[DriftRow]
+    runs: list[RunRow]
+    queues: list[tuple[str, int]]
+    workers: list[WorkerRow] | None
+    """None for a signed-in person: job ids name repositories and projects, so workers are only counted."""
+    workers_running: int
+    workers_busy: int
+
+
 def render_status_page(
     runs: Sequence[Mapping[str, Any]],
     queues: Mapping[str, int],
@@ -68,164 +174,88 @@ def render_status_page(
 
     For a signed-in person (`access.repos` set) `runs` must already hold only their repositories; workers
     are then only counted, since their job ids name repositories and projects."""
-    workers_html = _workers_section(workers, now) if access.repos is None else _workers_count(workers)
-    body = (
-        f'<h1>plangate</h1><p class="muted">As of {_e(_utc(now))}; refreshes every {REFRESH_SECONDS} s.</p>'
-        f"{_viewer_section(access, signout_url)}{_sandbox_section(sandboxes or {})}"
-        f"{_rate_limit_section(rate_limited or {})}"
-        f"{_gates_section(gate_states(runs), now)}{_drift_section(runs, now)}{_runs_section(runs, now)}"
-        f"{_queues_section(queues)}{workers_html}"
+    sandboxes = sandboxes or {}
+    view = StatusView(
+        as_of=_utc(now),
+        refresh_seconds=REFRESH_SECONDS,
+        viewer=_viewer(access, signout_url),
+        sandbox_off=sorted(name for name, how in sandboxes.items() if how.startswith("OFF")),
+        sandbox_kinds=sorted(set(sandboxes.values())),
+        rate_limited=[
+            RateLimit(name, kind, max(1, round(left))) for name, (kind, left) in sorted((rate_limited or {}).items())
+        ],
+        gates=[_gate_row(g, now) for g in gate_states(runs)],
+        drift=_drift_rows(runs, now),
+        runs=[_run_row(r, now) for r in runs],
+        queues=list(queues.items()),
+        workers=[_worker_row(w, now) for w in workers] if access.repos is None else None,
+        workers_running=len(workers),
+        workers_busy=sum(1 for w in workers if w.get("state") == "busy"),
     )
-    return (
-        '<!doctype html><html lang="en"><head><meta charset="utf-8">'
-        f'<meta http-equiv="refresh" content="{REFRESH_SECONDS}">'
-        '<meta name="viewport" content="width=device-width, initial-scale=1">'
-        f"<title>plangate status</title><style>{_STYLE}</style></head><body>{body}</body></html>"
-    )
+    return _TEMPLATES.get_template("status.html").render(page=view, style=_STYLE)
 
 
-def _sandbox_section(sandboxes: Mapping[str, str]) -> str:
-    """How workers run terraform; an opted-out sandbox is the first thing anyone sees."""
-    off = sorted(name for name, how in sandboxes.items() if how.startswith("OFF"))
-    if off:
-        return (
-            '<p class="state-failure">SANDBOX OFF on '
-            f"{_e(', '.join(off))}: terraform runs pull requests' code with the worker's view of the host "
-            "(PLANGATE_SANDBOX=off).</p>"
-        )
-    kinds = sorted(set(sandboxes.values()))
-    return f'<p class="muted">Terraform sandbox: {_e("; ".join(kinds))}.</p>' if kinds else ""
-
-
-def _rate_limit_section(limited: Mapping[str, tuple[str, float]]) -> str:
-    """While GitHub rate-limits an installation, plans and replies wait: say so, and for how long."""
-    lines = [
-        f"installation {_e(name)} ({_e(kind)} limit, about {max(1, round(left))} s more)"
-        for name, (kind, left) in sorted(limited.items())
-    ]
-    if not lines:
-        return ""
-    return f'<p class="state-pending">GitHub is rate-limiting {"; ".join(lines)}: jobs wait, nothing is lost.</p>'
-
-
-def _viewer_section(access: Access, signout_url: str) -> str:
+def _viewer(access: Access, signout_url: str) -> Viewer | None:
     if access.repos is None or access.login is None:
-        return ""
-    line = (
-        f"<p>Signed in as <strong>@{_e(access.login)}</strong>: showing the repositories you can read on GitHub. "
-        f'<a href="{_e(signout_url)}">Sign out</a></p>'
-    )
-    if not access.repos:
-        line += (
-            "<p><strong>You cannot read any repository this App is installed on</strong>, so there is nothing "
-            "to show here. Ask for read access to a repository, then sign out and in again.</p>"
-        )
-    return line
+        return None
+    return Viewer(access.login, signout_url, sees_nothing=not access.repos)
 
 
-def _gates_section(gates: list[GateState], now: float) -> str:
-    if not gates:
-        return "<h2>Gate states</h2><p>No gate decisions yet.</p>"
-    rows = [
-        _row(
-            _e(g.repo),
-            _number(g.number),
-            _sha(g.sha),
-            _e(g.context),
-            _state(g.state, g.description),
-            _e(", ".join(g.projects)),
-            _when(g.at, now),
-        )
-        for g in gates
-    ]
-    return "<h2>Gate states</h2>" + _table(
-        ("Repository", "PR / issue", "Commit", "Context", "Gate", "Projects", "Updated"), rows
+def _gate_row(g: GateState, now: float) -> GateRow:
+    return GateRow(
+        repo=g.repo,
+        number=_number(g.number),
+        sha=g.sha,
+        context=g.context,
+        gate=_verdict(g.state, g.description),
+        projects=", ".join(g.projects),
+        updated=_moment(g.at, now),
     )
 
 
-def _runs_section(runs: Sequence[Mapping[str, Any]], now: float) -> str:
-    if not runs:
-        return "<h2>Recent runs</h2><p>No runs yet.</p>"
-    headers = ("Time", "Kind", "Repository", "PR / issue", "Project", "Commit", "Plan", "Gate", "Approver")
-    return "<h2>Recent runs</h2>" + _table((*headers, "Apply result", "Comment"), [_run_row(r, now) for r in runs])
-
-
-def _run_row(r: Mapping[str, Any], now: float) -> str:
-    return _row(
-        _when(r.get("at"), now),
-        *(_e(_text(r.get(key))) for key in ("kind", "repo")),
-        _number(r.get("number")),
-        _e(_text(r.get("project"))),
-        _sha(_text(r.get("sha"))),
-        _e(_text(r.get("summary"))),
-        _state(_text(r.get("gate")), _text(r.get("gate_description"))),
-        *(_e(_text(r.get(key))) for key in ("approver", "result")),
-        _link(r.get("url")),
+def _run_row(r: Mapping[str, Any], now: float) -> RunRow:
+    return RunRow(
+        at=_moment(r.get("at"), now),
+        kind=_text(r.get("kind")),
+        repo=_text(r.get("repo")),
+        number=_number(r.get("number")),
+        project=_text(r.get("project")),
+        sha=_text(r.get("sha")),
+        summary=_text(r.get("summary")),
+        gate=_verdict(_text(r.get("gate")), _text(r.get("gate_description"))),
+        approver=_text(r.get("approver")),
+        result=_text(r.get("result")),
+        url=_link(r.get("url")),
     )
 
 
-def _queues_section(queues: Mapping[str, int]) -> str:
-    rows = [_row(_e(name), _e(str(count))) for name, count in queues.items()]
-    return "<h2>Queues</h2>" + _table(("Queue", "Waiting jobs"), rows)
-
-
-def _drift_section(runs: Sequence[Mapping[str, Any]], now: float) -> str:
+def _drift_rows(runs: Sequence[Mapping[str, Any]], now: float) -> list[DriftRow]:
     """The last drift check of each (repo, project): runs are newest first, so the first one seen."""
     latest: dict[tuple[str, str], Mapping[str, Any]] = {}
     for run in runs:
         if run.get("kind") == "drift":
             latest.setdefault((_text(run.get("repo")), _text(run.get("project"))), run)
-    if not latest:
-        return ""
-    rows = [
-        _row(
-            _e(repo),
-            _e(project),
-            _sha(_text(run.get("sha"))),
-            _state(_text(run.get("gate")), _text(run.get("result"))),
-            _number(run.get("number")),
-            _when(run.get("at"), now),
+    return [
+        DriftRow(
+            repo=repo,
+            project=project,
+            sha=_text(run.get("sha")),
+            result=_verdict(_text(run.get("gate")), _text(run.get("result"))),
+            issue=_number(run.get("number")),
+            checked=_moment(run.get("at"), now),
         )
         for (repo, project), run in sorted(latest.items())
     ]
-    return "<h2>Drift checks</h2>" + _table(("Repository", "Project", "Commit", "Result", "Issue", "Checked"), rows)
 
 
-def _workers_section(workers: Sequence[Mapping[str, Any]], now: float) -> str:
-    if not workers:
-        return "<h2>Workers</h2><p><strong>No workers running</strong>: queued jobs wait until one starts.</p>"
-    rows = [
-        _row(
-            _e(_text(w.get("name"))),
-            _e(_text(w.get("state"))),
-            _e(_text(w.get("job")) or "—"),
-            _e(", ".join(map(str, w.get("queues") or []))),
-            _when(w.get("heartbeat"), now),
-        )
-        for w in workers
-    ]
-    return "<h2>Workers</h2>" + _table(("Name", "State", "Current job", "Queues", "Last heartbeat"), rows)
-
-
-def _workers_count(workers: Sequence[Mapping[str, Any]]) -> str:
-    if not workers:
-        return "<h2>Workers</h2><p><strong>No workers running</strong>: queued jobs wait until one starts.</p>"
-    busy = sum(1 for w in workers if w.get("state") == "busy")
-    return f"<h2>Workers</h2><p>{len(workers)} running, {busy} busy.</p>"
-
-
-def _table(headers: Sequence[str], rows: Sequence[str]) -> str:
-    head = "".join(f"<th>{_e(h)}</th>" for h in headers)
-    return f"<table><thead><tr>{head}</tr></thead><tbody>{''.join(rows)}</tbody></table>"
-
-
-def _row(*cells: str) -> str:
-    """One table row from already-escaped cells."""
-    return "<tr>" + "".join(f"<td>{cell}</td>" for cell in cells) + "</tr>"
-
-
-def _e(value: str) -> str:
-    return escape(value, quote=True)
+def _worker_row(w: Mapping[str, Any], now: float) -> WorkerRow:
+    return WorkerRow(
+        name=_text(w.get("name")),
+        state=_text(w.get("state")),
+        job=_text(w.get("job")),
+        queues=", ".join(map(str, w.get("queues") or [])),
+        heartbeat=_moment(w.get("heartbeat"), now),
+    )
 
 
 def _text(value: Any) -> str:
@@ -233,38 +263,30 @@ def _text(value: Any) -> str:
 
 
 def _number(value: Any) -> str:
-    return f"#{_e(str(value))}" if value not in (None, "") else "—"
+    return f"#{value}" if value not in (None, "") else ""
 
 
-def _sha(sha: str) -> str:
-    return f'<code title="{_e(sha)}">{_e(sha[:7])}</code>' if sha else "—"
-
-
-def _state(state: str, description: str) -> str:
+def _verdict(state: str, detail: str) -> Verdict | None:
     if not state:
-        return "—"
-    css = state if state in _KNOWN_STATES else "unknown"
-    detail = f"<br>{_e(description)}" if description else ""
-    return f'<span class="state-{css}">{_e(state)}</span>{detail}'
+        return None
+    return Verdict(state, state if state in _KNOWN_STATES else "unknown", detail)
 
 
 def _link(url: Any) -> str:
     """Only http(s) links: a stored `javascript:` URL must not become clickable."""
-    if not isinstance(url, str) or urlsplit(url).scheme not in ("http", "https"):
-        return "—"
-    return f'<a href="{_e(url)}" rel="noreferrer">comment</a>'
+    return url if isinstance(url, str) and urlsplit(url).scheme in ("http", "https") else ""
 
 
 def _utc(at: float) -> str:
     return time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime(at))
 
 
-def _when(at: Any, now: float) -> str:
+def _moment(at: Any, now: float) -> Moment | None:
     if not isinstance(at, int | float) or isinstance(at, bool):
-        return "—"
+        return None
     seconds = max(0, int(now - at))
     ago = f"{seconds} s" if seconds < 120 else f"{seconds // 60} min" if seconds < 7200 else f"{seconds // 3600} h"
-    return f'<span title="{_e(_utc(at))}">{_e(ago)} ago</span>'
+    return Moment(ago, _utc(at))
 
 
 def read_workers(conn: redis.Redis) -> list[dict[str, Any]]:
@@ -334,9 +356,8 @@ async def status_page(request: Request) -> Response:
         signout_url = f"{public_base_url(request)}/auth/signout"
         page = await run_in_threadpool(_snapshot, request.app.state.redis, access, signout_url)
     except redis.RedisError as exc:
-        reason = _e(type(exc).__name__)
-        unavailable = f"<!doctype html><title>plangate status</title><p>Redis unavailable ({reason}).</p>"
-        return HTMLResponse(unavailable, status_code=503, headers=HEADERS)
+        reason = {"reason": type(exc).__name__}
+        return _TEMPLATES.TemplateResponse(request, "status_unavailable.html", reason, status_code=503, headers=HEADERS)
     return HTMLResponse(page, headers=HEADERS)
 
 

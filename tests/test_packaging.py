@@ -84,6 +84,22 @@ def test_setup_reads_the_manifest_from_the_installed_package(installed_wheel: tu
     assert result.stdout.strip().startswith("https://gate.example/")
 
 
+def test_the_installed_wheel_serves_every_page(installed_wheel: tuple[Path, Path]) -> None:
+    """The templates are package data: the pages render from an install, with no checkout beside it."""
+    wheel, site = installed_wheel
+    templates = {f"bot/templates/{t.name}" for t in (ROOT / "bot" / "templates").glob("*.html")}
+    assert {n for n in zipfile.ZipFile(wheel).namelist() if n.startswith("bot/templates/")} == templates
+    renders = (
+        "import bot, pathlib; assert pathlib.Path(bot.__file__).is_relative_to(pathlib.Path.cwd());"
+        "from bot import auth_pages, setup_pages, status_page;"
+        "assert b'Signed out' in auth_pages.signed_out('/').body;"
+        "assert b'Setup failed' in setup_pages.error(400, 'x').body;"
+        "assert 'No runs yet.' in status_page.render_status_page([], {}, [], 0.0)"
+    )
+    result = _run_installed(site, "-c", renders)
+    assert result.returncode == 0, result.stderr
+
+
 def test_demo_without_the_stand_in_says_how_to_get_it(installed_wheel: tuple[Path, Path]) -> None:
     _, site = installed_wheel
     result = _run_installed(site, "-m", "plangate", "demo", "--no-serve")

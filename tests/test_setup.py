@@ -19,12 +19,19 @@ from hypothesis import strategies as st
 from starlette.applications import Starlette
 from starlette.testclient import TestClient
 
-from bot import envfile, setup, urls
+from bot import envfile, setup, setup_pages, urls
 from core import settings
 from standin import StandIn, start
 from tests.keys import rsa_pem
+from tests.test_status_page import Parsed
 
 SECRET = "0123456789abcdef0123456789abcdef01234567"
+HOSTILE = '"><script>alert(1)</script>'
+QUOTED = """acme's "ops" <b>team</b>"""
+PAGE_TAGS = {
+    "html", "head", "meta", "title", "style", "body", "h1", "p", "strong", "a", "code", "ol", "li",
+    "table", "tr", "th", "td", "form", "input", "button",
+}  # fmt: skip
 CONVERSIONS = "/app-manifests/"
 
 
@@ -159,6 +166,37 @@ def test_ghes_variant(env_file: Path) -> None:
 )
 def test_github_web_url(api: str, web: str) -> None:
     assert urls.github_web_url(api) == web
+
+
+def test_hostile_values_stay_text_on_every_setup_page() -> None:
+    """Whatever reaches a setup page (the manifest file, the org name, a path, GitHub's or the OS's error text)
+    comes out as text and as the exact attribute values: the form still posts the manifest it shows."""
+    manifest = {"name": HOSTILE, "hook_attributes": {"url": f"https://x/{HOSTILE}"}, "default_events": [QUOTED]}
+    action = f"https://github.com/settings/apps/new?state={HOSTILE}"
+    env_file = Path(f"/srv/</code>{HOSTILE}/.env")
+    pages = [
+        setup_pages.create(action=action, manifest=manifest, account=QUOTED, web_url=HOSTILE, env_file=env_file),
+        setup_pages.done(f"https://github.com/apps/{HOSTILE}", env_file, has_secret=False),
+        setup_pages.already_created(env_file),
+        setup_pages.orphaned(f"https://github.com/apps/{HOSTILE}", QUOTED, 500),
+        setup_pages.error(400, f"{QUOTED} {HOSTILE}"),
+    ]
+    assert [page.status_code for page in pages] == [200, 200, 409, 500, 400]
+    for page in pages:
+        assert {tag for tag, _ in Parsed(bytes(page.body).decode()).tags} <= PAGE_TAGS  # no script, no <b>
+        assert page.headers["cache-control"] == "no-store"
+    create, done, exists, orphaned, failed = (Parsed(bytes(page.body).decode()) for page in pages)
+    assert create.attrs("form", "action") == [action]
+    assert [json.loads(v or "") for v in create.attrs("input", "value")] == [manifest]
+    assert f"for {QUOTED};" in create.joined() and f"asks {HOSTILE} to" in create.joined()
+    assert HOSTILE in create.joined() and str(env_file) in create.joined()
+    assert done.attrs("a", "href") == [
+        f"https://github.com/apps/{HOSTILE}",
+        f"https://github.com/apps/{HOSTILE}/installations/new",
+    ]
+    assert str(env_file) in done.joined() and str(env_file) in exists.joined()
+    assert f"were not stored: {QUOTED}" in orphaned.joined()
+    assert f"{QUOTED} {HOSTILE}" in failed.joined()
 
 
 # -- the callback ---------------------------------------------------------------------------------

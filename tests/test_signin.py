@@ -18,12 +18,14 @@ import pytest
 import redis
 import uvicorn
 
+from bot import auth_pages
 from bot.app import create_app
 from core import settings
 from core.runlog import record_run
 from standin import StandIn, start
 from standin.local_redis import free_port
 from tests.keys import rsa_pem
+from tests.test_status_page import Parsed
 
 HTML = {"Accept": "text/html,application/xhtml+xml"}
 EXCHANGE = "/login/oauth/access_token"
@@ -151,3 +153,17 @@ def test_declining_on_github_is_refused_with_githubs_reason(site: Site) -> None:
         answer = alice.get(site.url + "/")
     assert answer.status_code == 401 and "The user has denied your application access." in answer.text
     assert site.gh.state.count_requests("POST", EXCHANGE) == 0
+
+
+def test_hostile_values_stay_text_on_the_sign_in_pages() -> None:
+    """GitHub's error text and the status page's URL (built from X-Forwarded-* headers) are text, never markup."""
+    hostile = """alice's "app" </p><script>alert(1)</script>"""
+    status_url = 'https://gate.example.org/"><script>alert(2)</script>/'
+    refused, signed_out = auth_pages.refused(401, hostile, status_url), auth_pages.signed_out(status_url)
+    assert (refused.status_code, signed_out.status_code) == (401, 200)
+    for page in (refused, signed_out):
+        parsed = Parsed(bytes(page.body).decode())
+        assert [tag for tag, _ in parsed.tags] == ["html", "head", "meta", "title", "body", "h1", "p", "p", "a"]
+        assert parsed.attrs("a", "href") == [status_url]
+        assert page.headers["content-security-policy"].startswith("default-src 'none'")
+    assert hostile in Parsed(bytes(refused.body).decode()).joined()

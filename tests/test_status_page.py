@@ -6,24 +6,29 @@ import base64
 import hashlib
 import re
 from html.parser import HTMLParser
+from pathlib import Path
 from typing import Any
 
+import jinja2
 import redis
 from hypothesis import given
 from hypothesis import strategies as st
+from jinja2 import nodes
 from rq import Queue, Worker
 from starlette.applications import Starlette
 from starlette.testclient import TestClient
 
 from bot import status_page
 from bot.gate_states import gate_states
-from bot.status_auth import Access
+from bot.status_auth import EVERYTHING, Access
 from bot.status_page import render_status_page
 from core import settings
 from core.contract import COMMANDS_QUEUE, PLANS_QUEUE
 from core.runlog import record_run
 from standin.local_redis import free_port
 
+ROOT = Path(__file__).resolve().parent.parent
+TEMPLATES = ROOT / "bot" / "templates"
 NOW = 1_700_000_000.0
 SHA = "0123456789abcdef0123456789abcdef01234567"
 ALLOWED_TAGS = {
@@ -66,6 +71,9 @@ class Parsed(HTMLParser):
 
     def joined(self) -> str:
         return "".join(self.text)
+
+    def attrs(self, tag: str, name: str) -> list[str | None]:
+        return [attrs.get(name) for seen, attrs in self.tags if seen == tag]
 
 
 def test_empty_state_says_so() -> None:
@@ -247,3 +255,83 @@ def test_a_signed_in_person_sees_who_they_are_and_only_counts_of_workers() -> No
     nobody = Access(login="carol", repos=frozenset())
     empty = Parsed(render_status_page([], {PLANS_QUEUE: 2}, [], NOW, access=nobody)).joined()
     assert "You cannot read any repository this App is installed on" in empty and "Signed in as @carol" in empty
+
+
+HOSTILE = '"><script>alert(1)</script>'
+QUOTED = """o'brien "the" <b>bold</b>"""
+
+
+def _section(page: str, heading: str) -> str:
+    return page.split(f"<h2>{heading}</h2>")[1].split("<h2>")[0]
+
+
+def test_hostile_values_stay_text_wherever_the_page_shows_them() -> None:
+    """Cells, attributes (tooltip, link), banners, worker rows: a value may not close a cell or open a tag."""
+    closes = "1 to add</td><td>forged</td></tr><tr><td>"
+    hostile_run = run(
+        kind="drift",
+        repo=HOSTILE,
+        project=HOSTILE,
+        number=HOSTILE,
+        sha=HOSTILE + SHA,
+        summary=closes,
+        gate=HOSTILE,
+        gate_description=closes,
+        approver=QUOTED,
+        result=closes,
+        url=f"https://example.com/{HOSTILE}",
+    )
+    workers = [{"name": HOSTILE, "state": QUOTED, "job": closes, "queues": [HOSTILE], "heartbeat": NOW}]
+    page = render_status_page(
+        [hostile_run],
+        {HOSTILE: 1},
+        workers,
+        NOW,
+        access=EVERYTHING,
+        sandboxes={HOSTILE: "OFF", QUOTED: f"OFF {closes}"},
+        rate_limited={HOSTILE: (QUOTED, 3.0)},
+    )
+    assert "<script" not in page.lower() and "<b>" not in page
+    parsed = Parsed(page)
+    assert {tag for tag, _ in parsed.tags} <= ALLOWED_TAGS
+    assert parsed.attrs("a", "href") == [f"https://example.com/{HOSTILE}"]
+    assert parsed.attrs("code", "title") == [HOSTILE + SHA] * 3  # gate, drift and run rows
+    assert {css for css in parsed.attrs("span", "class") if css} == {"state-unknown"}  # not a class of its choosing
+    text = parsed.joined()
+    for value in (HOSTILE, QUOTED, closes, f"#{HOSTILE}", f"SANDBOX OFF on {HOSTILE}, {QUOTED}"):
+        assert value in text
+    assert f"installation {HOSTILE} ({QUOTED} limit, about 3 s more)" in text
+    cells = {"Gate states": 7, "Drift checks": 6, "Recent runs": 11, "Queues": 2, "Workers": 5}
+    for heading, count in cells.items():
+        assert _section(page, heading).count("<td>") == count, heading  # no cell was closed or opened by a value
+
+
+def test_a_signed_in_login_and_sign_out_url_stay_text() -> None:
+    signout = f"https://gate.example.org/auth/signout?next={HOSTILE}"
+    page = render_status_page([], {}, [], NOW, access=Access(login=QUOTED, repos=frozenset()), signout_url=signout)
+    assert "<script" not in page.lower() and "<b>" not in page
+    parsed = Parsed(page)
+    assert f"Signed in as @{QUOTED}" in parsed.joined()
+    assert parsed.attrs("a", "href") == [signout]
+
+
+def test_the_page_carries_the_exact_style_its_csp_hash_pins() -> None:
+    page = render_status_page([run()], {}, [], NOW)
+    assert page.count("<style>") == 1 and f"<style>{status_page._STYLE}</style>" in page
+
+
+def test_no_template_marks_anything_safe_but_our_own_style() -> None:
+    """Autoescaping is the only escaping: |safe on a value, or autoescaping switched off, would let it through raw.
+
+    Read from each template's syntax tree, so spacing, `{% filter safe %}` or a mention in a comment change nothing."""
+    templates = sorted(TEMPLATES.glob("*.html"))
+    assert {t.name for t in templates} >= {"base.html", "status.html", "setup_create.html", "signin_refused.html"}
+    marked: dict[str, list[str | None]] = {}
+    for template in templates:
+        tree = jinja2.Environment().parse(template.read_text())
+        assert not list(tree.find_all(nodes.EvalContextModifier)), f"{template.name} switches autoescaping"
+        for used in tree.find_all(nodes.Filter):
+            if used.name == "safe":
+                name = used.node.name if isinstance(used.node, nodes.Name) else None
+                marked.setdefault(template.name, []).append(name)
+    assert marked == {"base.html": ["style"]}  # the CSS constants status_page._STYLE and setup_pages._STYLE
