@@ -12,7 +12,7 @@ from typing import Any
 from prometheus_client import Histogram
 from rq import Queue
 
-from core.contract import Enqueued, enqueue_once
+from core.enqueue import Enqueued, enqueue_once
 
 ENQUEUE_SECONDS = Histogram(
     "plangate_enqueue_seconds",

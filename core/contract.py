@@ -1,5 +1,5 @@
 """The contract between the web process and the workers: queues, job ids, typed job payloads, status
-contexts, and the one way jobs are enqueued.
+contexts (core.enqueue puts a job on its queue).
 
 The web process builds a payload once (from the webhook) and enqueues the job by its dotted name, so
 it never imports the job code; the job reads the payload's attributes. Payloads hold plain values
@@ -10,9 +10,6 @@ from __future__ import annotations
 
 from dataclasses import dataclass, fields
 from typing import Any
-
-from rq import Callback, Queue, Retry
-from rq.exceptions import DuplicateJobError
 
 from core import keys
 
@@ -128,36 +125,3 @@ class GroupRequest(RepoTarget):
             trigger=f"merge-group-{self.head_ref}",
             base_sha=self.base_sha,
         )
-
-
-@dataclass(frozen=True)
-class Enqueued:
-    job_id: str
-    duplicate: bool
-
-
-def enqueue_once(
-    queue: Queue,
-    func: str,
-    job_id: str,
-    request: Any,
-    *,
-    timeout: int = 3 * 3600,
-    result_ttl: int = 3600,
-) -> Enqueued:
-    """Enqueue `func(request=...)` unless a job with this id already exists (a redelivery or duplicate)."""
-    rerun = func in RERUN_JOBS
-    try:
-        queue.enqueue(
-            func,
-            kwargs={"request": request} if request is not None else {},
-            job_id=job_id,
-            unique=True,
-            job_timeout=timeout,
-            result_ttl=result_ttl,
-            retry=Retry(max=PLAN_RETRIES) if rerun else None,
-            on_failure=Callback(COUNT_ABANDONED) if rerun else None,
-        )
-    except DuplicateJobError:
-        return Enqueued(job_id, duplicate=True)
-    return Enqueued(job_id, duplicate=False)

@@ -18,9 +18,9 @@ from core.contract import (
     PlanRequest,
     PushRequest,
     Where,
-    enqueue_once,
     job_id,
 )
+from core.enqueue import enqueue_once
 from core.projects import Project
 from workers.flows.stale_plans import PlannedPR
 

@@ -16,10 +16,10 @@ from core.contract import (
     PlanRequest,
     PushRequest,
     Where,
-    enqueue_once,
     job_id,
 )
 from core.drift_schedule import DriftTarget
+from core.enqueue import enqueue_once
 from core.projects import Project
 from core.results import ProjectResult
 from workers import fanout

@@ -10,7 +10,7 @@ from rq.exceptions import NoSuchJobError
 from rq.job import Job, JobStatus
 
 from bot.enqueue import enqueue_timed
-from core.contract import Enqueued
+from core.enqueue import Enqueued
 
 
 @dataclass

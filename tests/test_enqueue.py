@@ -1,0 +1,71 @@
+"""core.enqueue: one round trip, once per job id, and a job RQ cannot tell from one it enqueued itself."""
+
+from __future__ import annotations
+
+import redis
+from rq import Callback, Queue, Retry, SimpleWorker
+from rq.job import Job, JobStatus
+
+from core.contract import PLAN_RETRIES, PushRequest
+from core.enqueue import enqueue_once
+
+REQUEST = PushRequest(
+    installation_id=1,
+    repo_id=2,
+    repo="acme/infra",
+    clone_url="https://x/acme/infra.git",
+    default_branch="main",
+    before="a" * 40,
+    after="b" * 40,
+    branch="main",
+    authors=("alice",),
+)
+RERUN = "workers.jobs.plan_pr"  # re-run when its worker dies: a Retry and a failure callback
+ONCE = "tests.jobs.echo.echo"  # never re-run
+MOMENTS = {"created_at", "enqueued_at"}  # each enqueue's own time
+
+
+def _hash(conn: redis.Redis, job_id: str) -> dict[bytes, bytes]:
+    found: dict[bytes, bytes] = conn.hgetall(f"rq:job:{job_id}")  # type: ignore[assignment]
+    return {k: v for k, v in found.items() if k.decode() not in MOMENTS}
+
+
+def test_the_job_is_the_one_rq_itself_would_save(redis_conn: redis.Redis) -> None:
+    queue = Queue("plangate-test", connection=redis_conn)
+    for name, func, retry in (("rerun", RERUN, True), ("once", ONCE, False)):
+        ours = enqueue_once(queue, func, f"ours-{name}", REQUEST, timeout=600, result_ttl=60)
+        assert not ours.duplicate
+        queue.enqueue(
+            func,
+            kwargs={"request": REQUEST},
+            job_id=f"rq-{name}",
+            unique=True,
+            job_timeout=600,
+            result_ttl=60,
+            retry=Retry(max=PLAN_RETRIES) if retry else None,
+            on_failure=Callback("workers.rq_worker.count_abandoned") if retry else None,
+        )
+        assert _hash(redis_conn, f"ours-{name}") == _hash(redis_conn, f"rq-{name}")
+    assert set(_hash(redis_conn, "ours-rerun")) >= {b"data", b"origin", b"status", b"retries_left"}
+    assert queue.job_ids == ["ours-rerun", "rq-rerun", "ours-once", "rq-once"]
+    assert queue in Queue.all(connection=redis_conn)
+
+
+def test_a_second_enqueue_of_the_id_changes_nothing(redis_conn: redis.Redis) -> None:
+    queue = Queue("plangate-test", connection=redis_conn)
+    first = enqueue_once(queue, ONCE, "push-2-b", REQUEST)
+    before = redis_conn.hgetall("rq:job:push-2-b")
+    other = PushRequest(**{**REQUEST.target(), "before": "c" * 40, "after": "d" * 40})
+    again = enqueue_once(queue, ONCE, "push-2-b", other)
+    assert (first.duplicate, again.duplicate) == (False, True)
+    assert redis_conn.hgetall("rq:job:push-2-b") == before
+    assert queue.job_ids == ["push-2-b"]
+
+
+def test_an_rq_worker_runs_it_with_its_typed_request(redis_conn: redis.Redis) -> None:
+    queue = Queue("plangate-test", connection=redis_conn)
+    enqueue_once(queue, ONCE, "push-2-b", REQUEST)
+    SimpleWorker([queue], connection=redis_conn).work(burst=True)
+    job = Job.fetch("push-2-b", connection=redis_conn)
+    assert job.get_status() == JobStatus.FINISHED
+    assert job.return_value() == f"acme/infra@{'b' * 40}"
