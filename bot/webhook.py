@@ -6,7 +6,6 @@ Only X-Hub-Signature-256 is accepted: the SHA-1 header is dropped before gidgeth
 
 from __future__ import annotations
 
-import json
 import logging
 import time
 from typing import Any
@@ -16,8 +15,7 @@ import redis
 from gidgethub import ValidationFailure
 from gidgethub.sansio import Event, validate_event
 from prometheus_client import Counter
-from starlette.requests import Request
-from starlette.responses import JSONResponse
+from starlette.types import Receive, Scope, Send
 
 from bot.events import router
 from bot.events.context import Delivery
@@ -35,18 +33,23 @@ class Rejected(Exception):
         self.reason = reason
 
 
-async def _read_body(request: Request) -> bytes:
-    declared = request.headers.get("content-length", "")
+async def _read_body(headers: dict[str, str], receive: Receive) -> bytes:
+    declared = headers.get("content-length", "")
     if declared.isdigit() and int(declared) > MAX_BODY:
         raise Rejected(413, "payload larger than 25 MB")
     chunks: list[bytes] = []
     size = 0
-    async for chunk in request.stream():
+    while True:
+        message = await receive()
+        if message["type"] == "http.disconnect":
+            raise Rejected(400, "the client went away")
+        chunk = message.get("body", b"")
         size += len(chunk)
         if size > MAX_BODY:
             raise Rejected(413, "payload larger than 25 MB")
         chunks.append(chunk)
-    return b"".join(chunks)
+        if not message.get("more_body", False):
+            return b"".join(chunks)
 
 
 def _verified_event(headers: dict[str, str], body: bytes, secret: str) -> Event:
@@ -75,21 +78,33 @@ def _status_for(delivery: Delivery) -> int:
     return 202 if delivery.outcome == "enqueued" else 200
 
 
-async def webhook(request: Request) -> JSONResponse:
+class Webhook:
+    """`POST /webhook` as a plain ASGI app (an instance, so Starlette's Route calls it as one): the hot
+    path builds no Request or Response object."""
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        await _handle(scope, receive, send)
+
+
+webhook = Webhook()
+
+
+async def _handle(scope: Scope, receive: Receive, send: Send) -> None:
     started = time.perf_counter()
-    secret: str = request.app.state.settings.webhook_secret
-    headers = {k: v for k, v in ((k.lower(), v) for k, v in request.headers.items()) if k != "x-hub-signature"}
+    state = scope["app"].state
+    secret: str = state.settings.webhook_secret
+    headers = {k.decode("latin-1"): v.decode("latin-1") for k, v in scope["headers"] if k != b"x-hub-signature"}
     event_name = headers.get("x-github-event", "")
     info: dict[str, Any] = {"delivery": headers.get("x-github-delivery", ""), "event": event_name}
     metric_event = "unverified"  # unverified names are attacker-chosen: keep them out of label values
     try:
-        body = await _read_body(request)
+        body = await _read_body(headers, receive)
         event = _verified_event(headers, body, secret)
         metric_event = event_name
         info["action"] = event.data.get("action")
         repo = event.data.get("repository")
         info["repo"] = repo.get("full_name") if isinstance(repo, dict) else None
-        delivery = Delivery(commands=request.app.state.commands, plans=request.app.state.plans)
+        delivery = Delivery(commands=state.commands, plans=state.plans)
         try:
             await router.dispatch(event, delivery)
         except (KeyError, TypeError, ValueError, AttributeError) as exc:
@@ -102,5 +117,14 @@ async def webhook(request: Request) -> JSONResponse:
         status, outcome, reason = 503, "redis-unavailable", "queue unavailable, redeliver later"
     DELIVERIES.labels(metric_event, outcome).inc()
     info.update(outcome=outcome, status=status, reason=reason, ms=round((time.perf_counter() - started) * 1000, 2))
-    log.info(json.dumps(info, default=str))
-    return JSONResponse({"outcome": outcome, "reason": reason}, status_code=status)
+    log.info(orjson.dumps(info, default=str).decode())
+    answer = orjson.dumps({"outcome": outcome, "reason": reason})
+    await send({"type": "http.response.start", "status": status, "headers": [*_JSON, _length(answer)]})
+    await send({"type": "http.response.body", "body": answer})
+
+
+_JSON = [(b"content-type", b"application/json")]
+
+
+def _length(body: bytes) -> tuple[bytes, bytes]:
+    return (b"content-length", str(len(body)).encode())
