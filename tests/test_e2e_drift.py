@@ -13,6 +13,7 @@ from rq import Queue
 
 from core import settings as settings_module
 from core.contract import PLANS_QUEUE
+from core.drift_schedule import DriftTarget
 from standin.stack import Stack, running_stack
 from standin.state import Issue, Repo
 from tests.tfproject import apply_directly, main_tf, tool
@@ -84,7 +85,7 @@ def test_drift_opens_updates_and_closes_one_issue(tmp_path: Path, redis_url: str
         assert len(edits) == 1 and "`terraform_data.other`" in (_issues(stack, repo)[0].body or "")  # edited in place
 
         apply_directly(tmp_path / "applied", text)  # drift resolved by hand
-        queue.enqueue("workers.jobs.drift_check", kwargs={"target": targets[0]})
+        queue.enqueue("workers.jobs.drift_check", kwargs={"target": DriftTarget.from_plain(targets[0])})
         assert _wait_runs(stack, redis_conn, 3)["result"] == "clean"
         (closed,) = _issues(stack, repo)
         assert closed.state == "closed"

@@ -16,6 +16,7 @@ import redis
 from rq import Queue
 
 from core.contract import PLANS_QUEUE
+from core.drift_schedule import DriftTarget
 from standin.stack import Stack, running_stack
 from standin.state import PullRequest, Repo
 from tests.e2e import applied_state, bot_bodies, comment_and_wait, infra_repo, next_second, status
@@ -85,15 +86,15 @@ def test_plan_apply_and_drift_run_one_pipeline(tmp_path: Path, redis_url: str, r
         merged = gh.merge_pr(pr, merged_by="bob")
         status(stack, repo, merged, "plangate/apply", "success")
         applied = _steps(log)[len(planned) :]
-        target = {
-            "installation_id": repo.installation_id,
-            "repo_id": repo.id,
-            "repo": repo.full_name,
-            "clone_url": f"{stack.env['GITHUB_API_URL']}/{repo.full_name}.git",
-            "default_branch": "main",
-            "project": None,
-            "schedule": "* * * * *",
-        }
+        target = DriftTarget(
+            installation_id=repo.installation_id,
+            repo_id=repo.id,
+            repo=repo.full_name,
+            clone_url=f"{stack.env['GITHUB_API_URL']}/{repo.full_name}.git",
+            default_branch="main",
+            project=None,
+            schedule="* * * * *",
+        )
         Queue(PLANS_QUEUE, connection=redis_conn).enqueue("workers.jobs.drift_check", kwargs={"target": target})
         stack.wait_for("the drift check", lambda: len(_steps(log)) >= len(planned) + len(applied) + 4)
         drifted = _steps(log)[len(planned) + len(applied) :]
