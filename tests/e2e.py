@@ -8,7 +8,7 @@ import time
 from pathlib import Path
 
 from standin.stack import Stack
-from standin.state import Repo
+from standin.state import Comment, Repo
 from tests.tfproject import apply_directly, main_tf
 
 BOT = "plangate[bot]"
@@ -22,9 +22,9 @@ def applied_state(tmp_path: Path, resources: dict[str, str] = BASE) -> Path:
     return state
 
 
-def infra_repo(stack: Stack, state: Path, resources: dict[str, str] = BASE) -> Repo:
-    """acme/infra as main was last applied, with @alice and @bob as writers."""
-    repo = stack.gh.create_repo("acme", "infra", {"infra/main.tf": main_tf(state, resources)})
+def infra_repo(stack: Stack, state: Path, resources: dict[str, str] = BASE, also: dict[str, str] | None = None) -> Repo:
+    """acme/infra as main was last applied (with the files `also`), with @alice and @bob as writers."""
+    repo = stack.gh.create_repo("acme", "infra", {"infra/main.tf": main_tf(state, resources), **(also or {})})
     stack.gh.set_permission(repo, "alice", "write")
     stack.gh.set_permission(repo, "bob", "write")
     return repo
@@ -42,23 +42,60 @@ def status(stack: Stack, repo: Repo, sha: str, context: str, state: str, contain
     return stack.wait_for(f"{context} {state} on {sha[:7]}", probe, timeout=180)
 
 
+def planned(stack: Stack, repo: Repo, sha: str) -> dict[str, str]:
+    """Wait until `sha` has been planned (plangate/destroy reported, plangate/plan no longer pending);
+    the state of every report on it by name."""
+
+    def probe() -> dict[str, str] | None:
+        states = {name: report.state for name, report in stack.gh.reports(repo, sha).items()}
+        return states if states.get("plangate/destroy") and states.get("plangate/plan") != "pending" else None
+
+    return stack.wait_for(f"the plan of {sha[:7]}", probe)
+
+
 def bot_bodies(stack: Stack, repo: Repo, number: int) -> list[str]:
+    """Every comment plangate wrote on #`number`, oldest first."""
     return [c.body for c in stack.gh.comments_on(repo, number) if c.user.login == BOT]
+
+
+def replies(stack: Stack, repo: Repo, number: int) -> list[str]:
+    """plangate's comments on #`number` but its plan comment (and that comment's parts): its replies."""
+    return [b for b in bot_bodies(stack, repo, number) if "plangate:plan" not in b]
+
+
+def answered(stack: Stack, repo: Repo, number: int, count: int, what: str = "") -> list[str]:
+    """Wait until plangate has replied `count` times on #`number`; its replies there."""
+
+    def probe() -> list[str] | None:
+        found = replies(stack, repo, number)
+        return found if len(found) >= count else None
+
+    return stack.wait_for(what or f"{count} replies on #{number}", probe)
 
 
 def comment_and_wait(stack: Stack, repo: Repo, number: int, login: str, body: str) -> str:
     """Comment as `login` and return plangate's reply (the bot comment that answers it)."""
-    before = len(bot_bodies(stack, repo, number))
+    return _comment_and_reply(stack, repo, number, login, body)[1]
+
+
+def comment_and_wait_closed(stack: Stack, repo: Repo, number: int, login: str, body: str) -> tuple[str, list[str]]:
+    """Comment as `login`; plangate's reply and, once plangate has closed the comment, its reactions
+    to it (eyes on receipt, then the verdict)."""
+    comment, reply = _comment_and_reply(stack, repo, number, login, body)
+
+    def closed() -> list[str] | None:
+        reactions = stack.gh.reactions_on(comment)
+        return reactions if len(reactions) >= 2 else None
+
+    return reply, stack.wait_for("the closing reaction", closed)
+
+
+def _comment_and_reply(stack: Stack, repo: Repo, number: int, login: str, body: str) -> tuple[Comment, str]:
+    before = len(replies(stack, repo, number))
     if body.startswith("/approve-destroy"):
         next_second()
-    stack.gh.comment(repo, number, login, body)
-
-    def reply() -> str | None:
-        bodies = bot_bodies(stack, repo, number)
-        fresh = [b for b in bodies[before:] if "plangate:plan " not in b]
-        return fresh[0] if fresh else None
-
-    return stack.wait_for(f"the reply to {login}'s {body!r}", reply)
+    comment = stack.gh.comment(repo, number, login, body)
+    return comment, answered(stack, repo, number, before + 1, f"the reply to {login}'s {body!r}")[before]
 
 
 def next_second() -> None:

@@ -11,158 +11,119 @@ import redis
 
 from standin.stack import Stack, running_stack
 from standin.state import Repo
-from tests.e2e import kill_the_horse_running, next_second
+from tests.e2e import (
+    applied_state,
+    bot_bodies,
+    comment_and_wait,
+    infra_repo,
+    kill_the_horse_running,
+    next_second,
+    planned,
+    status,
+)
 from tests.tfproject import apply_directly, main_tf, state_addresses, tool
 
 pytestmark = pytest.mark.e2e
-BOT = "plangate[bot]"
 
 
-def _apply_state(stack: Stack, repo: Repo, sha: str, state: str, contains: str = "") -> str:
-    def probe() -> str | None:
-        status = stack.gh.reports(repo, sha).get("plangate/apply")
-        if status and status.state == state and contains in (status.description or ""):
-            return status.description or ""
-        return None
-
-    return stack.wait_for(f"plangate/apply {state} on {sha[:7]}", probe, timeout=180)
+def _blocked_issue(stack: Stack, repo: Repo) -> int:
+    """Wait for the issue a blocked direct push opens; its number."""
+    return stack.wait_for(
+        "the blocked-apply issue", lambda: next((n for (rid, n) in stack.gh.state.issues if rid == repo.id), None)
+    )
 
 
-def _bot_bodies(stack: Stack, repo: Repo, number: int) -> list[str]:
-    return [c.body for c in stack.gh.comments_on(repo, number) if c.user.login == BOT]
-
-
-def _planned(stack: Stack, repo: Repo, sha: str) -> None:
-    def probe() -> bool:
-        status = stack.gh.reports(repo, sha).get("plangate/destroy")
-        return status is not None
-
-    stack.wait_for(f"the PR plan of {sha[:7]}", probe)
-
-
-def _infra(stack: Stack, state: Path) -> Repo:
-    """acme/infra as main was last applied (keep, doomed), with @bob as a writer."""
-    repo = stack.gh.create_repo("acme", "infra", {"infra/main.tf": main_tf(state, {"keep": "a", "doomed": "b"})})
-    stack.gh.set_permission(repo, "bob", "write")
-    return repo
-
-
-@pytest.fixture
-def world(tmp_path: Path) -> tuple[Path, Path]:
-    state = tmp_path / "state" / "terraform.tfstate"
-    apply_directly(tmp_path / "applied", main_tf(state, {"keep": "a", "doomed": "b"}))
-    return tmp_path, state
-
-
-def test_merges_apply_and_destroys_wait_for_approval(
-    world: tuple[Path, Path], redis_url: str, redis_conn: redis.Redis
-) -> None:
-    tmp_path, state = world
+def test_merges_apply_and_destroys_wait_for_approval(tmp_path: Path, redis_url: str, redis_conn: redis.Redis) -> None:
+    state = applied_state(tmp_path)
     with running_stack(tmp_path, redis_url) as stack:
         gh = stack.gh
-        repo = _infra(stack, state)
-        gh.set_permission(repo, "alice", "write")
-        gh.set_permission(repo, "bob", "write")
+        repo = infra_repo(stack, state)
 
         adding = gh.open_pr(
             repo, "add", "alice", "Add", {"infra/main.tf": main_tf(state, {"keep": "a", "doomed": "b", "fresh": "c"})}
         )
-        _planned(stack, repo, adding.head_sha)
+        planned(stack, repo, adding.head_sha)
         merged = gh.merge_pr(adding, method="merge")
-        _apply_state(stack, repo, merged, "success")
+        status(stack, repo, merged, "plangate/apply", "success")
         assert state_addresses(state) == {"terraform_data.keep", "terraform_data.doomed", "terraform_data.fresh"}
-        assert any("Apply complete!" in b for b in _bot_bodies(stack, repo, adding.number))
+        assert any("Apply complete!" in b for b in bot_bodies(stack, repo, adding.number))
 
         removing = gh.open_pr(
             repo, "drop", "alice", "Drop", {"infra/main.tf": main_tf(state, {"keep": "a", "fresh": "c"})}
         )
-        _planned(stack, repo, removing.head_sha)
+        planned(stack, repo, removing.head_sha)
         merged = gh.merge_pr(removing, method="squash")
-        assert "blocked: 1 to destroy" in _apply_state(stack, repo, merged, "failure")
+        assert "blocked: 1 to destroy" in status(stack, repo, merged, "plangate/apply", "failure")
         assert "terraform_data.doomed" in state_addresses(state)
-        blocked = [b for b in _bot_bodies(stack, repo, removing.number) if "plangate:apply-blocked" in b]
+        blocked = [b for b in bot_bodies(stack, repo, removing.number) if "plangate:apply-blocked" in b]
         assert len(blocked) == 1 and "`terraform_data.doomed`" in blocked[0]
 
         next_second()  # approvals come after the plan they approve went out
         gh.comment(repo, removing.number, "alice", "/approve-destroy")  # the author may not
         gh.comment(repo, removing.number, "bob", "/approve-destroy")
-        _apply_state(stack, repo, merged, "success")
+        status(stack, repo, merged, "plangate/apply", "success")
         assert state_addresses(state) == {"terraform_data.keep", "terraform_data.fresh"}
 
 
 def test_pr_approval_carries_over_unless_the_destroy_set_grew(
-    world: tuple[Path, Path], redis_url: str, redis_conn: redis.Redis
+    tmp_path: Path, redis_url: str, redis_conn: redis.Redis
 ) -> None:
-    tmp_path, state = world
+    state = applied_state(tmp_path)
     with running_stack(tmp_path, redis_url) as stack:
         gh = stack.gh
-        repo = _infra(stack, state)
+        repo = infra_repo(stack, state)
 
         pr = gh.open_pr(repo, "drop", "alice", "Drop", {"infra/main.tf": main_tf(state, {"keep": "a"})})
-        _planned(stack, repo, pr.head_sha)
+        planned(stack, repo, pr.head_sha)
         next_second()  # approvals come after the plan they approve went out
         gh.comment(repo, pr.number, "bob", "/approve-destroy")
-        stack.wait_for(
-            "the approval",
-            lambda: (s := gh.reports(repo, pr.head_sha).get("plangate/destroy")) and s.state == "success",
-        )
+        status(stack, repo, pr.head_sha, "plangate/destroy", "success")
         merged = gh.merge_pr(pr, method="rebase")
-        _apply_state(stack, repo, merged, "success")
+        status(stack, repo, merged, "plangate/apply", "success")
         assert state_addresses(state) == {"terraform_data.keep"}
 
         # state moves between approval and merge: the merge plan destroys one more thing
         apply_directly(tmp_path / "applied", main_tf(state, {"keep": "a", "doomed": "b", "stray": "s"}))
         pr2 = gh.open_pr(repo, "drop2", "alice", "Drop again", {"infra/main.tf": main_tf(state, {"keep": "a2"})})
-        _planned(stack, repo, pr2.head_sha)
+        planned(stack, repo, pr2.head_sha)
         apply_directly(tmp_path / "applied2", main_tf(state, {"keep": "a", "doomed": "b", "stray": "s", "late": "l"}))
-        next_second()  # approvals come after the plan they approve went out
-        gh.comment(repo, pr2.number, "bob", "/approve-destroy")
-        stack.wait_for(
-            "the approval reply", lambda: any("Approved by @bob" in b for b in _bot_bodies(stack, repo, pr2.number))
-        )
+        assert "Approved by @bob" in comment_and_wait(stack, repo, pr2.number, "bob", "/approve-destroy")
         merged2 = gh.merge_pr(pr2, method="merge")
-        assert "blocked: 1 to destroy" in _apply_state(stack, repo, merged2, "failure")
-        blocked = next(b for b in _bot_bodies(stack, repo, pr2.number) if "plangate:apply-blocked" in b)
+        assert "blocked: 1 to destroy" in status(stack, repo, merged2, "plangate/apply", "failure")
+        blocked = next(b for b in bot_bodies(stack, repo, pr2.number) if "plangate:apply-blocked" in b)
         assert "`terraform_data.late`" in blocked
         assert "terraform_data.late" in state_addresses(state)
 
 
 def test_direct_push_opens_an_issue_and_approval_there_applies(
-    world: tuple[Path, Path], redis_url: str, redis_conn: redis.Redis
+    tmp_path: Path, redis_url: str, redis_conn: redis.Redis
 ) -> None:
-    tmp_path, state = world
+    state = applied_state(tmp_path)
     with running_stack(tmp_path, redis_url) as stack:
         gh = stack.gh
-        repo = _infra(stack, state)
+        repo = infra_repo(stack, state)
         pushed = gh.push(repo, "main", {"infra/main.tf": main_tf(state, {"keep": "a"})}, "alice")
-        _apply_state(stack, repo, pushed, "failure", "blocked")
-
-        def issue() -> int | None:
-            found = [i for (rid, n), i in gh.state.issues.items() if rid == repo.id]
-            return found[0].number if found else None
-
-        number = stack.wait_for("the blocked-apply issue", issue)
+        status(stack, repo, pushed, "plangate/apply", "failure", "blocked")
+        number = _blocked_issue(stack, repo)
         title = gh.state.issues[(repo.id, number)].title
         assert title == f"plangate: apply blocked on {pushed[:7]} (infra)"
         next_second()  # approvals come after the plan they approve went out
         gh.comment(repo, number, "bob", "/approve-destroy")
-        _apply_state(stack, repo, pushed, "success")
+        status(stack, repo, pushed, "plangate/apply", "success")
         assert state_addresses(state) == {"terraform_data.keep"}
         assert gh.state.issues[(repo.id, number)].state == "closed"
 
 
-def test_two_quick_pushes_apply_one_at_a_time_in_order(
-    world: tuple[Path, Path], redis_url: str, redis_conn: redis.Redis
-) -> None:
-    tmp_path, state = world
+def test_two_quick_pushes_apply_one_at_a_time_in_order(tmp_path: Path, redis_url: str, redis_conn: redis.Redis) -> None:
+    state = applied_state(tmp_path)
     with running_stack(tmp_path, redis_url, workers=2) as stack:
         gh = stack.gh
-        repo = _infra(stack, state)
+        repo = infra_repo(stack, state)
         first = gh.push(repo, "main", {"infra/main.tf": main_tf(state, {"keep": "a", "doomed": "b", "one": "1"})}, "al")
         second = gh.push(
             repo, "main", {"infra/main.tf": main_tf(state, {"keep": "a", "doomed": "b", "one": "1", "two": "2"})}, "al"
         )
-        _apply_state(stack, repo, second, "success")
+        status(stack, repo, second, "plangate/apply", "success")
         assert {"terraform_data.one", "terraform_data.two"} <= state_addresses(state)
         runs = [json.loads(r) for r in redis_conn.lrange("plangate:runs", 0, -1)]
         applies = [r for r in reversed(runs) if r.get("kind") == "apply" and r.get("result") == "applied"]
@@ -184,10 +145,8 @@ exec {real} "$@"
 """
 
 
-def test_apply_that_dies_is_reported_and_rerun_by_plan(
-    world: tuple[Path, Path], redis_url: str, redis_conn: redis.Redis
-) -> None:
-    tmp_path, state = world
+def test_apply_that_dies_is_reported_and_rerun_by_plan(tmp_path: Path, redis_url: str, redis_conn: redis.Redis) -> None:
+    state = applied_state(tmp_path)
     bin_dir = tmp_path / "bin"
     bin_dir.mkdir()
     wrapper = bin_dir / "terraform"
@@ -201,45 +160,43 @@ def test_apply_that_dies_is_reported_and_rerun_by_plan(
     }
     with running_stack(tmp_path, redis_url, extra_env=env) as stack:
         gh = stack.gh
-        repo = _infra(stack, state)
+        repo = infra_repo(stack, state)
         pr = gh.open_pr(
             repo, "add", "alice", "Add", {"infra/main.tf": main_tf(state, {"keep": "a", "doomed": "b", "new": "n"})}
         )
-        _planned(stack, repo, pr.head_sha)
+        planned(stack, repo, pr.head_sha)
         merged = gh.merge_pr(pr)
         stack.wait_for("the first apply to start", marker.exists)
         kill_the_horse_running(str(bin_dir))
-        assert "died" in _apply_state(stack, repo, merged, "failure")  # a check run has no "error": failure
-        died = [b for b in _bot_bodies(stack, repo, pr.number) if "plangate:apply-died" in b]
+        assert "died" in status(stack, repo, merged, "plangate/apply", "failure")  # a check run has no "error": failure
+        died = [b for b in bot_bodies(stack, repo, pr.number) if "plangate:apply-died" in b]
         assert len(died) == 1 and "check the state" in died[0]
 
         gh.comment(repo, pr.number, "bob", "/plan")
-        _apply_state(stack, repo, merged, "success")
+        status(stack, repo, merged, "plangate/apply", "success")
         assert "terraform_data.new" in state_addresses(state)
 
 
 def test_newer_push_supersedes_a_blocked_one_and_report_only_projects_never_apply(
-    world: tuple[Path, Path], redis_url: str, redis_conn: redis.Redis
+    tmp_path: Path, redis_url: str, redis_conn: redis.Redis
 ) -> None:
-    tmp_path, state = world
+    state = applied_state(tmp_path)
     with running_stack(tmp_path, redis_url) as stack:
         gh = stack.gh
         base = main_tf(state, {"keep": "a", "doomed": "b"})
         repo = gh.create_repo("acme", "infra", {"infra/main.tf": base})
         blocked_sha = gh.push(repo, "main", {"infra/main.tf": main_tf(state, {"keep": "a"})}, "alice")
-        _apply_state(stack, repo, blocked_sha, "failure", "blocked")
-        number = stack.wait_for(
-            "the blocked issue", lambda: next((n for (rid, n) in gh.state.issues if rid == repo.id), None)
-        )
+        status(stack, repo, blocked_sha, "plangate/apply", "failure", "blocked")
+        number = _blocked_issue(stack, repo)
 
         newer = gh.push(
             repo, "main", {"infra/main.tf": main_tf(state, {"keep": "a", "doomed": "b", "more": "m"})}, "al"
         )
-        _apply_state(stack, repo, newer, "success")
+        status(stack, repo, newer, "plangate/apply", "success")
         assert state_addresses(state) == {"terraform_data.keep", "terraform_data.doomed", "terraform_data.more"}
         issue = gh.state.issues[(repo.id, number)]
         assert issue.state == "closed"
-        assert any("plangate:apply-superseded" in b for b in _bot_bodies(stack, repo, number))
+        assert any("plangate:apply-superseded" in b for b in bot_bodies(stack, repo, number))
 
         report_only = "version: 1\nprojects:\n  - name: infra\n    dir: infra\n    apply_on_merge: false\n"
         files: dict[str, str | None] = {
@@ -248,6 +205,6 @@ def test_newer_push_supersedes_a_blocked_one_and_report_only_projects_never_appl
         }
         feature = gh.push(repo, "feature", {"infra/main.tf": main_tf(state, {"keep": "a"})}, "alice")
         held = gh.push(repo, "main", files, "alice")
-        assert "not applied" in _apply_state(stack, repo, held, "success")
+        assert "not applied" in status(stack, repo, held, "plangate/apply", "success")
         assert "terraform_data.x" not in state_addresses(state)
         assert gh.reports(repo, feature) == {}, "only the apply branch applies"  # its job ran first (FIFO)

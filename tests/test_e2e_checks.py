@@ -12,7 +12,7 @@ import pytest
 
 from standin.stack import Stack, running_stack
 from standin.state import PullRequest, Repo
-from tests.e2e import applied_state, bot_bodies, status
+from tests.e2e import answered, applied_state, replies, status
 from tests.tfproject import main_tf
 
 pytestmark = pytest.mark.e2e
@@ -20,10 +20,10 @@ pytestmark = pytest.mark.e2e
 
 def _press(stack: Stack, repo: Repo, pr: PullRequest, login: str) -> str:
     """`login` presses "Approve destroys" on plangate/destroy; plangate's reply on the PR."""
-    before = len(bot_bodies(stack, repo, pr.number))
+    before = len(replies(stack, repo, pr.number))
     run = stack.gh.check_runs(repo, pr.head_sha)["plangate/destroy"]
     stack.gh.request_check_run_action(run, login, "approve-destroy")
-    return stack.wait_for(f"the reply to {login}'s press", lambda: bot_bodies(stack, repo, pr.number)[before:])[0]
+    return answered(stack, repo, pr.number, before + 1, f"the reply to {login}'s press")[before]
 
 
 def test_the_approve_button_and_re_run(tmp_path: Path, redis_url: str) -> None:

@@ -19,7 +19,17 @@ from core.contract import PLANS_QUEUE
 from core.drift_schedule import DriftTarget
 from standin.stack import Stack, running_stack
 from standin.state import PullRequest, Repo
-from tests.e2e import applied_state, bot_bodies, comment_and_wait, infra_repo, next_second, status
+from tests.e2e import (
+    BASE,
+    answered,
+    applied_state,
+    bot_bodies,
+    comment_and_wait,
+    infra_repo,
+    next_second,
+    replies,
+    status,
+)
 from tests.tfproject import apply_directly, main_tf, state_addresses, tool
 
 pytestmark = pytest.mark.e2e
@@ -80,12 +90,13 @@ def test_plan_apply_and_drift_run_one_pipeline(tmp_path: Path, redis_url: str, r
     with running_stack(tmp_path, redis_url, extra_env=env) as stack:
         gh = stack.gh
         repo = infra_repo(stack, state)
-        pr = gh.open_pr(repo, "add", "alice", "Add", {"infra/main.tf": main_tf(state, {**_BASE, "new": "n"})})
+        pr = gh.open_pr(repo, "add", "alice", "Add", {"infra/main.tf": main_tf(state, {**BASE, "new": "n"})})
         status(stack, repo, pr.head_sha, "plangate/destroy", "success")
         planned = _steps(log)
         merged = gh.merge_pr(pr, merged_by="bob")
         status(stack, repo, merged, "plangate/apply", "success")
         applied = _steps(log)[len(planned) :]
+        assert repo.installation_id is not None
         target = DriftTarget(
             installation_id=repo.installation_id,
             repo_id=repo.id,
@@ -105,9 +116,6 @@ def test_plan_apply_and_drift_run_one_pipeline(tmp_path: Path, redis_url: str, r
         assert sorted(one) == sorted(other)  # same argv (paths aside) and the same environment
 
 
-_BASE = {"keep": "a", "doomed": "b"}
-
-
 def test_an_approval_covers_only_the_plan_its_author_could_see(tmp_path: Path, redis_url: str) -> None:
     state = applied_state(tmp_path)
     with running_stack(tmp_path, redis_url) as stack:
@@ -122,9 +130,9 @@ def test_an_approval_covers_only_the_plan_its_author_could_see(tmp_path: Path, r
         next_second()
         sha_b = gh.push_pr(pr, {"infra/main.tf": main_tf(state, {})})  # now destroys keep too
         status(stack, repo, sha_b, "plangate/destroy", "failure", "2 to destroy")
-        before = len(bot_bodies(stack, repo, pr.number))
+        before = len(replies(stack, repo, pr.number))
         gh.redeliver(written)
-        reply = stack.wait_for("the late reply", lambda: bot_bodies(stack, repo, pr.number)[before:])[0]
+        reply = answered(stack, repo, pr.number, before + 1, "the late reply")[before]
         assert "the plan changed after you commented" in reply and "plangate:approval" not in reply
         assert "Approved" not in reply
         status(stack, repo, sha_b, "plangate/destroy", "failure", "2 to destroy")
@@ -178,7 +186,7 @@ def test_a_deleted_project_is_destroyed_through_the_gate(tmp_path: Path, redis_u
     apply_directly(tmp_path / "applied-dns", dns)
     with running_stack(tmp_path, redis_url) as stack:
         gh = stack.gh
-        repo = gh.create_repo("acme", "infra", {"infra/main.tf": main_tf(state, _BASE), "infra/dns/main.tf": dns})
+        repo = gh.create_repo("acme", "infra", {"infra/main.tf": main_tf(state, BASE), "infra/dns/main.tf": dns})
         gh.set_permission(repo, "bob", "write")
         pr = gh.open_pr(repo, "rm-dns", "alice", "Retire dns", {"infra/dns/main.tf": None})
         status(stack, repo, pr.head_sha, "plangate/destroy", "failure", "2 to destroy")
@@ -200,7 +208,7 @@ def test_a_merge_marks_and_replans_the_other_open_pr_on_the_same_project(
     with running_stack(tmp_path, redis_url) as stack:
         gh = stack.gh
         repo = infra_repo(stack, state)
-        first = gh.open_pr(repo, "x", "alice", "Add x", {"infra/main.tf": main_tf(state, {**_BASE, "x": "1"})})
+        first = gh.open_pr(repo, "x", "alice", "Add x", {"infra/main.tf": main_tf(state, {**BASE, "x": "1"})})
         status(stack, repo, first.head_sha, "plangate/destroy", "success")
         second = gh.open_pr(repo, "y", "alice", "Add y", {"infra/y.tf": 'resource "terraform_data" "y" {}\n'})
         status(stack, repo, second.head_sha, "plangate/destroy", "success")

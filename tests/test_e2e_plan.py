@@ -7,32 +7,18 @@ from pathlib import Path
 import pytest
 import redis
 
-from standin.stack import Stack, running_stack
-from tests.tfproject import apply_directly, main_tf
+from standin.stack import running_stack
+from tests.e2e import applied_state, bot_bodies, infra_repo, planned
+from tests.tfproject import main_tf
 
 pytestmark = pytest.mark.e2e
 
 
-def _final(stack: Stack, repo: object, sha: str) -> dict[str, str] | None:
-    statuses = stack.gh.reports(repo, sha)  # type: ignore[arg-type]
-    states = {ctx: s.state for ctx, s in statuses.items()}
-    if states.get("plangate/destroy") and states.get("plangate/plan") != "pending":
-        return states
-    return None
-
-
-def _bot_comments(stack: Stack, repo: object, number: int) -> list[str]:
-    return [c.body for c in stack.gh.comments_on(repo, number) if c.user.login == "plangate[bot]"]  # type: ignore[arg-type]
-
-
 def test_pr_plans_comment_once_and_gate_destroys(tmp_path: Path, redis_url: str, redis_conn: redis.Redis) -> None:
-    state = tmp_path / "state" / "terraform.tfstate"
-    base = main_tf(state, {"keep": "a", "doomed": "b"})
-    apply_directly(tmp_path / "applied", base)
+    state = applied_state(tmp_path)
     with running_stack(tmp_path, redis_url) as stack:
         gh = stack.gh
-        repo = gh.create_repo("acme", "infra", {"infra/main.tf": base, "README.md": "hello\n"})
-        gh.set_permission(repo, "alice", "write")
+        repo = infra_repo(stack, state, also={"README.md": "hello\n"})
 
         adding = gh.open_pr(
             repo,
@@ -41,10 +27,10 @@ def test_pr_plans_comment_once_and_gate_destroys(tmp_path: Path, redis_url: str,
             "Add a resource",
             {"infra/main.tf": main_tf(state, {"keep": "a", "doomed": "b", "fresh": "c"})},
         )
-        states = stack.wait_for("statuses on the adding PR", lambda: _final(stack, repo, adding.head_sha))
+        states = planned(stack, repo, adding.head_sha)
         assert states == {"plangate/plan": "success", "plangate/destroy": "success"}, stack.worker_log()[-3000:]
         assert redis_conn.hget("plangate:metrics:github-wait-seconds", "pacing") is None  # a lone PR never waits
-        comments = _bot_comments(stack, repo, adding.number)
+        comments = bot_bodies(stack, repo, adding.number)
         assert len(comments) == 1
         assert "1 to add, 0 to change, 0 to destroy" in comments[0]
         assert "terraform_data.fresh" in comments[0]
@@ -55,18 +41,18 @@ def test_pr_plans_comment_once_and_gate_destroys(tmp_path: Path, redis_url: str,
         removing = gh.open_pr(
             repo, "remove", "alice", "Remove a resource", {"infra/main.tf": main_tf(state, {"keep": "a"})}
         )
-        states = stack.wait_for("statuses on the removing PR", lambda: _final(stack, repo, removing.head_sha))
+        states = planned(stack, repo, removing.head_sha)
         assert states == {"plangate/plan": "success", "plangate/destroy": "failure"}
         description = gh.reports(repo, removing.head_sha)["plangate/destroy"].description or ""
         assert "1 to destroy" in description and "/approve-destroy" in description
-        comment = _bot_comments(stack, repo, removing.number)[0]
+        comment = bot_bodies(stack, repo, removing.number)[0]
         assert "`terraform_data.doomed`" in comment and "0 to add, 0 to change, 1 to destroy" in comment
 
         first_sha = adding.head_sha
         new_sha = gh.push_pr(adding, {"infra/main.tf": main_tf(state, {"keep": "a2", "doomed": "b", "fresh": "c"})})
         assert new_sha != first_sha
-        stack.wait_for("statuses on the pushed SHA", lambda: _final(stack, repo, new_sha))
-        comments = _bot_comments(stack, repo, adding.number)
+        planned(stack, repo, new_sha)
+        comments = bot_bodies(stack, repo, adding.number)
         assert len(comments) == 1, "a push must edit the plan comment, not add one"
         assert new_sha[:7] in comments[0] and "1 to add, 1 to change, 0 to destroy" in comments[0]
         assert state.exists()  # the PR plans never touched the state
@@ -88,17 +74,17 @@ def test_fork_and_config_errors_are_explained(tmp_path: Path, redis_url: str, re
             {"infra/main.tf": base + "\n", ".plangate.yml": allow_itself},
             fork="mallory/infra",
         )
-        states = stack.wait_for("statuses on the fork PR", lambda: _final(stack, repo, fork.head_sha))
+        states = planned(stack, repo, fork.head_sha)
         assert states == {"plangate/plan": "failure", "plangate/destroy": "failure"}
-        comments = _bot_comments(stack, repo, fork.number)
+        comments = bot_bodies(stack, repo, fork.number)
         assert len(comments) == 1 and "fork" in comments[0].lower()
         assert not (tmp_path / "work" / "checkouts").exists() or not any((tmp_path / "work" / "checkouts").iterdir())
 
         typo = "version: 1\nprojects:\n  - name: infra\n    dir: infra\n    when_modifed: ['*.tf']\n"
         bad = gh.open_pr(repo, "typo", "alice", "Configure", {".plangate.yml": typo, "infra/main.tf": base + "\n"})
-        states = stack.wait_for("statuses on the bad-config PR", lambda: _final(stack, repo, bad.head_sha))
+        states = planned(stack, repo, bad.head_sha)
         assert states == {"plangate/plan": "failure", "plangate/destroy": "failure"}
-        comment = _bot_comments(stack, repo, bad.number)[0]
+        comment = bot_bodies(stack, repo, bad.number)[0]
         assert "projects[0].when_modifed" in comment
         description = gh.reports(repo, bad.head_sha)["plangate/plan"].description or ""
         assert ".plangate.yml" in description
