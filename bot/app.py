@@ -15,6 +15,7 @@ from starlette.responses import JSONResponse, PlainTextResponse, RedirectRespons
 from starlette.routing import Route
 
 from bot import setup, signin, status_page
+from bot.enqueue import Enqueuer
 from bot.metrics import GateDecisions, GitHubHealth
 from bot.status_auth import metrics_access
 from bot.webhook import webhook
@@ -36,6 +37,7 @@ def create_app(settings: Settings | None = None) -> Starlette:
         app.state.redis = conn
         app.state.commands = Queue(COMMANDS_QUEUE, connection=conn)
         app.state.plans = Queue(PLANS_QUEUE, connection=conn)
+        app.state.enqueuer = Enqueuer(conn)
         app.state.worker_metrics = CollectorRegistry(auto_describe=True)
         app.state.worker_metrics.register(GateDecisions(conn))
         app.state.worker_metrics.register(GitHubHealth(conn))

@@ -104,7 +104,7 @@ async def _handle(scope: Scope, receive: Receive, send: Send) -> None:
         info["action"] = event.data.get("action")
         repo = event.data.get("repository")
         info["repo"] = repo.get("full_name") if isinstance(repo, dict) else None
-        delivery = Delivery(commands=state.commands, plans=state.plans)
+        delivery = Delivery(commands=state.commands, plans=state.plans, enqueuer=state.enqueuer)
         try:
             await router.dispatch(event, delivery)
         except (KeyError, TypeError, ValueError, AttributeError) as exc:

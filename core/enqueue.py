@@ -1,20 +1,27 @@
 """Put a job on an RQ queue once per job id, in one round trip to Redis.
 
-RQ builds and serializes the job (its function path, typed payload, timeout, retry and failure
-callback), so any RQ worker runs it as if RQ had enqueued it. Only the write is ours: RQ's own
-unique enqueue costs two round trips (a MULTI/EXEC registering the queue, then its Lua script),
-which were most of a webhook's time (benchmarks/bench_webhook.py); this script checks the id,
-saves the job, pushes it and registers the queue in one atomic call.
+RQ builds and serializes the first job of each kind (function, queue, timeout, result TTL): its
+timeout, retry, failure callback and every other field RQ saves. Later jobs of that kind reuse
+those fields and differ only in what RQ itself varies per job: the id, the serialized call, its
+description and the two timestamps, each computed the way RQ computes it (checked against RQ's
+own job when the template is made). RQ's own unique enqueue costs two round trips (a MULTI/EXEC
+registering the queue, then its Lua script) and a Job object per call, which were most of a
+webhook's time (benchmarks/bench_webhook.py); this script checks the id, saves the job, pushes it
+and registers the queue in one atomic call.
 """
 
 from __future__ import annotations
 
+import zlib
 from dataclasses import dataclass
 from typing import Any
 
+import redis
+import rq
 from redis.commands.core import Script
+from redis.exceptions import NoScriptError
 from rq import Callback, Queue, Retry
-from rq.job import Job
+from rq.utils import get_call_string, now, utcformat
 
 from core.contract import COUNT_ABANDONED, PLAN_RETRIES, RERUN_JOBS
 
@@ -26,7 +33,8 @@ redis.call('RPUSH', KEYS[2], ARGV[1])
 redis.call('SADD', KEYS[3], KEYS[2])
 return 1
 """
-_scripts: dict[int, Script] = {}
+_PER_JOB = ("created_at", "enqueued_at", "data", "description")  # what RQ varies between jobs of a kind
+_DESCRIPTION_MAX = 75  # rq.job.Job.get_call_string's truncation of each argument's repr
 
 
 @dataclass(frozen=True)
@@ -35,39 +43,128 @@ class Enqueued:
     duplicate: bool
 
 
-def _fields(job: Job) -> list[str | bytes]:
-    """The job hash as RQ saves it (`Job.to_dict`), flattened for HSET; RQ leaves out what is None."""
-    pairs: list[str | bytes] = []
-    for name, value in job.to_dict().items():
-        if value is not None:
-            pairs += [name, value if isinstance(value, bytes | str) else str(value)]
-    return pairs
+@dataclass(frozen=True)
+class _Template:
+    """What every job of one kind saves alike, as HSET pairs, and the script that writes it."""
+
+    func: str
+    serializer: Any  # the queue's (RQ's default: pickle)
+    job_key_prefix: str
+    queue_key: str
+    queues_key: str
+    constant: tuple[str | bytes, ...]
+    script: Script
+
+    def write(self, job_id: str, request: Any) -> tuple[list[str], list[str | bytes]]:
+        """The script's keys and arguments for the job `job_id` running `func(request=...)`."""
+        kwargs = _kwargs(request)
+        at = utcformat(now())
+        per_job: list[str | bytes] = [
+            "created_at",
+            at,
+            "enqueued_at",
+            at,
+            "data",
+            zlib.compress(_serialized(self.serializer, self.func, kwargs)),
+            "description",
+            _description(self.func, kwargs),
+        ]
+        return [self.job_key_prefix + job_id, self.queue_key, self.queues_key], [
+            job_id,
+            *self.constant,
+            *per_job,
+        ]
 
 
-def _job_write(
-    queue: Queue, func: str, job_id: str, request: Any, timeout: int, result_ttl: int
-) -> tuple[list[str], list[str | bytes]]:
-    """The script's keys and arguments for `func(request=...)`: RQ builds and serializes the job."""
+_templates: dict[tuple[int, str, str, int, int], _Template] = {}
+
+
+def _kwargs(request: Any) -> dict[str, Any]:
+    return {"request": request} if request is not None else {}
+
+
+def _serialized(serializer: Any, func: str, kwargs: dict[str, Any]) -> bytes:
+    """`Job.data`: the serialized (function, instance, args, kwargs)."""
+    return serializer.dumps((func, None, (), kwargs))  # type: ignore[no-any-return]
+
+
+def _description(func: str, kwargs: dict[str, Any]) -> str:
+    return get_call_string(func, (), kwargs, max_length=_DESCRIPTION_MAX) or func
+
+
+def _template(queue: Queue, func: str, request: Any, timeout: int, result_ttl: int) -> _Template:
+    """RQ builds one job of this kind; everything but the per-job fields is kept for the next ones."""
     rerun = func in RERUN_JOBS
+    kwargs = _kwargs(request)
     job = queue.create_job(
         func,
-        kwargs={"request": request} if request is not None else {},
-        job_id=job_id,
+        kwargs=kwargs,
         timeout=timeout,
         result_ttl=result_ttl,
         retry=Retry(max=PLAN_RETRIES) if rerun else None,
         on_failure=Callback(COUNT_ABANDONED) if rerun else None,
     )
     queue._prepare_for_queue(job)  # RQ's own: origin, enqueued_at, timeout, status queued
-    return [job.key, queue.key, queue.redis_queues_keys], [job.id, *_fields(job)]
+    if job.data != _serialized(queue.serializer, func, kwargs) or job.description != _description(func, kwargs):
+        raise RuntimeError(f"RQ {rq.__version__} serializes jobs differently than core.enqueue expects")
+    constant: list[str | bytes] = []
+    for name, value in job.to_dict().items():
+        if value is not None and name not in _PER_JOB:  # RQ leaves out what is None
+            constant += [name, value if isinstance(value, bytes | str) else str(value)]
+    return _Template(
+        func,
+        queue.serializer,
+        job.key.removesuffix(job.id),
+        queue.key,
+        queue.redis_queues_keys,
+        tuple(constant),
+        queue.connection.register_script(_ENQUEUE_ONCE),
+    )
+
+
+@dataclass(frozen=True)
+class JobWrite:
+    """One job ready to be written: the script, its keys and arguments."""
+
+    job_id: str
+    script: Script
+    keys: list[str]
+    args: list[str | bytes]
+
+
+def prepare(
+    queue: Queue, func: str, job_id: str, request: Any, *, timeout: int = 3 * 3600, result_ttl: int = 3600
+) -> JobWrite:
+    """The write that enqueues `func(request=...)` as `job_id` unless that id exists (no I/O)."""
+    kind = (id(queue.connection), queue.name, func, timeout, result_ttl)
+    template = _templates.get(kind)
+    if template is None:
+        template = _templates[kind] = _template(queue, func, request, timeout, result_ttl)
+    keys, args = template.write(job_id, request)
+    return JobWrite(job_id, template.script, keys, args)
+
+
+def write_all(conn: redis.Redis, writes: list[JobWrite]) -> list[Enqueued | redis.RedisError]:
+    """Run the writes in one pipelined round trip; each answers for itself (a duplicate or an error).
+
+    A Redis that lost its script cache (a restart) answers NOSCRIPT without running anything: the
+    script is loaded and those writes run again, so each still runs exactly once.
+    """
+    pipe = conn.pipeline(transaction=False)
+    for write in writes:
+        pipe.evalsha(write.script.sha, len(write.keys), *write.keys, *write.args)
+    answers: list[Any] = pipe.execute(raise_on_error=False)
+    results: list[Enqueued | redis.RedisError] = []
+    for write, answer in zip(writes, answers, strict=True):
+        if isinstance(answer, NoScriptError):
+            answer = write.script(keys=write.keys, args=write.args)  # loads it, then runs it
+        results.append(answer if isinstance(answer, redis.RedisError) else Enqueued(write.job_id, not answer))
+    return results
 
 
 def enqueue_once(
     queue: Queue, func: str, job_id: str, request: Any, *, timeout: int = 3 * 3600, result_ttl: int = 3600
 ) -> Enqueued:
     """Enqueue `func(request=...)` unless a job with this id already exists (a redelivery or duplicate)."""
-    keys, args = _job_write(queue, func, job_id, request, timeout, result_ttl)
-    script = _scripts.get(id(queue.connection))
-    if script is None:
-        script = _scripts[id(queue.connection)] = queue.connection.register_script(_ENQUEUE_ONCE)
-    return Enqueued(job_id, duplicate=not script(keys=keys, args=args))
+    write = prepare(queue, func, job_id, request, timeout=timeout, result_ttl=result_ttl)
+    return Enqueued(job_id, duplicate=not write.script(keys=write.keys, args=write.args))

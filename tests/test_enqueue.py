@@ -7,7 +7,7 @@ from rq import Callback, Queue, Retry, SimpleWorker
 from rq.job import Job, JobStatus
 
 from core.contract import PLAN_RETRIES, PushRequest
-from core.enqueue import enqueue_once
+from core.enqueue import Enqueued, enqueue_once, prepare, write_all
 
 REQUEST = PushRequest(
     installation_id=1,
@@ -20,6 +20,7 @@ REQUEST = PushRequest(
     branch="main",
     authors=("alice",),
 )
+OTHER = PushRequest(**{**REQUEST.target(), "before": "c" * 40, "after": "d" * 40, "branch": "main", "authors": ()})
 RERUN = "workers.jobs.plan_pr"  # re-run when its worker dies: a Retry and a failure callback
 ONCE = "tests.jobs.echo.echo"  # never re-run
 MOMENTS = {"created_at", "enqueued_at"}  # each enqueue's own time
@@ -33,7 +34,8 @@ def _hash(conn: redis.Redis, job_id: str) -> dict[bytes, bytes]:
 def test_the_job_is_the_one_rq_itself_would_save(redis_conn: redis.Redis) -> None:
     queue = Queue("plangate-test", connection=redis_conn)
     for name, func, retry in (("rerun", RERUN, True), ("once", ONCE, False)):
-        ours = enqueue_once(queue, func, f"ours-{name}", REQUEST, timeout=600, result_ttl=60)
+        enqueue_once(queue, func, f"first-{name}", OTHER, timeout=600, result_ttl=60)  # RQ builds this kind
+        ours = enqueue_once(queue, func, f"ours-{name}", REQUEST, timeout=600, result_ttl=60)  # from the template
         assert not ours.duplicate
         queue.enqueue(
             func,
@@ -47,7 +49,7 @@ def test_the_job_is_the_one_rq_itself_would_save(redis_conn: redis.Redis) -> Non
         )
         assert _hash(redis_conn, f"ours-{name}") == _hash(redis_conn, f"rq-{name}")
     assert set(_hash(redis_conn, "ours-rerun")) >= {b"data", b"origin", b"status", b"retries_left"}
-    assert queue.job_ids == ["ours-rerun", "rq-rerun", "ours-once", "rq-once"]
+    assert queue.job_ids == ["first-rerun", "ours-rerun", "rq-rerun", "first-once", "ours-once", "rq-once"]
     assert queue in Queue.all(connection=redis_conn)
 
 
@@ -55,8 +57,7 @@ def test_a_second_enqueue_of_the_id_changes_nothing(redis_conn: redis.Redis) -> 
     queue = Queue("plangate-test", connection=redis_conn)
     first = enqueue_once(queue, ONCE, "push-2-b", REQUEST)
     before = redis_conn.hgetall("rq:job:push-2-b")
-    other = PushRequest(**{**REQUEST.target(), "before": "c" * 40, "after": "d" * 40})
-    again = enqueue_once(queue, ONCE, "push-2-b", other)
+    again = enqueue_once(queue, ONCE, "push-2-b", OTHER)
     assert (first.duplicate, again.duplicate) == (False, True)
     assert redis_conn.hgetall("rq:job:push-2-b") == before
     assert queue.job_ids == ["push-2-b"]
@@ -69,3 +70,15 @@ def test_an_rq_worker_runs_it_with_its_typed_request(redis_conn: redis.Redis) ->
     job = Job.fetch("push-2-b", connection=redis_conn)
     assert job.get_status() == JobStatus.FINISHED
     assert job.return_value() == f"acme/infra@{'b' * 40}"
+
+
+def test_writes_pipelined_together_each_answer_for_themselves(redis_conn: redis.Redis) -> None:
+    queue = Queue("plangate-test", connection=redis_conn)
+    enqueue_once(queue, ONCE, "stored-before", REQUEST)
+    writes = [prepare(queue, ONCE, job, req) for job, req in (("a", REQUEST), ("stored-before", OTHER), ("a", OTHER))]
+    redis_conn.script_flush()  # as after a Redis restart: the script must be loaded again, each job written once
+    results = write_all(redis_conn, writes)
+    assert results == [Enqueued("a", False), Enqueued("stored-before", True), Enqueued("a", True)]
+    assert queue.job_ids == ["stored-before", "a"]
+    SimpleWorker([queue], connection=redis_conn).work(burst=True)
+    assert Job.fetch("a", connection=redis_conn).return_value() == f"acme/infra@{'b' * 40}"  # the first write won

@@ -50,4 +50,4 @@ async def slash_command(event: Event, delivery: Delivery) -> None:
         near_miss=(parsed.written, parsed.suggestion, parsed.reason) if isinstance(parsed, NearMiss) else None,
     )
     job = job_id("command", request.repo_id, request.comment_id)
-    delivery.enqueue(delivery.commands, "workers.jobs.handle_command", job, request)
+    await delivery.enqueue(delivery.commands, "workers.jobs.handle_command", job, request)

@@ -9,7 +9,7 @@ from rq import Queue
 from rq.exceptions import NoSuchJobError
 from rq.job import Job, JobStatus
 
-from bot.enqueue import enqueue_timed
+from bot.enqueue import Enqueuer
 from core.enqueue import Enqueued
 
 
@@ -17,13 +17,14 @@ from core.enqueue import Enqueued
 class Delivery:
     commands: Queue
     plans: Queue
+    enqueuer: Enqueuer
     outcome: str = "ignored"
     jobs: list[str] = field(default_factory=list)
     reason: str = ""
 
-    def enqueue(self, queue: Queue, func: str, job_id: str, request: Any, *, result_ttl: int = 3600) -> Enqueued:
+    async def enqueue(self, queue: Queue, func: str, job_id: str, request: Any, *, result_ttl: int = 3600) -> Enqueued:
         """`func(request=...)` once per `job_id` (core.contract); `request` None: a job without arguments."""
-        result = enqueue_timed(queue, func, job_id, request, result_ttl=result_ttl)
+        result = await self.enqueuer.enqueue(queue, func, job_id, request, result_ttl=result_ttl)
         self.jobs.append(job_id)
         if result.duplicate:
             if self.outcome != "enqueued":

@@ -37,7 +37,7 @@ async def plan_group(event: Event, delivery: Delivery) -> None:
         base_sha=str(group.get("base_sha") or ""),
     )
     job = _job_id(request.repo_id, request.head_sha)
-    delivery.enqueue(delivery.plans, "workers.jobs.plan_merge_group", job, request)
+    await delivery.enqueue(delivery.plans, "workers.jobs.plan_merge_group", job, request)
 
 
 @router.register("merge_group", action="destroyed")

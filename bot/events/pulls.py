@@ -38,7 +38,7 @@ async def plan_head(event: Event, delivery: Delivery) -> None:
         delivery.ignore("no installation in the payload")
         return
     request = plan_request(event.data)
-    delivery.enqueue(
+    await delivery.enqueue(
         delivery.plans, "workers.jobs.plan_pr", plan_job_id(request.repo_id, request.pr, request.sha), request
     )
 

@@ -57,4 +57,6 @@ async def apply_push(event: Event, delivery: Delivery) -> None:
         delivery.ignore("branch deleted")
         return
     request = push_request(data)
-    delivery.enqueue(delivery.plans, "workers.jobs.apply_push", job_id("push", request.repo_id, request.after), request)
+    await delivery.enqueue(
+        delivery.plans, "workers.jobs.apply_push", job_id("push", request.repo_id, request.after), request
+    )
