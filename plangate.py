@@ -95,11 +95,13 @@ def cmd_worker(args: argparse.Namespace) -> int:
 
     from core.contract import QUEUE_NAMES
     from core.settings import forget_secrets
-    from workers.rq_worker import MAINTENANCE_INTERVAL, PlangateWorker
+    from workers.rq_worker import MAINTENANCE_INTERVAL, PlangateWorker, preload
 
     settings = _settings(need_app=True, need_redis_password=True)
     _logging()
     import workers.jobs  # noqa: F401  (loaded once here, so each forked work horse starts warm)
+
+    preload()
     from workers.adapters.github.auth import app_jwt, tls_context
     from workers.adapters.terraform.sandbox import SandboxError, describe
     from workers.context import context

@@ -5,6 +5,7 @@ from __future__ import annotations
 import hashlib
 import hmac
 import json
+import time
 import uuid
 from dataclasses import dataclass, field
 from typing import Any
@@ -20,6 +21,7 @@ class Delivery:
     payload: dict[str, Any]
     guid: str = field(default_factory=lambda: str(uuid.uuid4()))
     status: int | None = None  # None: built but not delivered
+    sent_at: float | None = None  # time.perf_counter() when it was last sent
 
 
 def sign(secret: str, body: bytes) -> str:
@@ -43,6 +45,7 @@ def headers(delivery: Delivery, body: bytes, secret: str, app_id: int) -> dict[s
 def send(url: str, delivery: Delivery, secret: str, app_id: int) -> httpx.Response:
     """POST the exact signed bytes; a redelivery reuses the same GUID, as GitHub's does."""
     body = json.dumps(delivery.payload, separators=(",", ":")).encode()
+    delivery.sent_at = time.perf_counter()
     response = httpx.post(url, content=body, headers=headers(delivery, body, secret, app_id), timeout=TIMEOUT)
     delivery.status = response.status_code
     return response

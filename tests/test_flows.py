@@ -6,10 +6,16 @@ so the decision under test is the only thing that varies; the end-to-end stories
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+import asyncio
+import http
+import time
+from collections.abc import Awaitable, Callable, Iterator
 from pathlib import Path
+from typing import cast
 
+import gidgethub
 import pytest
+from gidgethub.abc import GitHubAPI
 
 from core.contract import APPLY_CONTEXT, DESTROY_CONTEXT, PLAN_CONTEXT
 from core.projects import Project
@@ -42,6 +48,33 @@ def test_a_pr_that_touches_no_project_passes_without_a_plan_or_a_comment(world: 
         DESTROY_CONTEXT: ("success", "no destroys"),
     }
     assert world.bot_bodies(req.pr) == []
+
+
+def test_a_github_failure_during_the_fetch_leaves_no_checkout_behind(world: World) -> None:
+    req = world.opened("grow", _tf(world, {**BASE, "one": "1"}))
+    world.gh.faults.add("GET", f"/repos/{world.repo.full_name}/pulls/{req.pr}/files", status=404, times=1)
+    with pytest.raises(gidgethub.BadRequest):
+        world.plan_pr(req)  # git was fetching while GitHub answered: it is waited for, then removed
+    time.sleep(0.2)
+    assert [p for p in world.ctx.checkouts.rglob("*") if p.is_file()] == []
+    assert world.plan_pr(req) is not None  # the job's retry plans as if nothing happened
+
+
+def test_the_fetch_is_waited_for_before_a_github_failure_propagates(world: World) -> None:
+    class Broken:
+        def __getattr__(self, name: str) -> Callable[..., Awaitable[None]]:
+            async def fail(*args: object, **kwargs: object) -> None:
+                raise gidgethub.BadRequest(http.HTTPStatus.NOT_FOUND)
+
+            return fail
+
+    async def step() -> bool:
+        fetch = asyncio.ensure_future(asyncio.sleep(0.3))  # git, still fetching
+        with pytest.raises(gidgethub.BadRequest):
+            await pr_plan._while_fetching(fetch, cast(GitHubAPI, Broken()), world.opened("x", {"a.tf": ""}))
+        return fetch.done()
+
+    assert world.run(step())  # the failure comes only once git is done: then its directory may go
 
 
 def test_results_of_a_superseded_sha_are_never_published(world: World) -> None:

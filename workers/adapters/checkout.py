@@ -95,8 +95,7 @@ def checkout(clone_url: str, sha: str, dest: Path, token: str | None, *, timeout
         _git(fetch, cwd=dest, env=auth, deadline=deadline, token=token)
         co = ["-c", "advice.detachedHead=false", "checkout", "--quiet", "--detach", "--force", sha]
         _git(co, cwd=dest, env=plain, deadline=deadline, token=token)
-        head = _git(["rev-parse", "HEAD"], cwd=dest, env=plain, deadline=deadline, token=token)
-    got = head.stdout.decode().strip()
+    got = (dest / ".git" / "HEAD").read_text().strip()  # detached: the SHA itself (no git process)
     if got != sha:
         raise CheckoutError(f"checked out {got}, expected {sha}")
 

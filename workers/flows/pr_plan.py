@@ -74,14 +74,13 @@ async def dispatch(ctx: WorkerContext, req: PlanRequest) -> tuple[PlanRequest, l
         if req.fork and not (policy is not None and policy.allow_fork_prs):
             await _refuse_fork(ctx, gh, req)
             return None
-        await vcs.set_status(gh, req.repo, req.sha, PLAN_CONTEXT, *pending_status(0))
-        changed = await vcs.changed_files(gh, req.repo, req.pr)
         token = await ctx.tokens.token(req.installation_id)
         scope = f"pr-{req.pr}"
         try:
             with job_workdir(ctx.checkouts, req.repo_id, scope, req.sha, "_discovery") as work:
                 code = req.code_sha or req.sha
-                await asyncio.to_thread(checkout, req.clone_url, code, work, token, timeout=CHECKOUT_TIMEOUT)
+                fetch = asyncio.to_thread(checkout, req.clone_url, code, work, token, timeout=CHECKOUT_TIMEOUT)
+                changed = await _while_fetching(asyncio.ensure_future(fetch), gh, req)
                 found = discover(work, changed, req.only)
         except ConfigError as exc:
             await _config_failed(ctx, gh, req, exc)
@@ -95,6 +94,19 @@ async def dispatch(ctx: WorkerContext, req: PlanRequest) -> tuple[PlanRequest, l
         masks = policy.mask_patterns if policy is not None else ()
         _remember_selection(ctx, req, masks, found.selection)
         return req, projects
+
+
+async def _while_fetching(fetch: asyncio.Future[None], gh: GitHubAPI, req: PlanRequest) -> list[str] | None:
+    """Set `plangate/plan` pending and read the changed files while git fetches the code (GitHub's
+    API is still called one request at a time, as GitHub asks); the changed files, once both are done."""
+    try:
+        await vcs.set_status(gh, req.repo, req.sha, PLAN_CONTEXT, *pending_status(0))
+        changed = await vcs.changed_files(gh, req.repo, req.pr)
+    except BaseException:
+        await asyncio.gather(fetch, return_exceptions=True)  # git must be done before its directory goes
+        raise
+    await fetch
+    return changed
 
 
 async def _test_merge(gh: GitHubAPI, req: PlanRequest) -> str | None:
