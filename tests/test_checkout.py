@@ -7,6 +7,7 @@ import os
 import subprocess
 import threading
 from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
@@ -14,7 +15,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from workers.adapters.checkout import CheckoutError, checkout, job_workdir, scrub, workdir_for
+from workers.adapters.checkout import CheckoutError, checkout, job_workdir, object_cache, scrub, workdir_for
 
 TOKEN = "ghs_" + "A1b2C3d4E5" * 8  # installation tokens are long; never assume 40 characters
 BASIC = base64.b64encode(f"x-access-token:{TOKEN}".encode()).decode()
@@ -200,6 +201,48 @@ def test_http_fetch_without_the_right_token_is_refused(
     if token is not None:
         wrong = base64.b64encode(f"x-access-token:{token}".encode()).decode()
         assert token not in str(err.value) and wrong not in str(err.value)
+
+
+def test_the_object_cache_fetches_each_commit_once(
+    http_origin: tuple[str, list[str], list[str | None]], tmp_path: Path
+) -> None:
+    url, shas, seen = http_origin
+    cache = object_cache(tmp_path / "checkouts", 42)
+    checkout(url, shas[0], tmp_path / "dispatch", TOKEN, timeout=60, cache=cache)
+    fetched = len(seen)
+    checkout(url, shas[0], tmp_path / "plan", TOKEN, timeout=60, cache=cache)
+    assert len(seen) == fetched > 0  # the project's plan borrowed what the dispatch fetched
+    for dest, version in ((tmp_path / "dispatch", 1), (tmp_path / "plan", 1)):
+        assert (dest / "main.tf").read_text() == f"# version {version}\n"
+        assert _git("status", "--porcelain", cwd=dest) == ""
+        _assert_no_token_at_rest(dest)
+    for data in _all_bytes_under(cache):
+        assert TOKEN.encode() not in data and BASIC.encode() not in data
+    checkout(url, shas[2], tmp_path / "next", TOKEN, timeout=60, cache=cache)
+    assert len(seen) > fetched and (tmp_path / "next" / "main.tf").read_text() == "# version 3\n"
+
+
+def test_checkouts_at_once_share_the_cache(
+    http_origin: tuple[str, list[str], list[str | None]], tmp_path: Path
+) -> None:
+    url, shas, _ = http_origin
+    cache = object_cache(tmp_path / "checkouts", 42)
+    jobs = [(shas[i % 3], tmp_path / f"job-{i}") for i in range(6)]
+    with ThreadPoolExecutor(6) as pool:
+        list(pool.map(lambda job: checkout(url, job[0], job[1], TOKEN, timeout=60, cache=cache), jobs))
+    for sha, dest in jobs:
+        assert _git("rev-parse", "HEAD", cwd=dest) == sha
+        assert (dest / "main.tf").read_text() == f"# version {shas.index(sha) + 1}\n"
+
+
+def test_a_cache_that_fails_is_bypassed(origin: tuple[Path, list[str]], tmp_path: Path) -> None:
+    repos, shas = origin
+    cache = object_cache(tmp_path / "checkouts", 42)
+    cache.parent.mkdir()
+    cache.write_text("not a repository")
+    checkout(f"file://{repos / 'infra.git'}", shas[1], tmp_path / "src", TOKEN, timeout=60, cache=cache)
+    assert (tmp_path / "src" / "main.tf").read_text() == "# version 2\n"
+    assert not (tmp_path / "src" / ".git" / "objects" / "info" / "alternates").exists()
 
 
 def test_workdir_is_one_directory_per_key(tmp_path: Path) -> None:

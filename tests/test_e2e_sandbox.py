@@ -68,7 +68,9 @@ def test_a_prs_code_finds_no_secret_no_redis_and_moves_no_gate(
         secrets = _secrets(stack, redis_url)
         repo = infra_repo(stack, state)
         port = urlparse(redis_url).port
-        hunted = " ".join([stack.env["GITHUB_APP_PRIVATE_KEY_PATH"], str(tmp_path / "logs" / "worker-0.log")])
+        cache = Path(stack.env["PLANGATE_WORKDIR"]) / "checkouts" / f"{repo.id}.git" / "HEAD"  # the object cache
+        log = tmp_path / "logs" / "worker-0.log"
+        hunted = " ".join([stack.env["GITHUB_APP_PRIVATE_KEY_PATH"], str(log), str(cache)])
         plugin = "evil/terraform.d/plugins/example.com/evil/evil/1.0.0/linux_amd64/terraform-provider-evil_v1.0.0"
         files: dict[str, FileContent] = {
             "infra/main.tf": main_tf(state, {"keep": "a"}) + PROC_LEAK,
@@ -83,6 +85,7 @@ def test_a_prs_code_finds_no_secret_no_redis_and_moves_no_gate(
         assert "redis answered: -NOAUTH" in found
         assert redis_conn.get("plangate:forged-by-plan") is None
         assert "No such file or directory" in found  # neither the key file nor the worker's log exist there
+        assert f"{cache}: No such file or directory" in found and cache.exists()  # nor the shared git objects
         comments = "\n".join(bot_bodies(stack, repo, pr.number))
         assert "TF_IN_AUTOMATION=1" in comments  # the /proc output reached the comment...
         for secret in secrets:  # ...and neither it nor the provider saw a secret

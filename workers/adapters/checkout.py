@@ -10,7 +10,9 @@ from __future__ import annotations
 
 import base64
 import contextlib
+import fcntl
 import hashlib
+import logging
 import os
 import re
 import shutil
@@ -22,6 +24,7 @@ from urllib.parse import urlsplit
 
 from workers.adapters.terraform.runner import RunResult, run
 
+log = logging.getLogger("plangate.checkout")
 _SHA = re.compile(r"[0-9a-f]{40}|[0-9a-f]{64}")
 _SAFE = re.compile(r"[^A-Za-z0-9._-]+")
 
@@ -79,8 +82,15 @@ def _git(args: list[str], *, cwd: Path, env: dict[str, str], deadline: float, to
     return result
 
 
-def checkout(clone_url: str, sha: str, dest: Path, token: str | None, *, timeout: float) -> None:
-    """Check out `sha` (full hex) of `clone_url` into `dest` (absent or empty), HEAD detached at it."""
+def checkout(
+    clone_url: str, sha: str, dest: Path, token: str | None, *, timeout: float, cache: Path | None = None
+) -> None:
+    """Check out `sha` (full hex) of `clone_url` into `dest` (absent or empty), HEAD detached at it.
+
+    With `cache` (the repository's object cache on this host, `object_cache`), the commit is fetched
+    into the cache unless it is there already, and `dest` borrows its objects (git alternates): the
+    PR's dispatch, its project plans and the apply after the merge fetch each commit once per host.
+    A cache that fails is bypassed: the commit is fetched straight into `dest`."""
     if not _SHA.fullmatch(sha):
         raise CheckoutError(f"not a full commit SHA: {sha!r}")
     dest.mkdir(parents=True, exist_ok=True)
@@ -91,13 +101,84 @@ def checkout(clone_url: str, sha: str, dest: Path, token: str | None, *, timeout
         plain = _git_env(Path(home), {})
         auth = _git_env(Path(home), {f"http.{_origin(clone_url)}.extraHeader": _auth_header(token)}) if token else plain
         _git(["init", "--quiet", "--template=", "."], cwd=dest, env=plain, deadline=deadline, token=token)
-        fetch = ["fetch", "--quiet", "--depth", "1", "--no-tags", "--", clone_url, sha]
-        _git(fetch, cwd=dest, env=auth, deadline=deadline, token=token)
+        borrowed = False
+        if cache is not None:
+            try:
+                _cached(cache, clone_url, sha, plain, auth, deadline, token)
+                (dest / ".git" / "objects" / "info").mkdir(parents=True, exist_ok=True)
+                (dest / ".git" / "objects" / "info" / "alternates").write_text(f"{cache / 'objects'}\n")
+                borrowed = True
+            except (CheckoutError, OSError) as exc:
+                log.warning("object cache %s bypassed: %s", cache, exc)
+        if not borrowed:
+            fetch = ["fetch", "--quiet", "--depth", "1", "--no-tags", "--", clone_url, sha]
+            _git(fetch, cwd=dest, env=auth, deadline=deadline, token=token)
         co = ["-c", "advice.detachedHead=false", "checkout", "--quiet", "--detach", "--force", sha]
         _git(co, cwd=dest, env=plain, deadline=deadline, token=token)
     got = (dest / ".git" / "HEAD").read_text().strip()  # detached: the SHA itself (no git process)
     if got != sha:
         raise CheckoutError(f"checked out {got}, expected {sha}")
+
+
+def object_cache(root: Path, repo_id: int) -> Path:
+    """The object cache of a repository under `root` (never inside a checkout the sandbox sees)."""
+    return root / f"{int(repo_id)}.git"
+
+
+def _cached(
+    cache: Path,
+    clone_url: str,
+    sha: str,
+    plain: dict[str, str],
+    auth: dict[str, str],
+    deadline: float,
+    token: str | None,
+) -> None:
+    """Make sure the cache holds the commit `sha`: one fetcher per repository at a time on this host."""
+    cache.parent.mkdir(parents=True, exist_ok=True)
+    with _locked(cache.with_suffix(".lock"), deadline):
+        if not (cache / "objects").is_dir():
+            _git(
+                ["init", "--quiet", "--bare", "--template=", str(cache)],
+                cwd=cache.parent,
+                env=plain,
+                deadline=deadline,
+                token=token,
+            )
+        if _has_commit(cache, sha, plain, deadline):
+            return
+        fetch = ["fetch", "--quiet", "--depth", "1", "--no-tags", "--", clone_url, sha]
+        _git(fetch, cwd=cache, env=auth, deadline=deadline, token=token)
+
+
+def _has_commit(cache: Path, sha: str, env: dict[str, str], deadline: float) -> bool:
+    remaining = deadline - time.monotonic()
+    probe = run(
+        ["git", "cat-file", "-e", f"{sha}^{{commit}}"],
+        cwd=cache,
+        env=env,
+        timeout=max(remaining, 0.1),
+        memory_limit_bytes=None,
+    )
+    return probe.ok
+
+
+@contextlib.contextmanager
+def _locked(path: Path, deadline: float) -> Iterator[None]:
+    """An exclusive flock on `path`, waited for until `deadline` (a fetch holding it is bounded too)."""
+    with path.open("a") as handle:
+        while True:
+            try:
+                fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                break
+            except BlockingIOError:
+                if time.monotonic() >= deadline:
+                    raise CheckoutError(f"object cache {path.name} stayed locked: checkout timed out") from None
+                time.sleep(0.05)
+        try:
+            yield
+        finally:
+            fcntl.flock(handle, fcntl.LOCK_UN)
 
 
 def remote_head(clone_url: str, branch: str, token: str | None, *, timeout: float) -> str:

@@ -24,7 +24,7 @@ from core.projects import (
     find_projects,
     may_delete_projects,
 )
-from workers.adapters.checkout import checkout, job_workdir
+from workers.adapters.checkout import checkout, job_workdir, object_cache
 from workers.adapters.scan import RepoSnapshot, scan
 from workers.adapters.terraform.pipeline import CHECKOUT_TIMEOUT, UnsafePathError, inside
 
@@ -87,7 +87,8 @@ async def _deleted(
     if not base_sha or not may_delete_projects(changed, head.snapshot.all_files):
         return ()
     with job_workdir(root, req.repo_id, scope, base_sha, "_base") as work:
-        await asyncio.to_thread(checkout, req.clone_url, base_sha, work, token, timeout=CHECKOUT_TIMEOUT)
+        cache = object_cache(root, req.repo_id)
+        await asyncio.to_thread(checkout, req.clone_url, base_sha, work, token, timeout=CHECKOUT_TIMEOUT, cache=cache)
         try:
             base = discover(work, None)
         except ConfigError as exc:

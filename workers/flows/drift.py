@@ -33,7 +33,7 @@ from core.render.drift import (
 )
 from core.results import ProjectResult
 from core.runlog import record_run
-from workers.adapters.checkout import checkout, job_workdir, remote_head
+from workers.adapters.checkout import checkout, job_workdir, object_cache, remote_head
 from workers.adapters.github import vcs
 from workers.adapters.github.auth import app_client, installation_client
 from workers.adapters.github.client import RateLimited
@@ -112,7 +112,8 @@ async def projects_due(ctx: WorkerContext, target: DriftTarget) -> tuple[str, li
     token = await ctx.tokens.token(target.installation_id)
     sha = await asyncio.to_thread(remote_head, target.clone_url, target.default_branch, token, timeout=60)
     with job_workdir(ctx.checkouts, target.repo_id, "drift", sha, "_discovery") as work:
-        await asyncio.to_thread(checkout, target.clone_url, sha, work, token, timeout=CHECKOUT_TIMEOUT)
+        cache = object_cache(ctx.checkouts, target.repo_id)
+        await asyncio.to_thread(checkout, target.clone_url, sha, work, token, timeout=CHECKOUT_TIMEOUT, cache=cache)
         every = discover(work, None).every
     return sha, [p for p in every if target.project is None or p.name == target.project]
 

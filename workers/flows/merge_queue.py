@@ -28,7 +28,7 @@ from core.render.plan import render_plan_comments
 from core.render.replies import approval_status
 from core.render.status import destroy_status, pending_status, plan_status
 from core.results import ProjectResult
-from workers.adapters.checkout import checkout, job_workdir, remote_head
+from workers.adapters.checkout import checkout, job_workdir, object_cache, remote_head
 from workers.adapters.github import vcs
 from workers.adapters.github.auth import installation_client
 from workers.adapters.github.repo_config import base_config_or_none
@@ -64,7 +64,10 @@ async def dispatch(ctx: WorkerContext, req: GroupRequest) -> list[Project] | Non
         changed = await _changed(gh, req.repo, base, req.head_sha)
         try:
             with job_workdir(ctx.checkouts, req.repo_id, "merge-group", req.head_sha, "_discovery") as work:
-                await asyncio.to_thread(checkout, req.clone_url, req.head_sha, work, token, timeout=CHECKOUT_TIMEOUT)
+                cache = object_cache(ctx.checkouts, req.repo_id)
+                await asyncio.to_thread(
+                    checkout, req.clone_url, req.head_sha, work, token, timeout=CHECKOUT_TIMEOUT, cache=cache
+                )
                 found = discover(work, changed)
         except ConfigError as exc:
             why = f"invalid .plangate.yml: {exc.key}"

@@ -32,7 +32,7 @@ from core.render.replies import approval_status
 from core.render.status import destroy_status, pending_status, plan_status
 from core.results import ProjectResult
 from core.runlog import record_run
-from workers.adapters.checkout import checkout, job_workdir
+from workers.adapters.checkout import checkout, job_workdir, object_cache
 from workers.adapters.github import vcs
 from workers.adapters.github.auth import installation_client
 from workers.adapters.github.client import RateLimited
@@ -79,7 +79,10 @@ async def dispatch(ctx: WorkerContext, req: PlanRequest) -> tuple[PlanRequest, l
         try:
             with job_workdir(ctx.checkouts, req.repo_id, scope, req.sha, "_discovery") as work:
                 code = req.code_sha or req.sha
-                fetch = asyncio.to_thread(checkout, req.clone_url, code, work, token, timeout=CHECKOUT_TIMEOUT)
+                cache = object_cache(ctx.checkouts, req.repo_id)
+                fetch = asyncio.to_thread(
+                    checkout, req.clone_url, code, work, token, timeout=CHECKOUT_TIMEOUT, cache=cache
+                )
                 changed = await _while_fetching(asyncio.ensure_future(fetch), gh, req)
                 found = discover(work, changed, req.only)
         except ConfigError as exc:

@@ -21,7 +21,7 @@ from core.contract import APPLY_CONTEXT, PushRequest, Where
 from core.projects import Project
 from core.render.apply import apply_pending, apply_status, render_apply_died
 from core.render.plan import render_config_error
-from workers.adapters.checkout import checkout, job_workdir
+from workers.adapters.checkout import checkout, job_workdir, object_cache
 from workers.adapters.github import vcs
 from workers.adapters.github.auth import installation_client
 from workers.adapters.github.repo_config import base_config
@@ -70,7 +70,10 @@ async def dispatch(ctx: WorkerContext, req: PushRequest) -> Dispatch | None:
         token = await ctx.tokens.token(req.installation_id)
         try:
             with job_workdir(ctx.checkouts, req.repo_id, "push", req.after, "_discovery") as work:
-                await asyncio.to_thread(checkout, req.clone_url, req.after, work, token, timeout=CHECKOUT_TIMEOUT)
+                cache = object_cache(ctx.checkouts, req.repo_id)
+                await asyncio.to_thread(
+                    checkout, req.clone_url, req.after, work, token, timeout=CHECKOUT_TIMEOUT, cache=cache
+                )
                 found = discover(work, changed)
         except ConfigError as exc:
             await vcs.set_status(gh, req.repo, req.after, APPLY_CONTEXT, "failure", f"invalid .plangate.yml: {exc.key}")

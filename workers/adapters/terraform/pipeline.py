@@ -16,7 +16,7 @@ from pathlib import Path
 from core.plan import Plan, PlanError, parse_plan
 from core.projects import Project
 from core.results import ProjectResult
-from workers.adapters.checkout import checkout, job_workdir
+from workers.adapters.checkout import checkout, job_workdir, object_cache
 from workers.adapters.terraform.runner import StepResult, Terraform, TerraformError
 from workers.adapters.terraform.sandbox import SandboxError
 
@@ -64,7 +64,7 @@ def checked_out(
     with job_workdir(root, repo_id, scope, sha, name) as work:
         dirs = JobDirs(work)
         dirs.planfile.parent.mkdir(parents=True)
-        checkout(clone_url, sha, dirs.src, token, timeout=CHECKOUT_TIMEOUT)
+        checkout(clone_url, sha, dirs.src, token, timeout=CHECKOUT_TIMEOUT, cache=object_cache(root, repo_id))
         yield dirs
 
 

@@ -1,0 +1,150 @@
+"""One PR touching N projects of a monorepo, planned by W workers (run by hand).
+
+    .venv/bin/python -m benchmarks.bench_monorepo [--projects 200] [--workers 2]
+
+Each project is one directory with one `terraform_data` in its own local state; the PR removes that
+resource and adds another, so every project has a destroy. Measured in one run:
+
+* wall time from the `pull_request` delivery to the final `plangate/plan` and `plangate/destroy`,
+  against the sum of a bare `terraform init && plan -out && show -json` of every project divided by
+  the worker count (target ≤ 1.3×);
+* the GitHub requests the workers made, the plan comment's parts apart from the rest;
+* the RSS of each worker process (the parent, which outlives every job) before and after, and the
+  largest sampled while the PR was planned (work horses included);
+* that the plan comment names every project's destroy and each part fits GitHub's 65,536 characters.
+"""
+
+from __future__ import annotations
+
+import argparse
+import shutil
+import statistics
+import tempfile
+import threading
+import time
+from collections import Counter
+from pathlib import Path
+
+from benchmarks.bench_plan_overhead import _bare, _delivered
+from standin.local_redis import private_redis
+from standin.sample import main_tf
+from standin.stack import Stack, running_stack
+from tests.tfproject import apply_directly
+from workers.adapters.github.pacing import BURST, RATE
+
+TARGET = 1.3
+GITHUB_MAX_BODY = 65_536
+
+
+def _rss_kib(pid: int) -> int:
+    try:
+        for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1])
+    except FileNotFoundError:
+        pass
+    return 0
+
+
+def _family(pid: int) -> list[int]:
+    """`pid` and its children (a worker and its current work horse)."""
+    children = Path(f"/proc/{pid}/task/{pid}/children")
+    found = children.read_text().split() if children.exists() else []
+    return [pid, *(int(c) for c in found)]
+
+
+class _RssSampler:
+    """The largest RSS of any worker process or work horse, sampled every 0.2 s."""
+
+    def __init__(self, pids: list[int]) -> None:
+        self.pids, self.peak, self._stop = pids, 0, threading.Event()
+        self._thread = threading.Thread(target=self._run, daemon=True)
+
+    def __enter__(self) -> _RssSampler:
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._stop.set()
+        self._thread.join()
+
+    def _run(self) -> None:
+        while not self._stop.wait(0.2):
+            for pid in self.pids:
+                for member in _family(pid):
+                    self.peak = max(self.peak, _rss_kib(member))
+
+
+def _settled(stack: Stack, repo: object, sha: str) -> bool:
+    reports = stack.gh.reports(repo, sha)  # type: ignore[arg-type]
+    plan = reports.get("plangate/plan")
+    return "plangate/destroy" in reports and plan is not None and plan.state != "pending"
+
+
+def main() -> int:
+    opts = argparse.ArgumentParser()
+    opts.add_argument("--projects", type=int, default=200)
+    opts.add_argument("--workers", type=int, default=2)
+    args = opts.parse_args()
+    tool = shutil.which("tofu") or shutil.which("terraform")
+    if tool is None:
+        print("terraform or tofu is required")
+        return 2
+    names = [f"p{i:03d}" for i in range(args.projects)]
+    with tempfile.TemporaryDirectory() as tmp, private_redis() as redis_url:
+        root = Path(tmp)
+        states = {name: root / "state" / f"{name}.tfstate" for name in names}
+        apply_directly(root / "applied", main_tf(states[names[0]], {"old": "x"}))
+        for name in names[1:]:  # every project starts from the same applied state, each in its own file
+            shutil.copyfile(states[names[0]], states[name])
+        before = {f"{n}/main.tf": main_tf(states[n], {"old": "x"}) for n in names}
+        after = {f"{n}/main.tf": main_tf(states[n], {"new": "x"}) for n in names}
+        print(f"bare init+plan+show of {args.projects} projects, one after another ...", flush=True)
+        bare = [_bare(tool, text, root) for text in after.values()]
+        floor = sum(bare) / args.workers
+        with running_stack(root, redis_url, workers=args.workers) as stack:
+            gh = stack.gh
+            repo = gh.create_repo("acme", "monorepo", before)
+            pids = [w.pid for w in stack.workers]
+            rss_before = [_rss_kib(p) for p in pids]
+            time.sleep(BURST / RATE)  # GitHub writes are paced per installation: start unpaced
+            first = len(gh.state.requests)
+            with _RssSampler(pids) as sampler:
+                pr = gh.open_pr(repo, "everything", "alice", "Touch every project", after)
+                stack.wait_for("the plan", lambda: _settled(stack, repo, pr.head_sha), timeout=3600)
+                wall = time.perf_counter() - _delivered(gh, pr.number)
+            rss_after = [_rss_kib(p) for p in pids]
+            requests = [r for r in gh.state.requests[first:] if r.auth != "basic"]
+            comments = [c.body for c in gh.comments_on(repo, pr.number) if c.user.login == "plangate[bot]"]
+    kinds = Counter(f"{r.method} {_shape(r.path)}" for r in requests)
+    comment_calls = sum(n for kind, n in kinds.items() if "/comments" in kind)
+    print(f"{args.projects} projects, {args.workers} workers, {Path(tool).name}")
+    print(f"bare init+plan+show: sum {sum(bare):.1f} s (median {statistics.median(bare):.2f} s per project)")
+    print(f"delivery → final statuses: {wall:.1f} s = {wall / floor:.2f}× sum/workers (target ≤ {TARGET}×)")
+    print(f"GitHub requests: {len(requests)}, of which {comment_calls} for the {len(comments)} comment part(s)")
+    for kind, n in sorted(kinds.items()):
+        print(f"  {n:4d}  {kind}")
+    print(
+        f"worker RSS (MiB) before {_mib(rss_before)}, after {_mib(rss_after)}; peak sampled {sampler.peak / 1024:.0f}"
+    )
+    missing = [n for n in names if not any(f"`{n}`" in body or f" {n} " in body for body in comments)]
+    too_long = [len(body) for body in comments if len(body) > GITHUB_MAX_BODY]
+    print(
+        f"comment: {len(comments)} part(s), longest {max(map(len, comments), default=0):,} chars; "
+        f"projects not named: {len(missing)}; parts over GitHub's limit: {len(too_long)}"
+    )
+    return 0 if not missing and not too_long else 1
+
+
+def _shape(path: str) -> str:
+    """A request path with its numbers and SHAs folded, so requests group by endpoint."""
+    parts = [("{n}" if p.isdigit() else "{sha}" if len(p) == 40 else p) for p in path.split("?")[0].split("/")]
+    return "/".join(parts)
+
+
+def _mib(values: list[int]) -> str:
+    return ", ".join(f"{v / 1024:.0f}" for v in values)
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
