@@ -31,6 +31,7 @@ EVIL_PROVIDER = """#!/bin/bash
   echo "== cmdline"; for f in /proc/[0-9]*/cmdline; do tr '\\0' ' ' < "$f"; echo; done
   echo "== env"; env
   echo "== files"; for f in {files}; do cat "$f" 2>&1; done
+  echo "== tree"; echo 'resource "terraform_data" "planted" {{}}' >> ../infra/main.tf
   echo "== redis"
   if exec 3<>/dev/tcp/127.0.0.1/{port}; then
     printf 'SET plangate:forged-by-plan 1\\r\\n' >&3
@@ -86,8 +87,10 @@ def test_a_prs_code_finds_no_secret_no_redis_and_moves_no_gate(
         assert redis_conn.get("plangate:forged-by-plan") is None
         assert "No such file or directory" in found  # neither the key file nor the worker's log exist there
         assert f"{cache}: No such file or directory" in found and cache.exists()  # nor the shared git objects
+        assert "infra/main.tf: Read-only file system" in found  # the commit's shared tree is read-only
         comments = "\n".join(bot_bodies(stack, repo, pr.number))
         assert "TF_IN_AUTOMATION=1" in comments  # the /proc output reached the comment...
+        assert "planted" not in comments  # ...and no project's plan saw the evil one's write
         for secret in secrets:  # ...and neither it nor the provider saw a secret
             assert secret not in found and secret not in comments
 

@@ -6,6 +6,7 @@ import os
 from pathlib import Path
 
 from workers.adapters.checkout import workdir_for
+from workers.adapters.trees import IDLE_AFTER
 from workers.maintenance import STALE_AFTER, sweep_workdirs
 
 
@@ -22,3 +23,15 @@ def test_sweep_removes_only_stale_runs(tmp_path: Path) -> None:
     os.utime(fresh, (now - 60, now - 60))
     assert sweep_workdirs(str(tmp_path), now=now) == 1
     assert not old.exists() and fresh.exists() and all(p.exists() for p in shared)
+
+
+def test_sweep_removes_idle_shared_trees(tmp_path: Path) -> None:
+    now = 1_000_000.0
+    idle, used = tmp_path / "trees" / "1" / ("a" * 40), tmp_path / "trees" / "1" / ("b" * 40)
+    for tree, age in ((idle, IDLE_AFTER + 10), (used, 60)):
+        (tree / "infra").mkdir(parents=True)
+        use = tree.with_name(f"{tree.name}.use")
+        use.write_text("")
+        os.utime(use, (now - age, now - age))
+    assert sweep_workdirs(str(tmp_path), now=now) == 1
+    assert not idle.exists() and used.exists()

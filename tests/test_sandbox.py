@@ -124,6 +124,41 @@ def test_grants_are_read_only_unless_rw(sandbox: Sandbox, tmp_path: Path) -> Non
     assert not (ro / "out.txt").exists() and (rw / "out.txt").read_text() == "y\n"
 
 
+def test_a_plan_on_a_shared_tree_writes_only_its_own_copy(sandbox: Sandbox, tmp_path: Path) -> None:
+    tree = tmp_path / "tree"  # as adapters/trees.py leaves it: the commit, shared read-only
+    for name in ("infra", "other"):
+        (tree / name).mkdir(parents=True)
+    (tree / "infra" / "main.tf").write_text(
+        'module "m" {\n  source = "../other"\n}\nresource "terraform_data" "x" {\n  input = module.m.v\n}\n'
+    )
+    (tree / "other" / "main.tf").write_text('output "v" {\n  value = file("${path.module}/in.txt")\n}\n')
+    (tree / "other" / "in.txt").write_text("shared")
+    dirs = JobDirs(tmp_path / "job", shared=tree)
+    dirs.planfile.parent.mkdir(parents=True)
+    planned = plan(_terraform(sandbox, tmp_path), Project("infra", "infra"), dirs)
+    assert planned.plan is not None, planned.error  # it used a module and a file beside its own directory
+    assert "shared" in planned.text
+    assert sorted(str(p.relative_to(tree)) for p in tree.rglob("*")) == [  # the tree is untouched
+        "infra",
+        "infra/main.tf",
+        "other",
+        "other/in.txt",
+        "other/main.tf",
+    ]
+    assert (dirs.own / "project" / ".terraform" / "modules").is_dir()  # init wrote into the job's own copy
+
+    sh = shutil.which("sh", path="/usr/bin:/bin")
+    assert sh is not None
+    script = "echo mine > here.txt; echo theirs > ../other/in.txt; echo new > ../new.txt"
+    argv = sandbox.wrap(
+        [sh, "-c", script], cwd=tree / "infra", readable=[tree], mounts=[(dirs.own / "project", tree / "infra")]
+    )
+    result = run(argv, cwd=tree / "infra", env={"PATH": "/usr/bin:/bin"}, timeout=30, memory_limit_bytes=None)
+    assert result.stderr.count(b"Read-only file system") == 2
+    assert (dirs.own / "project" / "here.txt").read_text() == "mine\n" and not (tree / "infra" / "here.txt").exists()
+    assert (tree / "other" / "in.txt").read_text() == "shared" and not (tree / "new.txt").exists()
+
+
 def test_a_timeout_reaches_the_process_inside_the_sandbox(sandbox: Sandbox, tmp_path: Path) -> None:
     sh = shutil.which("sh", path="/usr/bin:/bin")
     assert sh is not None

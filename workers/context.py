@@ -81,6 +81,11 @@ class WorkerContext:
     def checkouts(self) -> Path:
         return self.settings.workdir / "checkouts"
 
+    @property
+    def trees(self) -> Path:
+        """Commits checked out once per host and shared read-only by sandboxed plans (adapters/trees.py)."""
+        return self.settings.workdir / "trees"
+
     def record_sandbox(self) -> None:
         """Tell the status page how this worker runs terraform (an opt-out must be visible)."""
         name = f"{socket.gethostname()}:{os.getpid()}"

@@ -7,17 +7,20 @@ import time
 from pathlib import Path
 
 from core import settings as settings_module
+from workers.adapters import trees
 
 STALE_AFTER = 6 * 3600  # a checkout older than any job timeout belongs to a worker that died
 
 
 def sweep_workdirs(root: str | None = None, now: float | None = None) -> int:
-    """Remove per-job checkouts (`checkouts/…/run-*`) left behind by killed workers; returns how many."""
-    base = (Path(root) if root else settings_module.load().workdir) / "checkouts"
+    """Remove per-job checkouts (`checkouts/…/run-*`) left behind by killed workers, and shared trees
+    of commits no job has used for an hour (`trees/`); returns how many."""
+    workdir = Path(root) if root else settings_module.load().workdir
+    removed = trees.sweep(workdir / "trees", now) if (workdir / "trees").is_dir() else 0
+    base = workdir / "checkouts"
     if not base.is_dir():
-        return 0
+        return removed
     cutoff = (now or time.time()) - STALE_AFTER
-    removed = 0
     for run in base.glob("*/*/*/*/run-*"):
         if run.is_dir() and run.stat().st_mtime < cutoff:
             shutil.rmtree(run, ignore_errors=True)

@@ -20,6 +20,7 @@ import tempfile
 import time
 from collections.abc import Iterator
 from pathlib import Path
+from typing import IO
 from urllib.parse import urlsplit
 
 from workers.adapters.terraform.runner import RunResult, run
@@ -167,18 +168,27 @@ def _has_commit(cache: Path, sha: str, env: dict[str, str], deadline: float) -> 
 def _locked(path: Path, deadline: float) -> Iterator[None]:
     """An exclusive flock on `path`, waited for until `deadline` (a fetch holding it is bounded too)."""
     with path.open("a") as handle:
-        while True:
-            try:
-                fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
-                break
-            except BlockingIOError:
-                if time.monotonic() >= deadline:
-                    raise CheckoutError(f"object cache {path.name} stayed locked: checkout timed out") from None
-                time.sleep(0.05)
+        wait_flock(handle, fcntl.LOCK_EX, deadline)
         try:
             yield
         finally:
             fcntl.flock(handle, fcntl.LOCK_UN)
+
+
+def wait_flock(handle: IO[str], kind: int, deadline: float) -> None:
+    """Take the flock `kind` on `handle`, waiting until `deadline`; CheckoutError past it."""
+    while True:
+        try:
+            fcntl.flock(handle, kind | fcntl.LOCK_NB)
+            return
+        except BlockingIOError:
+            if time.monotonic() >= deadline:
+                raise CheckoutError(f"{Path(handle.name).name} stayed locked: checkout timed out") from None
+            time.sleep(0.05)
+
+
+def is_sha(text: str) -> bool:
+    return _SHA.fullmatch(text) is not None
 
 
 def remote_head(clone_url: str, branch: str, token: str | None, *, timeout: float) -> str:

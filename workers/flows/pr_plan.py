@@ -9,9 +9,11 @@ depends on all of them; `publish_plan` renders the comment and sets the combined
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import logging
 from dataclasses import replace
+from typing import Any
 
 from gidgethub.abc import GitHubAPI
 
@@ -32,7 +34,6 @@ from core.render.replies import approval_status
 from core.render.status import destroy_status, pending_status, plan_status
 from core.results import ProjectResult
 from core.runlog import record_run
-from workers.adapters.checkout import checkout, job_workdir, object_cache
 from workers.adapters.github import vcs
 from workers.adapters.github.auth import installation_client
 from workers.adapters.github.client import RateLimited
@@ -40,10 +41,9 @@ from workers.adapters.github.repo_config import base_config_or_none
 from workers.adapters.store import audit
 from workers.adapters.store import gates as gate_store
 from workers.adapters.terraform import pipeline
-from workers.adapters.terraform.pipeline import CHECKOUT_TIMEOUT
-from workers.adapters.terraform.runner import Terraform
 from workers.adapters.terraform.sandbox import SandboxError
 from workers.context import WorkerContext
+from workers.flows import code as plan_code
 from workers.flows import gate_check, stale_plans
 from workers.flows.discovery import discover, to_plan
 from workers.flows.stale_plans import PlannedPR
@@ -77,14 +77,11 @@ async def dispatch(ctx: WorkerContext, req: PlanRequest) -> tuple[PlanRequest, l
         token = await ctx.tokens.token(req.installation_id)
         scope = f"pr-{req.pr}"
         try:
-            with job_workdir(ctx.checkouts, req.repo_id, scope, req.sha, "_discovery") as work:
-                code = req.code_sha or req.sha
-                cache = object_cache(ctx.checkouts, req.repo_id)
-                fetch = asyncio.to_thread(
-                    checkout, req.clone_url, code, work, token, timeout=CHECKOUT_TIMEOUT, cache=cache
-                )
-                changed = await _while_fetching(asyncio.ensure_future(fetch), gh, req)
-                found = discover(work, changed, req.only)
+            with contextlib.ExitStack() as held:
+                fetch = asyncio.to_thread(plan_code.for_discovery, ctx, req, req.code_sha or req.sha, token, held)
+                files = asyncio.ensure_future(fetch)
+                changed = await _while_fetching(files, gh, req)
+                found = discover(files.result(), changed, req.only)
         except ConfigError as exc:
             await _config_failed(ctx, gh, req, exc)
             return None
@@ -99,7 +96,7 @@ async def dispatch(ctx: WorkerContext, req: PlanRequest) -> tuple[PlanRequest, l
         return req, projects
 
 
-async def _while_fetching(fetch: asyncio.Future[None], gh: GitHubAPI, req: PlanRequest) -> list[str] | None:
+async def _while_fetching(fetch: asyncio.Future[Any], gh: GitHubAPI, req: PlanRequest) -> list[str] | None:
     """Set `plangate/plan` pending and read the changed files while git fetches the code (GitHub's
     API is still called one request at a time, as GitHub asks); the changed files, once both are done."""
     try:
@@ -182,20 +179,13 @@ async def plan_project(ctx: WorkerContext, req: PlanRequest, project: Project) -
         terraform = ctx.terraform(project.tool, "plan")
         token = await ctx.tokens.token(req.installation_id)
         scope, code = f"pr-{req.pr}", project.destroy_from or req.code_sha or req.sha
-        planned = await asyncio.to_thread(_plan, ctx, req, project, terraform, scope, code, token)
+        planned = await asyncio.to_thread(plan_code.plan, ctx, req, project, terraform, scope, code, token)
         return pipeline.result(project, req.sha, terraform.tool, planned)
     except RateLimited:
         raise  # RQ runs the job again once GitHub allows (workers.jobs.reschedulable)
     except Exception as exc:  # any failure is reported on the PR, never swallowed
         log.warning(json.dumps({"repo": req.repo, "pr": req.pr, "project": project.name, "error": str(exc)}))
         return pipeline.failure(project, req.sha, f"{type(exc).__name__}: {exc}", ours=isinstance(exc, SandboxError))
-
-
-def _plan(
-    ctx: WorkerContext, req: PlanRequest, project: Project, tf: Terraform, scope: str, code: str, token: str
-) -> pipeline.Planned:
-    with pipeline.checked_out(ctx.checkouts, req.repo_id, scope, code, project.name, req.clone_url, token) as dirs:
-        return pipeline.plan(tf, project, dirs)
 
 
 async def publish(ctx: WorkerContext, req: PlanRequest, results: list[ProjectResult]) -> None:

@@ -9,6 +9,7 @@ differ between plan, apply and drift. Errors are values, never exceptions, so ev
 from __future__ import annotations
 
 import contextlib
+import shutil
 from collections.abc import Iterator
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -30,13 +31,21 @@ class UnsafePathError(ValueError):
 
 @dataclass(frozen=True)
 class JobDirs:
-    """A job's private directories: the checkout, the plan file's own directory (outside the checkout)."""
+    """A job's private directories: the checkout, the plan file's own directory (outside the checkout).
+
+    `shared`: the commit's shared read-only tree (adapters/trees.py) instead of a private checkout;
+    the project's own writable copy of its directory then lives under `root`."""
 
     root: Path
+    shared: Path | None = None
 
     @property
     def src(self) -> Path:
-        return self.root / "src"
+        return self.shared if self.shared is not None else self.root / "src"
+
+    @property
+    def own(self) -> Path:
+        return self.root / "own"
 
     @property
     def planfile(self) -> Path:
@@ -85,12 +94,28 @@ def inside(src: Path, relative: str) -> Path:
     return current
 
 
+@contextlib.contextmanager
+def on_shared_tree(root: Path, tree: Path, repo_id: int, scope: str, sha: str, name: str) -> Iterator[JobDirs]:
+    """A job's private directories beside the commit's shared tree `tree` (adapters/trees.py)."""
+    with job_workdir(root, repo_id, scope, sha, name) as work:
+        dirs = JobDirs(work, shared=tree)
+        dirs.planfile.parent.mkdir(parents=True)
+        yield dirs
+
+
 def for_project(tf: Terraform, project: Project, dirs: JobDirs) -> Terraform:
-    """The runner for one project: its workspace, and the checkout writable inside the sandbox."""
+    """The runner for one project: its workspace, and the checkout writable inside the sandbox (on a
+    shared tree: the tree read-only, with the job's own copy of the project directory on top)."""
     env = dict(tf.env)
     if project.workspace != "default":
         env["TF_WORKSPACE"] = project.workspace
-    return replace(tf, env=env, writable=(*tf.writable, dirs.src))
+    if dirs.shared is None:
+        return replace(tf, env=env, writable=(*tf.writable, dirs.src))
+    target = inside(dirs.shared, project.dir)
+    own = dirs.own / "project"
+    if not own.exists():
+        shutil.copytree(target, own, symlinks=True)
+    return replace(tf, env=env, readable=(*tf.readable, dirs.shared), mounts=(*tf.mounts, (own, target)))
 
 
 def plan(tf: Terraform, project: Project, dirs: JobDirs) -> Planned:

@@ -263,6 +263,8 @@ class Terraform:
     init_lock: Path | None = None  # held around `init`: the shared plugin cache is unsafe for concurrent inits
     sandbox: Sandbox = field(default_factory=Sandbox)
     writable: tuple[Path, ...] = ()
+    readable: tuple[Path, ...] = ()  # shown read-only to every step (a shared tree of the commit)
+    mounts: tuple[tuple[Path, Path], ...] = ()  # (source, target): writable over what `readable` shows
 
     def _run(
         self,
@@ -275,7 +277,11 @@ class Terraform:
     ) -> RunResult:
         exe = resolve_executable(self.tool, self.env)
         argv = self.sandbox.wrap(
-            [exe, *args], cwd=workdir, writable=[*self.writable, *writable], readable=list(readable)
+            [exe, *args],
+            cwd=workdir,
+            writable=[*self.writable, *writable],
+            readable=[*self.readable, *readable],
+            mounts=self.mounts,
         )
         result = run(
             argv,

@@ -81,8 +81,12 @@ class Sandbox:
         cwd: Path,
         writable: Sequence[Path] = (),
         readable: Sequence[Path] = (),
+        mounts: Sequence[tuple[Path, Path]] = (),
     ) -> list[str]:
-        """`argv` (argv[0] an absolute path) as run inside the sandbox; unchanged when it is off."""
+        """`argv` (argv[0] an absolute path) as run inside the sandbox; unchanged when it is off.
+
+        `mounts`: (source, target) pairs mounted writable at `target`, over what `readable` shows
+        there (a job's own copy of its project directory on a shared read-only tree)."""
         if not self.enabled:
             return list(argv)
         assert self.bwrap is not None
@@ -121,6 +125,8 @@ class Sandbox:
             args += ["--ro-bind", str(path), str(path)]
         for path in writable:
             args += ["--bind", str(path), str(path)]
+        for source, target in mounts:
+            args += ["--bind", str(source), str(target)]
         for grant in self.grants:
             args += ["--bind" if grant.writable else "--ro-bind", str(grant.path), str(grant.path)]
         return [*args, "--chdir", str(cwd), "--", *argv]
