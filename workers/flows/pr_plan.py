@@ -18,7 +18,7 @@ from typing import Any
 from gidgethub.abc import GitHubAPI
 
 from core import keys
-from core.config import ConfigError
+from core.config import ConfigError, RepoConfig
 from core.contract import DESTROY_CONTEXT, PLAN_CONTEXT, PlanRequest
 from core.gate import destroy_keys
 from core.plan import summary_line
@@ -70,8 +70,7 @@ async def dispatch(ctx: WorkerContext, req: PlanRequest) -> tuple[PlanRequest, l
             if merge is None:
                 return None
             req = replace(req, code_sha=merge)
-        policy = await base_config_or_none(gh, req.repo, req.default_branch)
-        if req.fork and not (policy is not None and policy.allow_fork_prs):
+        if req.fork and not await _forks_allowed(gh, req):  # a fork's code is not even fetched then
             await _refuse_fork(ctx, gh, req)
             return None
         token = await ctx.tokens.token(req.installation_id)
@@ -80,7 +79,7 @@ async def dispatch(ctx: WorkerContext, req: PlanRequest) -> tuple[PlanRequest, l
             with contextlib.ExitStack() as held:
                 fetch = asyncio.to_thread(plan_code.for_discovery, ctx, req, req.code_sha or req.sha, token, held)
                 files = asyncio.ensure_future(fetch)
-                changed = await _while_fetching(files, gh, req)
+                policy, changed = await _while_fetching(files, gh, req)
                 found = discover(files.result(), changed, req.only)
         except ConfigError as exc:
             await _config_failed(ctx, gh, req, exc)
@@ -96,17 +95,25 @@ async def dispatch(ctx: WorkerContext, req: PlanRequest) -> tuple[PlanRequest, l
         return req, projects
 
 
-async def _while_fetching(fetch: asyncio.Future[Any], gh: GitHubAPI, req: PlanRequest) -> list[str] | None:
-    """Set `plangate/plan` pending and read the changed files while git fetches the code (GitHub's
-    API is still called one request at a time, as GitHub asks); the changed files, once both are done."""
+async def _forks_allowed(gh: GitHubAPI, req: PlanRequest) -> bool:
+    policy = await base_config_or_none(gh, req.repo, req.default_branch)
+    return policy is not None and policy.allow_fork_prs
+
+
+async def _while_fetching(
+    fetch: asyncio.Future[Any], gh: GitHubAPI, req: PlanRequest
+) -> tuple[RepoConfig | None, list[str] | None]:
+    """While git fetches the code, read the default branch's config, set `plangate/plan` pending and
+    read the changed files (GitHub's API is still called one request at a time, as GitHub asks);
+    the config and the changed files, once both are done."""
     try:
+        policy = await base_config_or_none(gh, req.repo, req.default_branch)
         await vcs.set_status(gh, req.repo, req.sha, PLAN_CONTEXT, *pending_status(0))
         changed = await vcs.changed_files(gh, req.repo, req.pr)
-    except BaseException:
+    finally:
         await asyncio.gather(fetch, return_exceptions=True)  # git must be done before its directory goes
-        raise
-    await fetch
-    return changed
+    await fetch  # its own failure, if any
+    return policy, changed
 
 
 async def _test_merge(gh: GitHubAPI, req: PlanRequest) -> str | None:
