@@ -25,10 +25,10 @@ import time
 from collections import Counter
 from pathlib import Path
 
-from benchmarks.bench_plan_overhead import _bare, _delivered
+from benchmarks.bench_plan_overhead import _bare, _delivered, _settled
 from standin.local_redis import private_redis
 from standin.sample import main_tf
-from standin.stack import Stack, running_stack
+from standin.stack import running_stack
 from tests.tfproject import apply_directly
 from workers.adapters.github.pacing import BURST, RATE
 
@@ -73,12 +73,6 @@ class _RssSampler:
             for pid in self.pids:
                 for member in _family(pid):
                     self.peak = max(self.peak, _rss_kib(member))
-
-
-def _settled(stack: Stack, repo: object, sha: str) -> bool:
-    reports = stack.gh.reports(repo, sha)  # type: ignore[arg-type]
-    plan = reports.get("plangate/plan")
-    return "plangate/destroy" in reports and plan is not None and plan.state != "pending"
 
 
 def main() -> int:

@@ -71,6 +71,16 @@ class Fetched(Protocol):
     def clone_url(self) -> str: ...
 
 
+async def discover_at(
+    root: Path, req: Fetched, scope: str, sha: str, token: str | None, changed: list[str] | None
+) -> Discovered:
+    """Check commit `sha` out into a throwaway directory under `root` and `discover` its projects."""
+    with job_workdir(root, req.repo_id, scope, sha, "_discovery") as work:
+        cache = object_cache(root, req.repo_id)
+        await asyncio.to_thread(checkout, req.clone_url, sha, work, token, timeout=CHECKOUT_TIMEOUT, cache=cache)
+        return discover(work, changed)
+
+
 async def to_plan(
     root: Path, req: Fetched, token: str | None, head: Discovered, changed: list[str] | None, *, scope: str, base: str
 ) -> list[Project]:
@@ -86,12 +96,9 @@ async def _deleted(
 ) -> tuple[Project, ...]:
     if not base_sha or not may_delete_projects(changed, head.snapshot.all_files):
         return ()
-    with job_workdir(root, req.repo_id, scope, base_sha, "_base") as work:
-        cache = object_cache(root, req.repo_id)
-        await asyncio.to_thread(checkout, req.clone_url, base_sha, work, token, timeout=CHECKOUT_TIMEOUT, cache=cache)
-        try:
-            base = discover(work, None)
-        except ConfigError as exc:
-            log.warning(json.dumps({"base": base_sha, "deleted_projects": "base config invalid", "error": str(exc)}))
-            return ()
+    try:
+        base = await discover_at(root, req, scope, base_sha, token, None)
+    except ConfigError as exc:
+        log.warning(json.dumps({"base": base_sha, "deleted_projects": "base config invalid", "error": str(exc)}))
+        return ()
     return deleted_projects(base.every, head.snapshot.all_files, changed, base_sha)

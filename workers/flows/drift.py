@@ -33,16 +33,15 @@ from core.render.drift import (
 )
 from core.results import ProjectResult
 from core.runlog import record_run
-from workers.adapters.checkout import checkout, job_workdir, object_cache, remote_head
+from workers.adapters.checkout import remote_head
 from workers.adapters.github import vcs
 from workers.adapters.github.auth import app_client, installation_client
 from workers.adapters.github.client import RateLimited
 from workers.adapters.github.repo_config import base_config, mask_patterns
 from workers.adapters.terraform import pipeline
-from workers.adapters.terraform.pipeline import CHECKOUT_TIMEOUT
 from workers.adapters.terraform.runner import Terraform
 from workers.context import WorkerContext
-from workers.flows.discovery import discover
+from workers.flows.discovery import discover_at
 
 log = logging.getLogger("plangate.drift")
 TARGETS_KEY = keys.DRIFT_TARGETS
@@ -111,10 +110,7 @@ async def projects_due(ctx: WorkerContext, target: DriftTarget) -> tuple[str, li
     """The default branch's head SHA and the projects to check there."""
     token = await ctx.tokens.token(target.installation_id)
     sha = await asyncio.to_thread(remote_head, target.clone_url, target.default_branch, token, timeout=60)
-    with job_workdir(ctx.checkouts, target.repo_id, "drift", sha, "_discovery") as work:
-        cache = object_cache(ctx.checkouts, target.repo_id)
-        await asyncio.to_thread(checkout, target.clone_url, sha, work, token, timeout=CHECKOUT_TIMEOUT, cache=cache)
-        every = discover(work, None).every
+    every = (await discover_at(ctx.checkouts, target, "drift", sha, token, None)).every
     return sha, [p for p in every if target.project is None or p.name == target.project]
 
 

@@ -28,14 +28,13 @@ from core.render.plan import render_plan_comments
 from core.render.replies import approval_status
 from core.render.status import destroy_status, pending_status, plan_status
 from core.results import ProjectResult
-from workers.adapters.checkout import checkout, job_workdir, object_cache, remote_head
+from workers.adapters.checkout import remote_head
 from workers.adapters.github import vcs
 from workers.adapters.github.auth import installation_client
 from workers.adapters.github.repo_config import base_config_or_none
-from workers.adapters.terraform.pipeline import CHECKOUT_TIMEOUT
 from workers.context import WorkerContext
 from workers.flows.apply_approvals import standing
-from workers.flows.discovery import discover, to_plan
+from workers.flows.discovery import discover_at, to_plan
 
 log = logging.getLogger("plangate.merge_queue")
 COMPARE_FILE_CAP = 300
@@ -63,12 +62,7 @@ async def dispatch(ctx: WorkerContext, req: GroupRequest) -> list[Project] | Non
         await vcs.set_status(gh, req.repo, req.head_sha, PLAN_CONTEXT, *pending_status(0))
         changed = await _changed(gh, req.repo, base, req.head_sha)
         try:
-            with job_workdir(ctx.checkouts, req.repo_id, "merge-group", req.head_sha, "_discovery") as work:
-                cache = object_cache(ctx.checkouts, req.repo_id)
-                await asyncio.to_thread(
-                    checkout, req.clone_url, req.head_sha, work, token, timeout=CHECKOUT_TIMEOUT, cache=cache
-                )
-                found = discover(work, changed)
+            found = await discover_at(ctx.checkouts, req, "merge-group", req.head_sha, token, changed)
         except ConfigError as exc:
             why = f"invalid .plangate.yml: {exc.key}"
             for context in (PLAN_CONTEXT, DESTROY_CONTEXT):

@@ -8,7 +8,6 @@ approval: on the merged PR's last head SHA, or on the blocked apply itself.
 
 from __future__ import annotations
 
-import asyncio
 import logging
 from dataclasses import dataclass
 from typing import Any
@@ -21,16 +20,14 @@ from core.contract import APPLY_CONTEXT, PushRequest, Where
 from core.projects import Project
 from core.render.apply import apply_pending, apply_status, render_apply_died
 from core.render.plan import render_config_error
-from workers.adapters.checkout import checkout, job_workdir, object_cache
 from workers.adapters.github import vcs
 from workers.adapters.github.auth import installation_client
 from workers.adapters.github.repo_config import base_config
 from workers.adapters.store import applies as apply_store
 from workers.adapters.store import audit
-from workers.adapters.terraform.pipeline import CHECKOUT_TIMEOUT
 from workers.context import WorkerContext
 from workers.flows import stale_plans
-from workers.flows.discovery import discover, to_plan
+from workers.flows.discovery import discover_at, to_plan
 from workers.flows.stale_plans import PlannedPR
 
 log = logging.getLogger("plangate.apply")
@@ -69,12 +66,7 @@ async def dispatch(ctx: WorkerContext, req: PushRequest) -> Dispatch | None:
         changed = await _changed(gh, req)
         token = await ctx.tokens.token(req.installation_id)
         try:
-            with job_workdir(ctx.checkouts, req.repo_id, "push", req.after, "_discovery") as work:
-                cache = object_cache(ctx.checkouts, req.repo_id)
-                await asyncio.to_thread(
-                    checkout, req.clone_url, req.after, work, token, timeout=CHECKOUT_TIMEOUT, cache=cache
-                )
-                found = discover(work, changed)
+            found = await discover_at(ctx.checkouts, req, "push", req.after, token, changed)
         except ConfigError as exc:
             await vcs.set_status(gh, req.repo, req.after, APPLY_CONTEXT, "failure", f"invalid .plangate.yml: {exc.key}")
             if pr is not None:
