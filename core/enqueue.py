@@ -53,7 +53,7 @@ class _Template:
     queue_key: str
     queues_key: str
     constant: tuple[str | bytes, ...]
-    script: Script
+    script: Script  # always run with the caller's connection (`client=`), never the one it was made on
 
     def write(self, job_id: str, request: Any) -> tuple[list[str], list[str | bytes]]:
         """The script's keys and arguments for the job `job_id` running `func(request=...)`."""
@@ -76,7 +76,7 @@ class _Template:
         ]
 
 
-_templates: dict[tuple[int, str, str, int, int], _Template] = {}
+_templates: dict[tuple[object, str, str, int, int], _Template] = {}
 
 
 def _kwargs(request: Any) -> dict[str, Any]:
@@ -136,7 +136,7 @@ def prepare(
     queue: Queue, func: str, job_id: str, request: Any, *, timeout: int = 3 * 3600, result_ttl: int = 3600
 ) -> JobWrite:
     """The write that enqueues `func(request=...)` as `job_id` unless that id exists (no I/O)."""
-    kind = (id(queue.connection), queue.name, func, timeout, result_ttl)
+    kind = (queue.serializer, queue.name, func, timeout, result_ttl)  # the same on every connection
     template = _templates.get(kind)
     if template is None:
         template = _templates[kind] = _template(queue, func, request, timeout, result_ttl)
@@ -157,7 +157,7 @@ def write_all(conn: redis.Redis, writes: list[JobWrite]) -> list[Enqueued | redi
     results: list[Enqueued | redis.RedisError] = []
     for write, answer in zip(writes, answers, strict=True):
         if isinstance(answer, NoScriptError):
-            answer = write.script(keys=write.keys, args=write.args)  # loads it, then runs it
+            answer = write.script(keys=write.keys, args=write.args, client=conn)  # loads it, then runs it
         results.append(answer if isinstance(answer, redis.RedisError) else Enqueued(write.job_id, not answer))
     return results
 
@@ -167,4 +167,4 @@ def enqueue_once(
 ) -> Enqueued:
     """Enqueue `func(request=...)` unless a job with this id already exists (a redelivery or duplicate)."""
     write = prepare(queue, func, job_id, request, timeout=timeout, result_ttl=result_ttl)
-    return Enqueued(job_id, duplicate=not write.script(keys=write.keys, args=write.args))
+    return Enqueued(job_id, duplicate=not write.script(keys=write.keys, args=write.args, client=queue.connection))
