@@ -17,6 +17,7 @@ import gidgethub
 import pytest
 from gidgethub.abc import GitHubAPI
 
+from bot.events.pulls import plan_request
 from core.contract import APPLY_CONTEXT, DESTROY_CONTEXT, PLAN_CONTEXT
 from core.projects import Project
 from tests.flows import World, world_at
@@ -214,3 +215,17 @@ def test_a_project_list_names_what_the_flows_plan(world: World) -> None:
     assert found is not None
     assert found.projects == [Project(name="infra", dir="infra")]
     assert found.where(push).authors == ("alice",)
+
+
+def test_a_fork_pr_the_default_branch_allows_is_planned_reading_the_config_once(tmp_path: Path, redis_url: str) -> None:
+    forks = {".plangate.yml": "version: 1\nallow_fork_prs: true\n"}
+    with world_at(tmp_path, redis_url, BASE, forks) as world:
+        files = {"infra/main.tf": main_tf(world.state, {**BASE, "one": "1"})}
+        world.gh.open_pr(world.repo, "grow", "mallory", "From a fork", files, fork="mallory/infra", deliver=False)
+        req = plan_request(world.gh.outbox[-1].payload)
+        assert req.fork
+        before = len(world.gh.state.requests)
+        planned = world.plan_pr(req)
+        assert planned is not None and [r.name for r in planned[1]] == ["infra"]
+        reads = [r for r in world.gh.state.requests[before:] if r.path.endswith("/contents/.plangate.yml")]
+        assert len(reads) == 1

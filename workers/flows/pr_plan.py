@@ -70,7 +70,8 @@ async def dispatch(ctx: WorkerContext, req: PlanRequest) -> tuple[PlanRequest, l
             if merge is None:
                 return None
             req = replace(req, code_sha=merge)
-        if req.fork and not await _forks_allowed(gh, req):  # a fork's code is not even fetched then
+        known = await base_config_or_none(gh, req.repo, req.default_branch) if req.fork else None
+        if req.fork and not (known is not None and known.allow_fork_prs):  # its code is not even fetched
             await _refuse_fork(ctx, gh, req)
             return None
         token = await ctx.tokens.token(req.installation_id)
@@ -79,7 +80,7 @@ async def dispatch(ctx: WorkerContext, req: PlanRequest) -> tuple[PlanRequest, l
             with contextlib.ExitStack() as held:
                 fetch = asyncio.to_thread(plan_code.for_discovery, ctx, req, req.code_sha or req.sha, token, held)
                 files = asyncio.ensure_future(fetch)
-                policy, changed = await _while_fetching(files, gh, req)
+                policy, changed = await _while_fetching(files, gh, req, known)
                 found = discover(files.result(), changed, req.only)
         except ConfigError as exc:
             await _config_failed(ctx, gh, req, exc)
@@ -95,19 +96,14 @@ async def dispatch(ctx: WorkerContext, req: PlanRequest) -> tuple[PlanRequest, l
         return req, projects
 
 
-async def _forks_allowed(gh: GitHubAPI, req: PlanRequest) -> bool:
-    policy = await base_config_or_none(gh, req.repo, req.default_branch)
-    return policy is not None and policy.allow_fork_prs
-
-
 async def _while_fetching(
-    fetch: asyncio.Future[Any], gh: GitHubAPI, req: PlanRequest
+    fetch: asyncio.Future[Any], gh: GitHubAPI, req: PlanRequest, known: RepoConfig | None = None
 ) -> tuple[RepoConfig | None, list[str] | None]:
-    """While git fetches the code, read the default branch's config, set `plangate/plan` pending and
-    read the changed files (GitHub's API is still called one request at a time, as GitHub asks);
-    the config and the changed files, once both are done."""
+    """While git fetches the code, read the default branch's config (unless `known`), set
+    `plangate/plan` pending and read the changed files (GitHub's API is still called one request at
+    a time, as GitHub asks); the config and the changed files, once both are done."""
     try:
-        policy = await base_config_or_none(gh, req.repo, req.default_branch)
+        policy = known if known is not None else await base_config_or_none(gh, req.repo, req.default_branch)
         await vcs.set_status(gh, req.repo, req.sha, PLAN_CONTEXT, *pending_status(0))
         changed = await vcs.changed_files(gh, req.repo, req.pr)
     finally:
