@@ -59,6 +59,8 @@ def test_a_github_failure_during_the_fetch_leaves_no_checkout_behind(world: Worl
     time.sleep(0.2)
     jobs = world.ctx.checkouts / str(world.repo.id)  # job directories; the object cache lives beside them
     assert not jobs.exists() or [p for p in jobs.rglob("*") if p.is_file()] == []
+    trees = world.ctx.trees / str(world.repo.id)  # with the sandbox: the shared tree, complete or absent
+    assert not list(trees.glob("*.staging-*")) and (trees / req.sha / "infra" / "main.tf").is_file()
     assert world.plan_pr(req) is not None  # the job's retry plans as if nothing happened
 
 

@@ -112,7 +112,7 @@ def test_a_tree_in_use_is_entered_by_other_jobs_at_once(origin: tuple[str, str],
     first.start()
     try:
         assert inside.wait(30)
-        with shared_tree(root, 1, sha, url, None, timeout=2, cache=cache) as tree:  # not after the first ends
+        with shared_tree(root, 1, sha, url, None, timeout=10, cache=cache) as tree:  # not after the first ends
             assert (tree / "b" / "main.tf").is_file()
     finally:
         done.set()
