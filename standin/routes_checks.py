@@ -8,6 +8,7 @@ a user's token cannot write check runs. Creating or completing a run sends the A
 from __future__ import annotations
 
 import re
+from typing import Any
 
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
@@ -16,6 +17,7 @@ from starlette.routing import Route
 from standin import check_shapes, checks, gitops, payloads_checks
 from standin.auth import error, not_found, require_token
 from standin.checks_validation import CREATE, UPDATE, refusal
+from standin.request_schema import Schema
 from standin.state import CheckRun, Repo, State
 from standin.web import base_of, json_body, paginate, state_of
 
@@ -54,16 +56,23 @@ def _emit(state: State, repo: Repo, run: CheckRun, actions: list[str], base: str
         state.hookshot.emit("check_run", payloads_checks.check_run(state, repo, run, action, state.app.bot, base))
 
 
-async def create_run(request: Request) -> Response:
-    repo = _access(request, "write", CREATE_DOCS)
+async def _write_request(request: Request, schema: Schema, docs: str) -> tuple[Repo, dict[str, Any]] | JSONResponse:
+    """The repository and the body of a create or update, or GitHub's refusal of either."""
+    repo = _access(request, "write", docs)
     if isinstance(repo, JSONResponse):
         return repo
     body = await json_body(request)
     if isinstance(body, JSONResponse):
         return body
-    problem = refusal(CREATE, body, CREATE_DOCS)
-    if problem is not None:
-        return problem
+    problem = refusal(schema, body, docs)
+    return problem if problem is not None else (repo, body)
+
+
+async def create_run(request: Request) -> Response:
+    checked = await _write_request(request, CREATE, CREATE_DOCS)
+    if isinstance(checked, JSONResponse):
+        return checked
+    repo, body = checked
     sha = body["head_sha"]
     if not FULL_SHA.match(sha) or gitops.rev(repo.path, sha) != sha:
         return error(422, f"No commit found for SHA: {sha}", CREATE_DOCS)
@@ -81,15 +90,10 @@ def _run_of(state: State, repo: Repo, request: Request) -> CheckRun | None:
 
 async def update_run(request: Request) -> Response:
     """A run of another App is a 404, like an unknown one."""
-    repo = _access(request, "write", UPDATE_DOCS)
-    if isinstance(repo, JSONResponse):
-        return repo
-    body = await json_body(request)
-    if isinstance(body, JSONResponse):
-        return body
-    problem = refusal(UPDATE, body, UPDATE_DOCS)
-    if problem is not None:
-        return problem
+    checked = await _write_request(request, UPDATE, UPDATE_DOCS)
+    if isinstance(checked, JSONResponse):
+        return checked
+    repo, body = checked
     state, base = state_of(request), base_of(request)
     with state.lock:
         run = _run_of(state, repo, request)
