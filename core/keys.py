@@ -10,6 +10,7 @@ from __future__ import annotations
 DAY = 24 * 3600
 GATE_TTL = 90 * DAY  # approvals, destroy sets, held applies, comment ids: as long as a PR may stay open
 PLAN_META_TTL = 7 * DAY
+PLAN_RESULT_TTL = DAY  # RQ keeps a plan job's result this long; a push may carry it forward until then
 FORK_REFUSED_TTL = 90 * DAY
 PR_PLANS_TTL = 30 * DAY
 REPLAN_PENDING_TTL = 3600  # a re-plan that never ran (its worker died) frees the slot after this long
@@ -48,6 +49,11 @@ def destroys(repo_id: int, number: int, sha: str) -> str:
 
 def plan_meta(repo_id: int, pr: int, sha: str) -> str:
     return f"plangate:plan-meta:{repo_id}:{pr}:{sha}"
+
+
+def last_plans(repo_id: int, pr: int) -> str:
+    """The PR's last published plans, per project: what the next push may carry forward."""
+    return f"plangate:last-plans:{repo_id}:{pr}"
 
 
 def fork_refused(repo_id: int, pr: int) -> str:

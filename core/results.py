@@ -23,6 +23,7 @@ class ProjectResult:
     error: str | None = None
     ours: bool = False  # the error is plangate's environment (e.g. the sandbox), not the repository's
     destroy_from: str | None = None  # the project was deleted: this is `plan -destroy` of its code there
+    carried_from: str | None = None  # its inputs did not change since this SHA: the plan made there, kept
 
     @property
     def identity(self) -> str:

@@ -7,7 +7,7 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Coroutine, Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -23,7 +23,7 @@ from standin.state import PullRequest, Repo
 from tests.e2e import BOT, applied_state
 from tests.tfproject import main_tf
 from workers.context import WorkerContext, build
-from workers.flows import pr_plan
+from workers.flows import carry, pr_plan
 
 T = TypeVar("T")
 
@@ -36,6 +36,8 @@ class World:
     ctx: WorkerContext
     repo: Repo
     state: Path  # main's applied state file, outside every checkout
+    jobs: dict[str, ProjectResult] = field(default_factory=dict)  # plan results, as RQ keeps them by job id
+    made: dict[str, tuple[str, str]] = field(default_factory=dict)  # the last plan_pr's: identity → (job, SHA)
 
     def run(self, step: Coroutine[Any, Any, T]) -> T:
         return asyncio.run(step)
@@ -59,12 +61,23 @@ class World:
         return self.gh.state.pulls[(self.repo.id, number)]
 
     def plan_pr(self, req: PlanRequest) -> tuple[PlanRequest, list[ProjectResult]] | None:
-        """What plan_pr and its plan_project jobs do, in order; None when dispatch found nothing to plan."""
+        """What plan_pr and its plan_project jobs do, in order; None when dispatch found nothing to plan.
+        Each plan is kept under a job id of its own, as RQ keeps it, and `made` says which (for publish)."""
         dispatched = self.run(pr_plan.dispatch(self.ctx, req))
         if dispatched is None:
             return None
-        planned, projects = dispatched
-        return planned, [self.run(pr_plan.plan_project(self.ctx, planned, p)) for p in projects]
+        planned = dispatched.request
+        results, self.made = [], {}
+        for project in dispatched.projects:
+            result = self.run(pr_plan.plan_project(self.ctx, planned, project))
+            job = f"flow-job-{len(self.jobs)}"
+            self.jobs[job] = result
+            results.append(result)
+            self.made[result.identity] = (job, planned.sha)
+        for kept in dispatched.carried:
+            results.append(carry.shown_at(self.jobs[kept.last.job_id], planned, kept))
+            self.made[kept.project.identity] = (kept.last.job_id, kept.last.planned_at)
+        return planned, results
 
     def bot_bodies(self, number: int) -> list[str]:
         return [c.body for c in self.gh.comments_on(self.repo, number) if c.user.login == BOT]

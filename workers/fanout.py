@@ -11,6 +11,7 @@ import redis
 from rq import Callback, Queue, RateLimit, Retry
 from rq.job import Dependency
 
+from core import keys
 from core.contract import (
     COUNT_ABANDONED,
     PLAN_RETRIES,
@@ -22,6 +23,7 @@ from core.contract import (
 )
 from core.enqueue import enqueue_once
 from core.projects import Project
+from workers.flows.carry import Carried
 from workers.flows.stale_plans import PlannedPR
 
 STEP_MARGIN = 120  # RQ's own timeout must only fire after the runner's SIGINT → SIGTERM → SIGKILL
@@ -44,8 +46,10 @@ def plans(
     tf_timeout: float,
     publish: str,
     publish_request: Any,
+    carried: Sequence[Carried] = (),
 ) -> list[str]:
-    """One plan job per project, re-run if its worker dies, then `publish` (with its own request)."""
+    """One plan job per project, re-run if its worker dies, then `publish` (with its own request and the
+    plans `carried` forward, which no job makes again)."""
     queue = Queue(PLANS_QUEUE, connection=conn)
     ids = [
         queue.enqueue(
@@ -53,16 +57,17 @@ def plans(
             kwargs={"request": request, "project": project},
             rate_limit=project_rate_limit(request.repo_id, project),
             job_timeout=int(tf_timeout * 4 + STEP_MARGIN),
-            result_ttl=DAY,
+            result_ttl=keys.PLAN_RESULT_TTL,
             retry=RERUN,
             on_failure=ABANDONED,
         ).id
         for project in projects
     ]
+    extra = {"carried": list(carried)} if carried else {}
     queue.enqueue(
         publish,
-        kwargs={"request": publish_request, "job_ids": ids},
-        depends_on=Dependency(jobs=ids, allow_failure=True),
+        kwargs={"request": publish_request, "job_ids": ids, **extra},
+        depends_on=Dependency(jobs=ids, allow_failure=True) if ids else None,
         job_timeout=600,
         retry=RERUN,
         on_failure=ABANDONED,

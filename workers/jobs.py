@@ -4,9 +4,11 @@
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Sequence
 from datetime import UTC, datetime
 
 from rq import Queue
+from rq.exceptions import NoSuchJobError
 from rq.job import Job, JobStatus
 
 from core.contract import (
@@ -24,9 +26,10 @@ from core.projects import Project
 from core.results import ProjectResult
 from workers import fanout
 from workers.adapters.store import applies as apply_store
+from workers.adapters.terraform import pipeline
 from workers.context import context
 from workers.flows import apply_project as apply_flow
-from workers.flows import commands, drift, merge_queue, pr_plan, push_apply
+from workers.flows import carry, commands, drift, merge_queue, pr_plan, push_apply
 from workers.rescheduling import reschedulable
 
 
@@ -37,10 +40,14 @@ def plan_pr(request: PlanRequest) -> list[str]:
     dispatched = asyncio.run(pr_plan.dispatch(ctx, request))
     if dispatched is None:
         return []
-    planned, projects = dispatched
-    timeout = ctx.settings.tf_timeout
     return fanout.plans(
-        ctx.redis, planned, projects, tf_timeout=timeout, publish="workers.jobs.publish_plan", publish_request=planned
+        ctx.redis,
+        dispatched.request,
+        dispatched.projects,
+        tf_timeout=ctx.settings.tf_timeout,
+        publish="workers.jobs.publish_plan",
+        publish_request=dispatched.request,
+        carried=dispatched.carried,
     )
 
 
@@ -71,10 +78,24 @@ def _result_of(job_id: str, request: PlanRequest) -> ProjectResult:
     )
 
 
+def _carried_result(kept: carry.Carried, request: PlanRequest) -> ProjectResult:
+    """A plan carried forward from an earlier SHA of the PR, shown at this one."""
+    try:
+        result = _result_of(kept.last.job_id, request)
+    except NoSuchJobError:
+        why = f"the plan carried from {kept.last.planned_at[:7]} has expired: comment `/plan` to plan again"
+        return pipeline.failure(kept.project, request.sha, why)
+    return carry.shown_at(result, request, kept)
+
+
 @reschedulable
-def publish_plan(request: PlanRequest, job_ids: list[str]) -> None:
+def publish_plan(request: PlanRequest, job_ids: list[str], carried: Sequence[carry.Carried] = ()) -> None:
     results = [_result_of(i, request) for i in job_ids]
-    asyncio.run(pr_plan.publish(context(), request, results))
+    made = {r.identity: (i, request.sha) for i, r in zip(job_ids, results, strict=True)}
+    for kept in carried:
+        results.append(_carried_result(kept, request))
+        made[kept.project.identity] = (kept.last.job_id, kept.last.planned_at)
+    asyncio.run(pr_plan.publish(context(), request, results, made))
 
 
 @reschedulable

@@ -67,9 +67,12 @@ def _headline(result: ProjectResult, m: Callable[[str], str]) -> str:
         if result.destroy_from
         else ""
     )
+    carried = (
+        f" · ↪️ carried from {code(result.carried_from[:7])} (no input changed since)" if result.carried_from else ""
+    )
     return (
         f"- {icon} {name}dir {_where(result, m)}"
-        f" · {code(result.sha[:7])} · {one_line(result.tool, 20)}{deleted} — {_summary(result)}"
+        f" · {code(result.sha[:7])} · {one_line(result.tool, 20)}{deleted}{carried} — {_summary(result)}"
     )
 
 

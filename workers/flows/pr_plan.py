@@ -12,7 +12,7 @@ import asyncio
 import contextlib
 import json
 import logging
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from typing import Any
 
 from gidgethub.abc import GitHubAPI
@@ -43,8 +43,8 @@ from workers.adapters.store import gates as gate_store
 from workers.adapters.terraform import pipeline
 from workers.adapters.terraform.sandbox import SandboxError
 from workers.context import WorkerContext
+from workers.flows import carry, gate_check, stale_plans
 from workers.flows import code as plan_code
-from workers.flows import gate_check, stale_plans
 from workers.flows.discovery import discover, to_plan
 from workers.flows.stale_plans import PlannedPR
 
@@ -57,8 +57,18 @@ def is_current(ctx: WorkerContext, req: PlanRequest) -> bool:
     return head is None or head.decode() == req.sha  # type: ignore[union-attr]
 
 
-async def dispatch(ctx: WorkerContext, req: PlanRequest) -> tuple[PlanRequest, list[Project]] | None:
-    """Mark the SHA current, find the affected projects; None when there is nothing to plan."""
+@dataclass(frozen=True)
+class Dispatch:
+    """What a PR's dispatch decided: the request as planned, the projects to plan, those carried forward."""
+
+    request: PlanRequest
+    projects: list[Project]
+    carried: list[carry.Carried]
+
+
+async def dispatch(ctx: WorkerContext, req: PlanRequest) -> Dispatch | None:
+    """Mark the SHA current, find the affected projects and which of them changed since the PR's last
+    plan; None when there is nothing to plan."""
     if req.on_merge:
         stale_plans.release(ctx.redis, req.repo_id, req.pr)
         if not is_current(ctx, req):
@@ -82,6 +92,7 @@ async def dispatch(ctx: WorkerContext, req: PlanRequest) -> tuple[PlanRequest, l
                 files = asyncio.ensure_future(fetch)
                 policy, changed = await _while_fetching(files, gh, req, known)
                 found = discover(files.result(), changed, req.only)
+                inputs = await asyncio.to_thread(carry.fingerprints, ctx, req, files.result(), found)
         except ConfigError as exc:
             await _config_failed(ctx, gh, req, exc)
             return None
@@ -92,8 +103,15 @@ async def dispatch(ctx: WorkerContext, req: PlanRequest) -> tuple[PlanRequest, l
             await vcs.set_status(gh, req.repo, req.sha, DESTROY_CONTEXT, "success", "no destroys")
             return None
         masks = policy.mask_patterns if policy is not None else ()
-        _remember_selection(ctx, req, masks, found.selection)
-        return req, projects
+        _remember_selection(ctx, req, masks, found.selection, inputs)
+        fresh, kept = carry.split(ctx, req, projects, inputs)
+        if kept:
+            log.info(
+                json.dumps(
+                    {"repo": req.repo, "pr": req.pr, "sha": req.sha, "planned": len(fresh), "carried": len(kept)}
+                )
+            )
+        return Dispatch(req, fresh, kept)
 
 
 async def _while_fetching(
@@ -168,9 +186,12 @@ def _meta_key(req: PlanRequest) -> str:
     return keys.plan_meta(req.repo_id, req.pr, req.sha)
 
 
-def _remember_selection(ctx: WorkerContext, req: PlanRequest, masks: tuple[str, ...], sel: ProjectSelection) -> None:
-    """What publish needs besides the results: the default branch's mask patterns, the 3,000-file note."""
-    meta = {"mask_patterns": list(masks), "changes_unknown": sel.changes_unknown}
+def _remember_selection(
+    ctx: WorkerContext, req: PlanRequest, masks: tuple[str, ...], sel: ProjectSelection, inputs: dict[str, str]
+) -> None:
+    """What publish needs besides the results: the default branch's mask patterns, the 3,000-file note,
+    the fingerprints of the projects' inputs (for the next push to compare)."""
+    meta = {"mask_patterns": list(masks), "changes_unknown": sel.changes_unknown, "inputs": inputs}
     ctx.records.set(_meta_key(req), json.dumps(meta), ex=keys.PLAN_META_TTL)
 
 
@@ -191,8 +212,11 @@ async def plan_project(ctx: WorkerContext, req: PlanRequest, project: Project) -
         return pipeline.failure(project, req.sha, f"{type(exc).__name__}: {exc}", ours=isinstance(exc, SandboxError))
 
 
-async def publish(ctx: WorkerContext, req: PlanRequest, results: list[ProjectResult]) -> None:
-    """One comment (edited in place) and the combined statuses, unless a newer SHA took over."""
+async def publish(
+    ctx: WorkerContext, req: PlanRequest, results: list[ProjectResult], made: dict[str, tuple[str, str]] | None = None
+) -> None:
+    """One comment (edited in place) and the combined statuses, unless a newer SHA took over. `made`:
+    identity → (job id, SHA planned at) of each plan, for the next push to carry forward."""
     if not is_current(ctx, req):
         log.info(json.dumps({"repo": req.repo, "pr": req.pr, "sha": req.sha, "outcome": "superseded"}))
         return
@@ -231,6 +255,9 @@ async def publish(ctx: WorkerContext, req: PlanRequest, results: list[ProjectRes
         # Saved once the comment shows it: an approval is measured against when its author could see it.
         record = gate_store.DestroysRecord(destroys=destroys, failed=failed, published_at=published.at)
         gate_store.save_destroys(ctx.records, req.repo_id, req.pr, req.sha, record)
+        if made is not None:
+            ok = {r.identity for r in results if r.plan is not None}
+            carry.remember(ctx, req, meta.get("inputs", {}), {i: m for i, m in made.items() if i in ok})
         planned = PlannedPR(req.pr, req.sha, req.author, req.fork, [r.identity for r in results])
         stale_plans.remember(ctx.records, req.repo_id, planned)
         text = bodies[0].partition("\n")[2]  # the plan comment's first part, without its marker
