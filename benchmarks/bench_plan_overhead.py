@@ -54,12 +54,12 @@ def _settled(stack: Stack, repo: object, sha: str) -> bool:
     )
 
 
-def _delivered(gh: StandIn, number: int) -> float:
-    """When the stand-in sent `pull_request.opened` for PR #number (the clock starts at the delivery)."""
+def _delivered(gh: StandIn, number: int, action: str = "opened") -> float:
+    """When the stand-in last sent `pull_request.<action>` for PR #number (the clock starts at the delivery)."""
     sent = [
         d.sent_at
         for d in gh.outbox
-        if d.event == "pull_request" and d.payload["action"] == "opened" and d.payload["number"] == number
+        if d.event == "pull_request" and d.payload["action"] == action and d.payload["number"] == number
     ]
     assert sent and sent[-1] is not None, f"PR #{number} was never delivered"
     return sent[-1]

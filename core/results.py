@@ -19,7 +19,7 @@ class ProjectResult:
     tool: str  # "terraform" | "tofu"
     sha: str  # 40 hex
     plan: Plan | None
-    plan_text: str = ""  # `show -no-color` of the saved plan
+    plan_text: str = ""  # the saved plan as `show -no-color` renders it (read from the plan's own output)
     error: str | None = None
     ours: bool = False  # the error is plangate's environment (e.g. the sandbox), not the repository's
     destroy_from: str | None = None  # the project was deleted: this is `plan -destroy` of its code there

@@ -42,7 +42,7 @@ def _planned(world: World, req: PlanRequest) -> dict[str, ProjectResult]:
 
 
 def _opened(world: World) -> tuple[PlanRequest, dict[str, ProjectResult]]:
-    files = {
+    files: dict[str, str | None] = {
         "infra/main.tf": main_tf(world.state, {"keep": "a"}),  # destroys `doomed`
         "other/main.tf": OTHER + 'resource "terraform_data" "two" {}\n',
     }
@@ -104,7 +104,9 @@ def test_plan_commands_and_rerun_presses_replan_everything(world: World) -> None
 def test_a_last_plans_record_that_does_not_verify_carries_nothing(world: World) -> None:
     first, _ = _opened(world)
     key = keys.last_plans(world.repo.id, first.pr)
-    world.ctx.redis.set(key, world.ctx.redis.get(key).replace(b"infra", b"other"))  # type: ignore[union-attr]
+    sealed = world.ctx.redis.get(key)
+    assert isinstance(sealed, bytes)
+    world.ctx.redis.set(key, sealed.replace(b"infra", b"other"))
     second = world.pushed(world.pr(first.pr), {"README.md": "words\n"})
     results = _planned(world, second)
     assert {d: r.carried_from for d, r in results.items()} == {"infra": None, "other": None}

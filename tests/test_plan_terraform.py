@@ -13,6 +13,7 @@ import pytest
 from core.gate import Apply, Block, decide_apply, verdict
 from core.gate_cli import main as gate_main
 from core.plan import Plan, parse_plan, summary_line
+from core.plan_output import rendered_plan
 
 TOOL = shutil.which("tofu") or shutil.which("terraform")
 
@@ -68,9 +69,14 @@ class Project:
     def plan(self, body: str, *extra: str, ok: bool = True) -> tuple[Plan, bytes, str]:
         """Plan with -out, then `show -json` it; also return the tool's own summary line."""
         self.configure(body)
-        self.run("plan", "-input=false", "-no-color", "-out=plan.bin", *extra, ok=ok)
+        out = self.run("plan", "-input=false", "-no-color", "-out=plan.bin", *extra, ok=ok)
         data = self.run("show", "-json", "plan.bin").stdout
         text = self.run("show", "-no-color", "plan.bin").stdout.decode()
+        if out.returncode == 0:  # the worker reads the plan's text from its own output instead of `show`
+            rendered = rendered_plan(out.stdout.decode())
+            assert rendered is not None and rendered.startswith(text), (out.stdout.decode(), text)
+            rest = rendered[len(text) :]
+            assert rest == "" or rest.startswith("\nWarning: "), rest
         said = [ln.strip() for ln in text.splitlines() if ln.startswith(("Plan:", "No changes."))]
         return parse_plan(data), data, said[-1] if said else ""
 

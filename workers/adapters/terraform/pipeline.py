@@ -15,6 +15,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 
 from core.plan import Plan, PlanError, parse_plan
+from core.plan_output import rendered_plan
 from core.projects import Project
 from core.results import ProjectResult
 from workers.adapters.checkout import checkout, job_workdir, object_cache
@@ -119,7 +120,8 @@ def for_project(tf: Terraform, project: Project, dirs: JobDirs) -> Terraform:
 
 
 def plan(tf: Terraform, project: Project, dirs: JobDirs) -> Planned:
-    """init → plan -out → show: one project's plan at the checked-out SHA."""
+    """init → plan -out → show -json: one project's plan at the checked-out SHA (its text is the plan's
+    own output, or `show` when that cannot be read safely)."""
     planfile = dirs.planfile
     try:
         root = inside(dirs.src, project.dir)
@@ -133,7 +135,11 @@ def plan(tf: Terraform, project: Project, dirs: JobDirs) -> Planned:
         step = tf.plan(root, planfile, destroy=project.destroy_from is not None)
         if not step.ok:
             return Planned(None, step.output, f"{tool} plan failed:\n{step.output}", planfile)
-        raw, text = tf.show_both(root, planfile)
+        text = None if step.result.truncated else rendered_plan(step.result.stdout.decode("utf-8", "replace"))
+        if text is None:
+            raw, text = tf.show_both(root, planfile)
+        else:
+            raw = tf.show_json(root, planfile)
         return Planned(parse_plan(raw), text, None, planfile, step.digest)
     except UnsafePathError as exc:
         return Planned(None, "", f"project dir refused: {exc}", planfile)

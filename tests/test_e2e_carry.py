@@ -1,0 +1,58 @@
+"""Smart re-planning end to end (web, RQ workers, terraform in the sandbox): a push plans only what it
+changed, the carried plan's destroy needs approving again at the new head, and the merge applies what
+that approval covers."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+import redis
+from rq import Queue
+from rq.job import Job
+
+from core.contract import PLANS_QUEUE
+from standin.stack import running_stack
+from tests.e2e import applied_state, bot_bodies, comment_and_wait, infra_repo, planned, status
+from tests.tfproject import main_tf, state_addresses
+
+pytestmark = pytest.mark.e2e
+
+OTHER = 'resource "terraform_data" "one" {\n  input = "1"\n}\n'
+
+
+def _plans_run(conn: redis.Redis, sha: str) -> list[str]:
+    """The dirs whose plan job ran for `sha` (RQ keeps finished jobs for a day)."""
+    ids = Queue(PLANS_QUEUE, connection=conn).finished_job_registry.get_job_ids()
+    jobs = [j for j in Job.fetch_many(ids, connection=conn) if j is not None]
+    return sorted(
+        j.kwargs["project"].dir
+        for j in jobs
+        if j.func_name == "workers.jobs.plan_project" and j.kwargs["request"].sha == sha
+    )
+
+
+def test_a_push_replans_what_changed_and_the_carried_destroy_is_approved_again(
+    tmp_path: Path, redis_url: str, redis_conn: redis.Redis
+) -> None:
+    state = applied_state(tmp_path)
+    with running_stack(tmp_path, redis_url) as stack:
+        gh = stack.gh
+        repo = infra_repo(stack, state, also={"other/main.tf": OTHER})
+        files = {"infra/main.tf": main_tf(state, {"keep": "a"}), "other/main.tf": OTHER.replace('"1"', '"2"')}
+        pr = gh.open_pr(repo, "both", "alice", "Drop doomed, change one", files)
+        status(stack, repo, pr.head_sha, "plangate/destroy", "failure")
+        assert "Approved by @bob" in comment_and_wait(stack, repo, pr.number, "bob", "/approve-destroy")
+        first = pr.head_sha
+
+        second = gh.push_pr(pr, {"other/main.tf": OTHER.replace('"1"', '"3"')})
+        assert planned(stack, repo, second)["plangate/destroy"] == "failure"  # the approval was for `first`
+        assert _plans_run(redis_conn, first) == ["infra", "other"] and _plans_run(redis_conn, second) == ["other"]
+        (comment,) = [b for b in bot_bodies(stack, repo, pr.number) if "plangate:plan" in b]
+        assert f"carried from `{first[:7]}`" in comment and "terraform_data.doomed" in comment
+
+        assert "Approved by @bob" in comment_and_wait(stack, repo, pr.number, "bob", "/approve-destroy")
+        status(stack, repo, second, "plangate/destroy", "success")
+        merged = gh.merge_pr(pr, method="merge")
+        status(stack, repo, merged, "plangate/apply", "success")  # a fresh plan at the merge, then the apply
+        assert state_addresses(state) == {"terraform_data.keep"}
