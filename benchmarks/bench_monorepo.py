@@ -27,7 +27,7 @@ import time
 from collections import Counter
 from pathlib import Path
 
-from benchmarks.bench_plan_overhead import _bare, _delivered, _settled
+from benchmarks.bench_plan_overhead import POLL, _bare, _delivered, _settled
 from standin.local_redis import private_redis
 from standin.sample import main_tf
 from standin.stack import running_stack
@@ -107,7 +107,7 @@ def main() -> int:
             first = len(gh.state.requests)
             with _RssSampler(pids) as sampler:
                 pr = gh.open_pr(repo, "everything", "alice", "Touch every project", after)
-                stack.wait_for("the plan", lambda: _settled(stack, repo, pr.head_sha), timeout=3600)
+                stack.wait_for("the plan", lambda: _settled(stack, repo, pr.head_sha), timeout=3600, every=POLL)
                 wall = time.perf_counter() - _delivered(gh, pr.number)
             rss_after = [_rss_kib(p) for p in pids]
             requests = [r for r in gh.state.requests[first:] if r.auth != "basic"]
@@ -115,7 +115,7 @@ def main() -> int:
             time.sleep(BURST / RATE)
             one = names[0]
             sha = gh.push_pr(pr, {f"{one}/main.tf": main_tf(states[one], {"newer": "x"})})
-            stack.wait_for("the re-plan", lambda: _settled(stack, repo, sha), timeout=3600)
+            stack.wait_for("the re-plan", lambda: _settled(stack, repo, sha), timeout=3600, every=POLL)
             replan = time.perf_counter() - _delivered(gh, pr.number, "synchronize")
             carried = sum(
                 body.count("carried from")

@@ -26,6 +26,8 @@ from standin.local_redis import private_redis
 from standin.stack import Stack, running_stack
 from workers.adapters.github.pacing import BURST, RATE
 
+POLL = 0.005  # seconds between looks at the statuses: a coarser poll would be measured too
+
 
 def _project(state: Path, n: int, value: str) -> str:
     head = f'terraform {{\n  backend "local" {{\n    path = "{state}"\n  }}\n}}\n'
@@ -87,11 +89,11 @@ def main() -> int:
                 bare.append(_bare(tool, text, root))
                 pr = gh.open_pr(repo, f"change-{round_}", "alice", "Change", {"infra/main.tf": text})
                 head = pr.head_sha
-                stack.wait_for("the plan", lambda: _settled(stack, repo, head))  # noqa: B023
+                stack.wait_for("the plan", lambda: _settled(stack, repo, head), every=POLL)  # noqa: B023
                 bot.append(time.perf_counter() - _delivered(gh, pr.number))
             before = len(gh.state.requests)
             sha = gh.push_pr(pr, {"infra/main.tf": _project(state, args.resources, "pushed")})
-            stack.wait_for("the re-plan", lambda: _settled(stack, repo, sha))
+            stack.wait_for("the re-plan", lambda: _settled(stack, repo, sha), every=POLL)
             api = [r for r in gh.state.requests[before:] if r.auth != "basic"]
     ratio = statistics.median(bot) / statistics.median(bare)
     print(f"project: {args.resources} terraform_data resources, {Path(tool).name}; {args.rounds} rounds, medians")

@@ -39,14 +39,15 @@ class Stack:
     def worker_log(self) -> str:
         return "\n".join(p.read_text(errors="replace") for p in sorted(self.logs.glob("worker-*.log")))
 
-    def wait_for(self, what: str, probe: Callable[[], T | None], timeout: float = 120.0) -> T:
-        """Poll until `probe` returns something truthy; fail with the worker log on timeout."""
+    def wait_for(self, what: str, probe: Callable[[], T | None], timeout: float = 120.0, every: float = 0.1) -> T:
+        """Poll `every` seconds until `probe` returns something truthy; fail with the worker log on timeout.
+        (Benchmarks poll often: the interval is otherwise part of what they measure.)"""
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
             value = probe()
             if value:
                 return value
-            time.sleep(0.1)
+            time.sleep(every)
         raise AssertionError(f"timed out waiting for {what}\n--- worker log ---\n{self.worker_log()[-6000:]}")
 
 

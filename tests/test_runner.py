@@ -14,6 +14,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from workers.adapters.terraform import runner
 from workers.adapters.terraform.env import (
     NEVER_PASSED,
     ToolNotFoundError,
@@ -87,6 +88,24 @@ def test_memory_cap_stops_the_child_and_not_the_worker(tmp_path: Path) -> None:
     uncapped = run(_python(grab), cwd=tmp_path, env=_env(), timeout=60, memory_limit_bytes=1024 * MiB)
     assert uncapped.ok and uncapped.stdout == b"allocated\n"
     assert not uncapped.out_of_memory
+
+
+@pytest.mark.parametrize("with_prlimit", [True, False], ids=["prlimit", "python-trampoline"])
+def test_the_cap_is_soft_and_hard_so_the_child_cannot_lift_it(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, with_prlimit: bool
+) -> None:
+    if not with_prlimit:
+        monkeypatch.setattr(runner, "_PRLIMIT", None)
+    else:
+        assert runner._PRLIMIT is not None, "util-linux's prlimit is expected on this machine"
+    code = (
+        "import resource\n"
+        "print(*resource.getrlimit(resource.RLIMIT_DATA))\n"
+        "resource.setrlimit(resource.RLIMIT_DATA, (resource.RLIM_INFINITY, resource.RLIM_INFINITY))\n"
+    )
+    result = run(_python(code), cwd=tmp_path, env=_env(), timeout=60, memory_limit_bytes=256 * MiB)
+    assert result.stdout.split() == [str(256 * MiB).encode()] * 2
+    assert result.returncode != 0 and b"ValueError" in result.stderr  # raising it is refused
 
 
 def test_terraform_under_a_tiny_cap_reports_out_of_memory(tmp_path: Path) -> None:

@@ -9,8 +9,10 @@ Memory cap: RLIMIT_DATA, not RLIMIT_AS. Go binaries reserve far more address spa
 RLIMIT_DATA suffices), so RLIMIT_AS would make the setting mean something else. RLIMIT_DATA counts
 private writable memory (heap, anonymous mmaps): what actually grows when a process eats memory. It is
 per process and inherited, so terraform and each provider plugin get the cap separately; a container's
-memory limit remains the hard ceiling for the whole worker. The limit is set by a tiny Python exec
-trampoline in the child instead of `preexec_fn`, which is unsafe when the worker has threads.
+memory limit remains the hard ceiling for the whole worker. The limit (soft and hard) is set in the
+child by util-linux's `prlimit`, which then execs the command, or where that is missing by a tiny
+Python exec trampoline (~15 ms slower a call); never by `preexec_fn`, which is unsafe when the worker
+has threads.
 """
 
 from __future__ import annotations
@@ -19,6 +21,7 @@ import contextlib
 import fcntl
 import hashlib
 import os
+import resource
 import selectors
 import shutil
 import signal
@@ -44,6 +47,18 @@ _TRAMPOLINE = (
     "resource.setrlimit(resource.RLIMIT_DATA,(n,n))\n"
     "os.execv(sys.argv[2],sys.argv[2:])\n"
 )
+_PRLIMIT = shutil.which("prlimit")  # util-linux: sets the cap in ~5 ms where the Python trampoline takes ~20
+
+
+def _capped(limit: int, argv: list[str]) -> list[str]:
+    """`argv` run under RLIMIT_DATA `limit` (soft and hard, so the child cannot raise it again)."""
+    if _PRLIMIT is None:
+        return [sys.executable, "-I", "-S", "-c", _TRAMPOLINE, str(limit), *argv]
+    hard = resource.getrlimit(resource.RLIMIT_DATA)[1]  # the child inherits ours: never ask for more
+    n = limit if hard == resource.RLIM_INFINITY else min(limit, hard)
+    return [_PRLIMIT, f"--data={n}:{n}", "--", *argv]
+
+
 _OOM_MARKERS = (b"fatal error: out of memory", b"runtime: out of memory", b"MemoryError")
 
 
@@ -155,7 +170,7 @@ def run(
     exe = resolve_executable(argv[0], env)
     full = [exe, *argv[1:]]
     if memory_limit_bytes is not None:
-        full = [sys.executable, "-I", "-S", "-c", _TRAMPOLINE, str(memory_limit_bytes), *full]
+        full = _capped(memory_limit_bytes, full)
     start = time.monotonic()
     proc = subprocess.Popen(
         full,
