@@ -62,6 +62,7 @@ def test_a_push_replans_what_it_changed_and_carries_the_rest_with_its_destroys(w
 
     (comment,) = world.bot_bodies(first.pr)
     assert f"carried from `{first.sha[:7]}`" in comment and second.sha[:7] in comment
+    assert "2 projects planned (1 carried forward: no input changed since their plan)" in comment
     assert "terraform_data.doomed" in comment  # the carried plan keeps its destroy ...
     record = gate_store.load_destroys(world.ctx.records, world.repo.id, first.pr, second.sha)
     assert record is not None and record.destroys["infra@default:infra"] == ["terraform_data.doomed"]

@@ -67,9 +67,7 @@ def _headline(result: ProjectResult, m: Callable[[str], str]) -> str:
         if result.destroy_from
         else ""
     )
-    carried = (
-        f" · ↪️ carried from {code(result.carried_from[:7])} (no input changed since)" if result.carried_from else ""
-    )
+    carried = f" · ↪️ carried from {code(result.carried_from[:7])}" if result.carried_from else ""
     return (
         f"- {icon} {name}dir {_where(result, m)}"
         f" · {code(result.sha[:7])} · {one_line(result.tool, 20)}{deleted}{carried} — {_summary(result)}"
@@ -159,7 +157,9 @@ def _layout(
     title = f"## plangate plan for {code(sha[:7])}"
     bad = sum(1 for r in results if failed(r))
     noun = "project" if len(results) == 1 else "projects"
+    kept = sum(1 for r in results if r.carried_from)
     status = f"{len(results)} {noun} planned" + (f", **{bad} failed**" if bad else "")
+    status += f" ({kept} carried forward: no input changed since their plan)" if kept else ""
     headlines, _ = fit_items([_headline(r, m) for r in results], limit // 4, "- … and {n} more projects")
     intro = "\n".join([title, "", status + (f"\n\n{m(clip(note, 1_000))}" if note else ""), "", *headlines])
     widest = marker("plan", parts=10**6, part=10**6, pr=pr, sha=sha)
