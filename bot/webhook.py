@@ -19,6 +19,7 @@ from starlette.types import Receive, Scope, Send
 
 from bot.events import router
 from bot.events.context import Delivery
+from bot.payloads import Malformed, NotJSON, decode
 
 ACCEPTED_TYPES = ("application/json",)  # set the App's webhook content type to JSON
 MAX_BODY = 25 * 1024 * 1024  # GitHub caps payloads at 25 MB
@@ -65,13 +66,12 @@ def _verified_event(headers: dict[str, str], body: bytes, secret: str) -> Event:
     if headers.get("content-type", "").split(";")[0].strip().lower() not in ACCEPTED_TYPES:
         raise Rejected(415, "expected a content-type of application/json")
     try:
-        data = orjson.loads(body)
-    except orjson.JSONDecodeError:
+        data = decode(headers["x-github-event"], body)
+    except NotJSON:
         raise Rejected(400, "body is not valid JSON") from None
-    event = Event(data, event=headers["x-github-event"], delivery_id=headers["x-github-delivery"])
-    if not isinstance(event.data, dict):
-        raise Rejected(400, "payload is not a JSON object")
-    return event
+    except Malformed as exc:
+        raise Rejected(400, str(exc)) from None
+    return Event(data, event=headers["x-github-event"], delivery_id=headers["x-github-delivery"])
 
 
 def _status_for(delivery: Delivery) -> int:

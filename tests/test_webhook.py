@@ -194,6 +194,16 @@ def test_content_type_size_and_json_errors(client: TestClient) -> None:
     assert client.post("/webhook", content=body, headers=no_event).status_code == 400
     huge = b"x" * (25 * 1024 * 1024 + 1)
     assert client.post("/webhook", content=huge, headers=signed_headers("ping", huge)).status_code == 413
+    for event in ("pull_request", "push"):  # the typed pull_request decoder answers as the whole parse does
+        assert client.post("/webhook", content=broken, headers=signed_headers(event, broken)).json() == {
+            "outcome": "rejected",
+            "reason": "body is not valid JSON",
+        }
+        assert client.post("/webhook", content=array, headers=signed_headers(event, array)).status_code == 400
+
+
+def test_only_post_reaches_the_webhook(client: TestClient) -> None:
+    assert client.get("/webhook").status_code == 405  # the fast path takes POST only; the router the rest
 
 
 def test_malformed_but_signed_payload_is_400(client: TestClient, redis_conn: redis.Redis) -> None:
