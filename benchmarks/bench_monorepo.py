@@ -25,6 +25,7 @@ import tempfile
 import threading
 import time
 from collections import Counter
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import redis
@@ -103,6 +104,10 @@ def main() -> int:
         print(f"bare init+plan+show of {args.projects} projects, one after another ...", flush=True)
         bare = [_bare(tool, text, root) for text in after.values()]
         floor = sum(bare) / args.workers
+        started = time.perf_counter()
+        with ThreadPoolExecutor(max_workers=args.workers) as pool:  # what this machine does W at a time
+            list(pool.map(lambda text: _bare(tool, text, root), after.values()))
+        parallel = time.perf_counter() - started
         with running_stack(root, redis_url, workers=args.workers) as stack:
             gh = stack.gh
             repo = gh.create_repo("acme", "monorepo", before)
@@ -127,6 +132,10 @@ def main() -> int:
     comment_calls = sum(n for kind, n in kinds.items() if "/comments" in kind)
     print(f"{args.projects} projects, {args.workers} workers, {Path(tool).name}")
     print(f"bare init+plan+show: sum {sum(bare):.1f} s (median {statistics.median(bare):.2f} s per project)")
+    print(
+        f"bare, {args.workers} at a time: {parallel:.1f} s = {parallel / floor:.2f}× sum/workers "
+        "(terraform alone: this machine's floor)"
+    )
     print(f"delivery → final statuses: {wall:.1f} s = {wall / floor:.2f}× sum/workers (target ≤ {TARGET}×)")
     print(f"GitHub requests: {len(requests)}, of which {comment_calls} for the {len(comments)} comment part(s)")
     for kind, n in sorted(kinds.items()):

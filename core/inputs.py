@@ -47,10 +47,11 @@ def input_paths(
 ) -> list[str]:
     """The repository files whose change can change `project`'s plan, sorted."""
     dirs = module_dirs(project.dir, module_sources)
+    climbing = [p for p in when_modified if ".." in p.split("/")]  # the others match inside the dir only
     return sorted(
         f
         for f in all_files
-        if f == CONFIG_FILE or any(_under(f, d) for d in dirs) or matches_any(project.dir, when_modified, f)
+        if f == CONFIG_FILE or any(_under(f, d) for d in dirs) or (climbing and matches_any(project.dir, climbing, f))
     )
 
 

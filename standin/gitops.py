@@ -134,6 +134,16 @@ class FileChange:
 _STATUS = {"A": "added", "D": "removed", "M": "modified", "R": "renamed", "T": "changed", "C": "copied"}
 
 
+def _blobs(repo: Path, commit: str) -> dict[str, str]:
+    """path → blob SHA of every file of `commit`, from one `git ls-tree` (one process, not one per file)."""
+    found: dict[str, str] = {}
+    for entry in git(repo, "ls-tree", "-r", "-z", "--full-tree", commit).split("\0"):
+        meta, tab, path = entry.partition("\t")
+        if tab:
+            found[path] = meta.split()[2]
+    return found
+
+
 def diff_files(repo: Path, base: str, head: str, three_dot: bool = True) -> list[FileChange]:
     """Files changed from base to head (from their merge base when three_dot), as GitHub lists them."""
     spec = f"{base}...{head}" if three_dot else f"{base}..{head}"
@@ -150,6 +160,7 @@ def diff_files(repo: Path, base: str, head: str, three_dot: bool = True) -> list
         numstat[path] = (int(added) if added != "-" else 0, int(deleted) if deleted != "-" else 0)
     changes: list[FileChange] = []
     fields = git(repo, "diff", "-M", "--name-status", "-z", spec).split("\0")
+    blobs = _blobs(repo, head)
     i = 0
     while i < len(fields) - 1:
         code = fields[i][0]
@@ -160,6 +171,6 @@ def diff_files(repo: Path, base: str, head: str, three_dot: bool = True) -> list
             old, new = None, fields[i + 1]
             i += 2
         adds, dels = numstat.get(new, (0, 0))
-        blob = None if code == "D" else git(repo, "rev-parse", f"{head}:{new}").strip()
+        blob = None if code == "D" else blobs.get(new)
         changes.append(FileChange(new, _STATUS.get(code, "modified"), adds, dels, old, blob))
     return changes
