@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 from dataclasses import replace
+from pathlib import Path
 
 from hypothesis import given
 from hypothesis import strategies as st
 
 from core.inputs import Footing, LastPlan, carried, fingerprint, input_paths, module_dirs
 from core.projects import Project
+from workers.flows.carry import digest_all
 
 FILES = [
     ".plangate.yml",
@@ -107,3 +109,25 @@ def test_only_unchanged_projects_with_a_last_plan_are_carried() -> None:
     assert carried([DNS, web, gone], now, last) == {DNS.identity: last[DNS.identity]}
     assert carried([DNS], {}, last) == {}  # no fingerprint: planned
     assert carried([DNS], now, {}) == {}  # no last plan: planned
+
+
+def test_a_symlinked_input_is_read_through_the_link_only_inside_the_checkout(tmp_path: Path) -> None:
+    work, outside = tmp_path / "work", tmp_path / "secret.txt"
+    (work / "infra").mkdir(parents=True)
+    (work / "shared.tf").write_text("a")
+    outside.write_text("x")
+    (work / "infra" / "shared.tf").symlink_to("../shared.tf")
+    (work / "infra" / "leak.txt").symlink_to(outside)
+    paths = ["infra/leak.txt", "infra/shared.tf"]
+
+    def digests() -> dict[str, str]:
+        found: dict[str, str] = {}
+        digest_all(work, paths, found)
+        return found
+
+    before = digests()
+    (work / "shared.tf").write_text("b")  # the link's target changed: so did the input
+    after = digests()
+    assert after["infra/shared.tf"] != before["infra/shared.tf"]
+    outside.write_text("y")  # outside the checkout: never read, so never part of the digest
+    assert digests()["infra/leak.txt"] == after["infra/leak.txt"] == f"link:{outside}:"

@@ -56,7 +56,7 @@ def fingerprints(ctx: WorkerContext, req: PlanRequest, work: Path, found: Discov
             found.snapshot.module_sources,
             when.get(project.name, DEFAULT_WHEN_MODIFIED),
         )
-        _digest_all(work, paths, digests)
+        digest_all(work, paths, digests)
         if project.tool not in tools:
             tools[project.tool] = _tool_identity(project.tool)
         applied = apply_store.last_applied(ctx.records, req.repo_id, project.identity) or ""
@@ -86,18 +86,28 @@ def remember(
     last_plans.save(ctx.records, req.repo_id, req.pr, req.sha, plans)
 
 
-def _digest_all(work: Path, paths: Iterable[str], digests: dict[str, str]) -> None:
+def digest_all(work: Path, paths: Iterable[str], digests: dict[str, str]) -> None:
+    """Add each path's content digest to `digests`. A symlink's is of its target's name and, when the
+    target is a file inside the checkout (which terraform reads through the link), of its content;
+    a target outside is never read."""
+    root = work.resolve()
     for rel in paths:
         if rel in digests:
             continue
         path = work / rel
         if path.is_symlink():
-            digests[rel] = "link:" + os.readlink(path)  # never followed: its target may be outside the checkout
+            target = path.resolve()
+            inside = target.is_relative_to(root) and target.is_file()
+            digests[rel] = f"link:{os.readlink(path)}:{_content(target) if inside else ''}"
         elif path.is_file():
-            with path.open("rb") as f:
-                digests[rel] = hashlib.file_digest(f, "sha256").hexdigest()
+            digests[rel] = _content(path)
         else:
             digests[rel] = "missing"
+
+
+def _content(path: Path) -> str:
+    with path.open("rb") as f:
+        return hashlib.file_digest(f, "sha256").hexdigest()
 
 
 def _tool_identity(preferred: str | None) -> str:
