@@ -21,15 +21,15 @@ pytestmark = pytest.mark.e2e
 OTHER = 'resource "terraform_data" "one" {\n  input = "1"\n}\n'
 
 
-def _plans_run(conn: redis.Redis, sha: str) -> list[str]:
-    """The dirs whose plan job ran for `sha` (RQ keeps finished jobs for a day)."""
+def _plan_jobs(conn: redis.Redis, sha: str) -> list[Job]:
+    """The plan jobs that ran for `sha` (RQ keeps finished jobs for a day)."""
     ids = Queue(PLANS_QUEUE, connection=conn).finished_job_registry.get_job_ids()
     jobs = [j for j in Job.fetch_many(ids, connection=conn) if j is not None]
-    return sorted(
-        j.kwargs["project"].dir
-        for j in jobs
-        if j.func_name == "workers.jobs.plan_project" and j.kwargs["request"].sha == sha
-    )
+    return [j for j in jobs if j.func_name == "workers.jobs.plan_project" and j.kwargs["request"].sha == sha]
+
+
+def _plans_run(conn: redis.Redis, sha: str) -> list[str]:
+    return sorted(j.kwargs["project"].dir for j in _plan_jobs(conn, sha))
 
 
 def test_a_push_replans_what_changed_and_the_carried_destroy_is_approved_again(
@@ -51,8 +51,15 @@ def test_a_push_replans_what_changed_and_the_carried_destroy_is_approved_again(
         (comment,) = [b for b in bot_bodies(stack, repo, pr.number) if "plangate:plan" in b]
         assert f"carried from `{first[:7]}`" in comment and "terraform_data.doomed" in comment
 
+        # RQ no longer holds the carried plan (its result outlived its TTL): it is made again.
+        (infra_job,) = [j for j in _plan_jobs(redis_conn, first) if j.kwargs["project"].dir == "infra"]
+        infra_job.delete()
+        third = gh.push_pr(pr, {"README.md": "words\n"})
+        planned(stack, repo, third)
+        assert _plans_run(redis_conn, third) == ["infra"]
+
         assert "Approved by @bob" in comment_and_wait(stack, repo, pr.number, "bob", "/approve-destroy")
-        status(stack, repo, second, "plangate/destroy", "success")
+        status(stack, repo, third, "plangate/destroy", "success")
         merged = gh.merge_pr(pr, method="merge")
         status(stack, repo, merged, "plangate/apply", "success")  # a fresh plan at the merge, then the apply
         assert state_addresses(state) == {"terraform_data.keep"}

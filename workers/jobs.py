@@ -40,15 +40,24 @@ def plan_pr(request: PlanRequest) -> list[str]:
     dispatched = asyncio.run(pr_plan.dispatch(ctx, request))
     if dispatched is None:
         return []
+    kept = _still_held(dispatched.carried)
     return fanout.plans(
         ctx.redis,
         dispatched.request,
-        dispatched.projects,
+        dispatched.projects + [c.project for c in dispatched.carried if c not in kept],
         tf_timeout=ctx.settings.tf_timeout,
         publish="workers.jobs.publish_plan",
         publish_request=dispatched.request,
-        carried=dispatched.carried,
+        carried=kept,
     )
+
+
+def _still_held(carried: list[carry.Carried]) -> list[carry.Carried]:
+    """The carried plans whose job RQ still holds; the others (older than a result's TTL) are made again."""
+    pipe = context().redis.pipeline(transaction=False)
+    for kept in carried:
+        pipe.exists(Job.key_for(kept.last.job_id))
+    return [kept for kept, held in zip(carried, pipe.execute(), strict=True) if held]
 
 
 @reschedulable
