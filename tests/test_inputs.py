@@ -118,7 +118,8 @@ def test_a_symlinked_input_is_read_through_the_link_only_inside_the_checkout(tmp
     outside.write_text("x")
     (work / "infra" / "shared.tf").symlink_to("../shared.tf")
     (work / "infra" / "leak.txt").symlink_to(outside)
-    paths = ["infra/leak.txt", "infra/shared.tf"]
+    (work / "infra" / "loop.tf").symlink_to("loop.tf")  # resolves to nothing: its name is its digest
+    paths = ["infra/leak.txt", "infra/loop.tf", "infra/shared.tf"]
 
     def digests() -> dict[str, str]:
         found: dict[str, str] = {}
@@ -131,3 +132,4 @@ def test_a_symlinked_input_is_read_through_the_link_only_inside_the_checkout(tmp
     assert after["infra/shared.tf"] != before["infra/shared.tf"]
     outside.write_text("y")  # outside the checkout: never read, so never part of the digest
     assert digests()["infra/leak.txt"] == after["infra/leak.txt"] == f"link:{outside}:"
+    assert after["infra/loop.tf"] == "link:loop.tf:"

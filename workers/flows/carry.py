@@ -96,8 +96,11 @@ def digest_all(work: Path, paths: Iterable[str], digests: dict[str, str]) -> Non
             continue
         path = work / rel
         if path.is_symlink():
-            target = path.resolve()
-            inside = target.is_relative_to(root) and target.is_file()
+            try:
+                target = path.resolve()
+                inside = target.is_relative_to(root) and target.is_file()
+            except (OSError, RuntimeError):  # a loop of links: nothing to read through it
+                inside = False
             digests[rel] = f"link:{os.readlink(path)}:{_content(target) if inside else ''}"
         elif path.is_file():
             digests[rel] = _content(path)
