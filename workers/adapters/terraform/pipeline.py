@@ -58,7 +58,7 @@ class Planned:
     """What the plan steps produced: a parsed plan, or the error that stopped them."""
 
     plan: Plan | None
-    text: str  # `show -no-color` of the saved plan, or the failing step's output
+    text: str  # the saved plan as `show -no-color` renders it, or the failing step's output
     error: str | None
     planfile: Path
     digest: str | None = None
