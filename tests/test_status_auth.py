@@ -158,7 +158,7 @@ def _forgeries(conn: redis.Redis) -> list[str]:
         "garbage",
         f"{sid}.{int(expires) + 3600}.{signature}",  # a longer life, same signature
         f"{sid}.{expires}.{'0' * len(signature)}",
-        f"{sid[:-1]}A.{expires}.{signature}",
+        f"{sid[:-1]}{'B' if sid.endswith('A') else 'A'}.{expires}.{signature}",  # another session id
         cookie_for(conn, ["acme/infra"], now=time.time() - session.SESSION_TTL - 1),  # expired
         cookie_for(conn, ["acme/infra"], secret="another-client-secret"),  # signed with another key
     ]
