@@ -17,7 +17,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import astuple, dataclass
 
 from core.config import DEFAULT_WHEN_MODIFIED
-from core.projects import Project, matches_any, normalize_path
+from core.projects import Project, matches_any, normalize_path, under
 
 CONFIG_FILE = ".plangate.yml"
 
@@ -35,10 +35,6 @@ def module_dirs(project_dir: str, module_sources: Mapping[str, list[str]]) -> se
     return seen
 
 
-def _under(path: str, directory: str) -> bool:
-    return directory == "." or path.startswith(directory + "/")
-
-
 def input_paths(
     project: Project,
     all_files: Iterable[str],
@@ -51,7 +47,7 @@ def input_paths(
     return sorted(
         f
         for f in all_files
-        if f == CONFIG_FILE or any(_under(f, d) for d in dirs) or (climbing and matches_any(project.dir, climbing, f))
+        if f == CONFIG_FILE or any(under(f, d) for d in dirs) or (climbing and matches_any(project.dir, climbing, f))
     )
 
 

@@ -273,7 +273,8 @@ def find_projects(
     return ProjectSelection(tuple(p for p in projects if p.dir in affected))
 
 
-def _under(path: str, directory: str) -> bool:
+def under(path: str, directory: str) -> bool:
+    """Whether repo-relative `path` is `directory` or lies inside it (everything is inside `.`)."""
     return directory == "." or path == directory or path.startswith(directory + "/")
 
 
@@ -301,5 +302,5 @@ def deleted_projects(
         replace(p, destroy_from=base_sha)
         for p in base
         if p.dir not in head_dirs
-        and (changed_files is None or any(_under(normalize_path(f) or "", p.dir) for f in changed_files))
+        and (changed_files is None or any(under(normalize_path(f) or "", p.dir) for f in changed_files))
     )

@@ -71,9 +71,7 @@ def checked_out(
 ) -> Iterator[JobDirs]:
     """Fetch `sha` into a fresh job directory (removed afterwards). For a deleted project, `sha` is
     the commit its code is destroyed from (`Project.destroy_from`)."""
-    with job_workdir(root, repo_id, scope, sha, name) as work:
-        dirs = JobDirs(work)
-        dirs.planfile.parent.mkdir(parents=True)
+    with _job_dirs(root, repo_id, scope, sha, name) as dirs:
         checkout(clone_url, sha, dirs.src, token, timeout=CHECKOUT_TIMEOUT, cache=object_cache(root, repo_id))
         yield dirs
 
@@ -98,8 +96,17 @@ def inside(src: Path, relative: str) -> Path:
 @contextlib.contextmanager
 def on_shared_tree(root: Path, tree: Path, repo_id: int, scope: str, sha: str, name: str) -> Iterator[JobDirs]:
     """A job's private directories beside the commit's shared tree `tree` (adapters/trees.py)."""
+    with _job_dirs(root, repo_id, scope, sha, name, shared=tree) as dirs:
+        yield dirs
+
+
+@contextlib.contextmanager
+def _job_dirs(
+    root: Path, repo_id: int, scope: str, sha: str, name: str, shared: Path | None = None
+) -> Iterator[JobDirs]:
+    """A fresh job directory (removed afterwards) with the plan file's directory made."""
     with job_workdir(root, repo_id, scope, sha, name) as work:
-        dirs = JobDirs(work, shared=tree)
+        dirs = JobDirs(work, shared=shared)
         dirs.planfile.parent.mkdir(parents=True)
         yield dirs
 
