@@ -29,14 +29,12 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import redis
-from rq import Queue
-from rq.job import Job
 
 from benchmarks.bench_plan_overhead import POLL, _bare, _delivered, _settled
-from core.contract import PLANS_QUEUE
 from standin.local_redis import private_redis
 from standin.sample import main_tf
 from standin.stack import running_stack
+from tests.e2e import plan_jobs
 from tests.tfproject import apply_directly
 from workers.adapters.github.pacing import BURST, RATE
 
@@ -127,7 +125,7 @@ def main() -> int:
             sha = gh.push_pr(pr, {f"{one}/main.tf": main_tf(states[one], {"newer": "x"})})
             stack.wait_for("the re-plan", lambda: _settled(stack, repo, sha), timeout=3600, every=POLL)
             replan = time.perf_counter() - _delivered(gh, pr.number, "synchronize")
-            replanned = _plans_run(redis_url, sha)
+            replanned = len(plan_jobs(redis.Redis.from_url(redis_url), sha))
     kinds = Counter(f"{r.method} {_shape(r.path)}" for r in requests)
     comment_calls = sum(n for kind, n in kinds.items() if "/comments" in kind)
     print(f"{args.projects} projects, {args.workers} workers, {Path(tool).name}")
@@ -154,14 +152,6 @@ def main() -> int:
         f"{replanned} plan job(s) ran (expected 1): {args.projects - replanned} of {args.projects} carried"
     )
     return 0 if not missing and not too_long and replanned == 1 else 1
-
-
-def _plans_run(redis_url: str, sha: str) -> int:
-    """How many plan jobs ran for `sha` (RQ keeps finished jobs for a day)."""
-    conn = redis.Redis.from_url(redis_url)
-    ids = Queue(PLANS_QUEUE, connection=conn).finished_job_registry.get_job_ids()
-    jobs = [j for j in Job.fetch_many(ids, connection=conn) if j is not None]
-    return sum(1 for j in jobs if j.func_name == "workers.jobs.plan_project" and j.kwargs["request"].sha == sha)
 
 
 def _shape(path: str) -> str:

@@ -7,6 +7,11 @@ import signal
 import time
 from pathlib import Path
 
+import redis
+from rq import Queue
+from rq.job import Job
+
+from core.contract import PLANS_QUEUE
 from standin.stack import Stack
 from standin.state import Comment, Repo
 from tests.tfproject import apply_directly, main_tf
@@ -96,6 +101,13 @@ def _comment_and_reply(stack: Stack, repo: Repo, number: int, login: str, body: 
         next_second()
     comment = stack.gh.comment(repo, number, login, body)
     return comment, answered(stack, repo, number, before + 1, f"the reply to {login}'s {body!r}")[before]
+
+
+def plan_jobs(conn: redis.Redis, sha: str) -> list[Job]:
+    """The plan jobs that ran for `sha` (RQ keeps finished jobs for a day)."""
+    ids = Queue(PLANS_QUEUE, connection=conn).finished_job_registry.get_job_ids()
+    jobs = [j for j in Job.fetch_many(ids, connection=conn) if j is not None]
+    return [j for j in jobs if j.func_name == "workers.jobs.plan_project" and j.kwargs["request"].sha == sha]
 
 
 def next_second() -> None:

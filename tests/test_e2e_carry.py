@@ -8,12 +8,9 @@ from pathlib import Path
 
 import pytest
 import redis
-from rq import Queue
-from rq.job import Job
 
-from core.contract import PLANS_QUEUE
 from standin.stack import running_stack
-from tests.e2e import applied_state, bot_bodies, comment_and_wait, infra_repo, planned, status
+from tests.e2e import applied_state, bot_bodies, comment_and_wait, infra_repo, plan_jobs, planned, status
 from tests.tfproject import main_tf, state_addresses
 
 pytestmark = pytest.mark.e2e
@@ -21,15 +18,8 @@ pytestmark = pytest.mark.e2e
 OTHER = 'resource "terraform_data" "one" {\n  input = "1"\n}\n'
 
 
-def _plan_jobs(conn: redis.Redis, sha: str) -> list[Job]:
-    """The plan jobs that ran for `sha` (RQ keeps finished jobs for a day)."""
-    ids = Queue(PLANS_QUEUE, connection=conn).finished_job_registry.get_job_ids()
-    jobs = [j for j in Job.fetch_many(ids, connection=conn) if j is not None]
-    return [j for j in jobs if j.func_name == "workers.jobs.plan_project" and j.kwargs["request"].sha == sha]
-
-
 def _plans_run(conn: redis.Redis, sha: str) -> list[str]:
-    return sorted(j.kwargs["project"].dir for j in _plan_jobs(conn, sha))
+    return sorted(j.kwargs["project"].dir for j in plan_jobs(conn, sha))
 
 
 def test_a_push_replans_what_changed_and_the_carried_destroy_is_approved_again(
@@ -52,7 +42,7 @@ def test_a_push_replans_what_changed_and_the_carried_destroy_is_approved_again(
         assert f"carried from `{first[:7]}`" in comment and "terraform_data.doomed" in comment
 
         # RQ no longer holds the carried plan (its result outlived its TTL): it is made again.
-        (infra_job,) = [j for j in _plan_jobs(redis_conn, first) if j.kwargs["project"].dir == "infra"]
+        (infra_job,) = [j for j in plan_jobs(redis_conn, first) if j.kwargs["project"].dir == "infra"]
         infra_job.delete()
         third = gh.push_pr(pr, {"README.md": "words\n"})
         planned(stack, repo, third)
