@@ -94,6 +94,7 @@ def cmd_worker(args: argparse.Namespace) -> int:
     import redis
 
     from core.contract import QUEUE_NAMES
+    from core.redis_client import connect
     from core.settings import forget_secrets
     from workers.rq_worker import MAINTENANCE_INTERVAL, PlangateWorker, preload
 
@@ -118,7 +119,7 @@ def cmd_worker(args: argparse.Namespace) -> int:
         log.info("sandbox: %s", describe(ctx.sandbox))
     else:
         log.warning("!!! SANDBOX OFF: terraform runs the pull request's code with this worker's view of the host")
-    conn = redis.Redis.from_url(settings.redis_url)
+    conn = connect(settings.redis_url)
     wait = 1.0
     while True:  # Redis down at start-up or later: reconnect with backoff, no restart needed
         try:
@@ -138,6 +139,7 @@ def cmd_cron(args: argparse.Namespace) -> int:
     from rq.cron import CronScheduler
 
     from core.contract import PLANS_QUEUE
+    from core.redis_client import connect
     from core.settings import forget_secrets
     from workers import maintenance
 
@@ -145,7 +147,7 @@ def cmd_cron(args: argparse.Namespace) -> int:
     _logging()
     from workers import jobs
 
-    conn = redis.Redis.from_url(settings.redis_url)
+    conn = connect(settings.redis_url)
     forget_secrets(os.environ)
     wait = 1.0
     while True:  # Redis restarts: reconnect with backoff and carry on, no process restart needed

@@ -22,6 +22,7 @@ from bot.status_auth import metrics_access
 from bot.webhook import webhook
 from core import settings as settings_module
 from core.contract import COMMANDS_QUEUE, PLANS_QUEUE
+from core.redis_client import connect
 from core.settings import Settings
 
 log = logging.getLogger("plangate")
@@ -46,7 +47,7 @@ def create_app(settings: Settings | None = None) -> Starlette:
     @asynccontextmanager
     async def lifespan(app: Starlette) -> AsyncIterator[None]:
         loaded = settings or settings_module.load(need_webhook=True)
-        conn = redis.Redis.from_url(loaded.redis_url, socket_connect_timeout=2, socket_timeout=2)
+        conn = connect(loaded.redis_url, socket_connect_timeout=2, socket_timeout=2)
         app.state.settings = loaded
         app.state.redis = conn
         app.state.commands = Queue(COMMANDS_QUEUE, connection=conn)

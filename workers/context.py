@@ -12,6 +12,7 @@ from typing import Literal
 import redis
 
 from core import settings as settings_module
+from core.redis_client import connect
 from core.settings import Settings
 from workers.adapters.github.auth import TokenCache
 from workers.adapters.store.records import Records
@@ -104,7 +105,7 @@ def check_secrets_hidden(settings: Settings, sandbox: Sandbox) -> None:
 
 def build(loaded: Settings) -> WorkerContext:
     """A context from settings: Redis, the token cache, sealed records and the probed sandbox."""
-    conn = redis.Redis.from_url(loaded.redis_url)
+    conn = connect(loaded.redis_url)
     assert loaded.app_id is not None and loaded.private_key is not None
     tokens = TokenCache(
         conn,
