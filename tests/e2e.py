@@ -103,11 +103,14 @@ def _comment_and_reply(stack: Stack, repo: Repo, number: int, login: str, body: 
     return comment, answered(stack, repo, number, before + 1, f"the reply to {login}'s {body!r}")[before]
 
 
+PLAN_JOBS = ("workers.jobs.plan_project", "workers.jobs.plan_and_publish")  # a PR's only plan publishes itself
+
+
 def plan_jobs(conn: redis.Redis, sha: str) -> list[Job]:
     """The plan jobs that ran for `sha` (RQ keeps finished jobs for a day)."""
     ids = Queue(PLANS_QUEUE, connection=conn).finished_job_registry.get_job_ids()
     jobs = [j for j in Job.fetch_many(ids, connection=conn) if j is not None]
-    return [j for j in jobs if j.func_name == "workers.jobs.plan_project" and j.kwargs["request"].sha == sha]
+    return [j for j in jobs if j.func_name in PLAN_JOBS and j.kwargs["request"].sha == sha]
 
 
 def next_second() -> None:

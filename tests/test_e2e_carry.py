@@ -38,6 +38,8 @@ def test_a_push_replans_what_changed_and_the_carried_destroy_is_approved_again(
         second = gh.push_pr(pr, {"other/main.tf": OTHER.replace('"1"', '"3"')})
         assert planned(stack, repo, second)["plangate/destroy"] == "failure"  # the approval was for `first`
         assert _plans_run(redis_conn, first) == ["infra", "other"] and _plans_run(redis_conn, second) == ["other"]
+        ran = {j.func_name for sha in (first, second) for j in plan_jobs(redis_conn, sha)}
+        assert ran == {"workers.jobs.plan_project"}  # with another plan to publish, each plan is a job of its own
         (comment,) = [b for b in bot_bodies(stack, repo, pr.number) if "plangate:plan" in b]
         assert f"carried from `{first[:7]}`" in comment and "terraform_data.doomed" in comment
 

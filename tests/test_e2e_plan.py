@@ -8,7 +8,7 @@ import pytest
 import redis
 
 from standin.stack import running_stack
-from tests.e2e import applied_state, bot_bodies, infra_repo, planned
+from tests.e2e import applied_state, bot_bodies, infra_repo, plan_jobs, planned
 from tests.tfproject import main_tf
 
 pytestmark = pytest.mark.e2e
@@ -55,6 +55,8 @@ def test_pr_plans_comment_once_and_gate_destroys(tmp_path: Path, redis_url: str,
         comments = bot_bodies(stack, repo, adding.number)
         assert len(comments) == 1, "a push must edit the plan comment, not add one"
         assert new_sha[:7] in comments[0] and "1 to add, 1 to change, 0 to destroy" in comments[0]
+        # the PR's only project: one job planned and published it
+        assert [j.func_name for j in plan_jobs(redis_conn, new_sha)] == ["workers.jobs.plan_and_publish"]
         assert state.exists()  # the PR plans never touched the state
 
 

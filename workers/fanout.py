@@ -30,6 +30,7 @@ STEP_MARGIN = 120  # RQ's own timeout must only fire after the runner's SIGINT â
 RERUN = Retry(max=PLAN_RETRIES)  # plan and drift jobs: no side effect, so a dead worker's job runs again
 ABANDONED = Callback(COUNT_ABANDONED)
 DAY = 24 * 3600
+PUBLISH_TIMEOUT = 600  # rendering and writing one plan comment and its statuses, rate-limit waits included
 
 
 def project_rate_limit(repo_id: int, project: Project) -> RateLimit:
@@ -68,11 +69,29 @@ def plans(
         publish,
         kwargs={"request": publish_request, "job_ids": ids, **extra},
         depends_on=Dependency(jobs=ids, allow_failure=True) if ids else None,
-        job_timeout=600,
+        job_timeout=PUBLISH_TIMEOUT,
         retry=RERUN,
         on_failure=ABANDONED,
     )
     return ids
+
+
+def plan_alone(conn: redis.Redis, request: PlanRequest, project: Project, *, tf_timeout: float) -> str:
+    """The PR's only plan, under its project's RateLimit, in a job that also publishes it: the job hop
+    to a publish job costs more than the publish."""
+    return (
+        Queue(PLANS_QUEUE, connection=conn)
+        .enqueue(
+            "workers.jobs.plan_and_publish",
+            kwargs={"request": request, "project": project},
+            rate_limit=project_rate_limit(request.repo_id, project),
+            job_timeout=int(tf_timeout * 4 + STEP_MARGIN + PUBLISH_TIMEOUT),
+            result_ttl=keys.PLAN_RESULT_TTL,
+            retry=RERUN,
+            on_failure=ABANDONED,
+        )
+        .id
+    )
 
 
 def applies(

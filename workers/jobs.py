@@ -7,7 +7,7 @@ import asyncio
 from collections.abc import Sequence
 from datetime import UTC, datetime
 
-from rq import Queue
+from rq import Queue, get_current_job
 from rq.exceptions import NoSuchJobError
 from rq.job import Job, JobStatus
 
@@ -41,10 +41,13 @@ def plan_pr(request: PlanRequest) -> list[str]:
     if dispatched is None:
         return []
     kept = _still_held(dispatched.carried)
+    projects = dispatched.projects + [c.project for c in dispatched.carried if c not in kept]
+    if len(projects) == 1 and not kept:
+        return [fanout.plan_alone(ctx.redis, dispatched.request, projects[0], tf_timeout=ctx.settings.tf_timeout)]
     return fanout.plans(
         ctx.redis,
         dispatched.request,
-        dispatched.projects + [c.project for c in dispatched.carried if c not in kept],
+        projects,
         tf_timeout=ctx.settings.tf_timeout,
         publish="workers.jobs.publish_plan",
         publish_request=dispatched.request,
@@ -63,6 +66,15 @@ def _still_held(carried: list[carry.Carried]) -> list[carry.Carried]:
 @reschedulable
 def plan_project(request: PlanRequest, project: Project) -> ProjectResult:
     return asyncio.run(pr_plan.plan_project(context(), request, project))
+
+
+@reschedulable
+def plan_and_publish(request: PlanRequest, project: Project) -> ProjectResult:
+    """A PR's only plan, published by the job that made it (one job hop fewer). RQ keeps the result under
+    this job's id, as it keeps a plan_project's, so the next push can carry it forward."""
+    this = get_current_job()
+    assert this is not None, "runs as an RQ job"
+    return asyncio.run(pr_plan.plan_and_publish(context(), request, project, this.id))
 
 
 def _result_of(job_id: str, request: PlanRequest) -> ProjectResult:

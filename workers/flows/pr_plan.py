@@ -4,6 +4,7 @@ Flow (Atlantis's controller → project finder → runner → VCS output):
 `plan_pr` (dispatch) checks out the head once to find projects, enqueues one `plan_project`
 job per project (serialized per project by an RQ RateLimit) and a `publish_plan` job that
 depends on all of them; `publish_plan` renders the comment and sets the combined statuses.
+A PR with a single project to plan (and none carried) gets one `plan_and_publish` job instead.
 """
 
 from __future__ import annotations
@@ -210,6 +211,13 @@ async def plan_project(ctx: WorkerContext, req: PlanRequest, project: Project) -
     except Exception as exc:  # any failure is reported on the PR, never swallowed
         log.warning(json.dumps({"repo": req.repo, "pr": req.pr, "project": project.name, "error": str(exc)}))
         return pipeline.failure(project, req.sha, f"{type(exc).__name__}: {exc}", ours=isinstance(exc, SandboxError))
+
+
+async def plan_and_publish(ctx: WorkerContext, req: PlanRequest, project: Project, job_id: str) -> ProjectResult:
+    """The PR's only project: plan it, then publish it as the plan of job `job_id` (the caller's)."""
+    result = await plan_project(ctx, req, project)
+    await publish(ctx, req, [result], {result.identity: (job_id, req.sha)})
+    return result
 
 
 async def publish(
