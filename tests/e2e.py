@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import signal
 import time
+from collections.abc import Collection
 from pathlib import Path
 
 import redis
@@ -122,13 +123,20 @@ def next_second() -> None:
 def kill_the_horse_running(marker: str) -> None:
     """SIGKILL the RQ work horse whose sandbox (bwrap) runs a command naming `marker`: a worker lost
     mid-job. (From inside the sandbox the command could not reach the horse itself.)"""
+    horse = horse_running(marker)
+    if horse is None:
+        raise AssertionError(f"no sandbox running {marker}")
+    os.kill(horse, signal.SIGKILL)
+
+
+def horse_running(marker: str, besides: Collection[int] = ()) -> int | None:
+    """The pid of the work horse whose sandbox runs a command naming `marker` (none of `besides`)."""
     for proc in Path("/proc").iterdir():
         try:
             argv = (proc / "cmdline").read_bytes().split(b"\0")
             ppid = int((proc / "stat").read_text().rsplit(") ", 1)[1].split()[1])
         except (OSError, ValueError, IndexError):
             continue
-        if argv and argv[0].endswith(b"bwrap") and any(marker.encode() in a for a in argv):
-            os.kill(ppid, signal.SIGKILL)
-            return
-    raise AssertionError(f"no sandbox running {marker}")
+        if argv and argv[0].endswith(b"bwrap") and any(marker.encode() in a for a in argv) and ppid not in besides:
+            return ppid
+    return None

@@ -7,14 +7,16 @@ processes, real terraform (behind a wrapper that can hang, so a worker can be ki
 from __future__ import annotations
 
 import os
+import signal
 from pathlib import Path
 
 import pytest
 import redis
 
+from core.contract import PLAN_RETRIES
 from standin.local_redis import PrivateRedis
 from standin.stack import running_stack
-from tests.e2e import applied_state, bot_bodies, infra_repo, kill_the_horse_running, status
+from tests.e2e import applied_state, bot_bodies, horse_running, infra_repo, kill_the_horse_running, status
 from tests.tfproject import main_tf, tool
 
 pytestmark = pytest.mark.e2e
@@ -50,6 +52,38 @@ def test_a_plan_whose_worker_died_is_run_again_without_anyone(
         assert len([b for b in bot_bodies(stack, repo, pr.number) if "plangate:plan" in b]) == 1
         assert int(redis_conn.hget("plangate:metrics:jobs", "abandoned") or 0) == 1
         assert int(redis_conn.hget("plangate:metrics:jobs", "recovered") or 0) == 1
+
+
+ALWAYS_HANGING_PLAN = """#!/bin/sh
+# terraform, except that every `plan` hangs: the test kills the work horse running it, on every try.
+if [ "$1" = "plan" ]; then
+  sleep 300
+  exit 1
+fi
+exec {real} "$@"
+"""
+
+
+def test_a_plan_whose_worker_dies_on_every_try_still_ends_with_a_comment_and_statuses(
+    tmp_path: Path, redis_url: str
+) -> None:
+    state = applied_state(tmp_path)
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    (bin_dir / "terraform").write_text(ALWAYS_HANGING_PLAN.format(real=tool()))
+    (bin_dir / "terraform").chmod(0o755)
+    with running_stack(tmp_path, redis_url, extra_env={"PATH": f"{bin_dir}:{os.environ['PATH']}"}) as stack:
+        repo = infra_repo(stack, state)
+        pr = stack.gh.open_pr(repo, "drop", "alice", "Drop", {"infra/main.tf": main_tf(state, {"keep": "a"})})
+        killed: list[int] = []
+        for attempt in range(1, 2 + PLAN_RETRIES):  # the first try and every re-run
+            horse = stack.wait_for(f"try {attempt} of the plan", lambda: horse_running(str(bin_dir), besides=killed))
+            os.kill(horse, signal.SIGKILL)
+            killed.append(horse)
+        assert "1 of 1 plans failed" in status(stack, repo, pr.head_sha, "plangate/plan", "failure")
+        status(stack, repo, pr.head_sha, "plangate/destroy", "failure")
+        (comment,) = [b for b in bot_bodies(stack, repo, pr.number) if "plangate:plan" in b]
+        assert "the plan job died" in comment, comment
 
 
 def test_a_redis_outage_is_a_503_and_the_redelivery_is_planned_once(tmp_path: Path) -> None:

@@ -65,33 +65,40 @@ def plans(
         for project in projects
     ]
     extra = {"carried": list(carried)} if carried else {}
+    _publish_after(queue, ids, publish, {"request": publish_request, "job_ids": ids, **extra})
+    return ids
+
+
+def _publish_after(queue: Queue, ids: list[str], publish: str, kwargs: dict[str, Any]) -> None:
+    """`publish` once every job of `ids` has ended, however it ended (re-run if its worker dies)."""
     queue.enqueue(
         publish,
-        kwargs={"request": publish_request, "job_ids": ids, **extra},
+        kwargs=kwargs,
         depends_on=Dependency(jobs=ids, allow_failure=True) if ids else None,
         job_timeout=PUBLISH_TIMEOUT,
         retry=RERUN,
         on_failure=ABANDONED,
     )
-    return ids
 
 
 def plan_alone(conn: redis.Redis, request: PlanRequest, project: Project, *, tf_timeout: float) -> str:
     """The PR's only plan, under its project's RateLimit, in a job that also publishes it: the job hop
-    to a publish job costs more than the publish."""
-    return (
-        Queue(PLANS_QUEUE, connection=conn)
-        .enqueue(
-            "workers.jobs.plan_and_publish",
-            kwargs={"request": request, "project": project},
-            rate_limit=project_rate_limit(request.repo_id, project),
-            job_timeout=int(tf_timeout * 4 + STEP_MARGIN + PUBLISH_TIMEOUT),
-            result_ttl=keys.PLAN_RESULT_TTL,
-            retry=RERUN,
-            on_failure=ABANDONED,
-        )
-        .id
-    )
+    to a publish job costs more than the publish. A publish job still follows, off the PR's path, and
+    publishes only if that job failed for good (its worker killed on every try): the PR never stays
+    pending."""
+    queue = Queue(PLANS_QUEUE, connection=conn)
+    planned = queue.enqueue(
+        "workers.jobs.plan_and_publish",
+        kwargs={"request": request, "project": project},
+        rate_limit=project_rate_limit(request.repo_id, project),
+        job_timeout=int(tf_timeout * 4 + STEP_MARGIN + PUBLISH_TIMEOUT),
+        result_ttl=keys.PLAN_RESULT_TTL,
+        retry=RERUN,
+        on_failure=ABANDONED,
+    ).id
+    backstop = {"request": request, "job_ids": [planned], "backstop": True}
+    _publish_after(queue, [planned], "workers.jobs.publish_plan", backstop)
+    return planned
 
 
 def applies(

@@ -77,6 +77,10 @@ def plan_and_publish(request: PlanRequest, project: Project) -> ProjectResult:
     return asyncio.run(pr_plan.plan_and_publish(context(), request, project, this.id))
 
 
+def _finished(job_id: str) -> bool:
+    return Job.fetch(job_id, connection=context().redis).get_status() == JobStatus.FINISHED
+
+
 def _result_of(job_id: str, request: PlanRequest) -> ProjectResult:
     """A plan job's result; a job that failed (its worker died twice) is a failed plan, not a lost one."""
     job = Job.fetch(job_id, connection=context().redis)
@@ -110,7 +114,13 @@ def _carried_result(kept: carry.Carried, request: PlanRequest) -> ProjectResult:
 
 
 @reschedulable
-def publish_plan(request: PlanRequest, job_ids: list[str], carried: Sequence[carry.Carried] = ()) -> None:
+def publish_plan(
+    request: PlanRequest, job_ids: list[str], carried: Sequence[carry.Carried] = (), backstop: bool = False
+) -> None:
+    """The PR's comment and statuses from its plan jobs. As the `backstop` of a plan_and_publish job,
+    only when that job did not finish (it published itself if it did)."""
+    if backstop and all(_finished(i) for i in job_ids):
+        return
     results = [_result_of(i, request) for i in job_ids]
     made = {r.identity: (i, request.sha) for i, r in zip(job_ids, results, strict=True)}
     for kept in carried:
