@@ -40,7 +40,8 @@ def _bare(tool: str, text: str, root: Path) -> float:
     (work / "main.tf").write_text(text)
     env = {"PATH": os.environ["PATH"], "HOME": str(root), "TF_IN_AUTOMATION": "1", "CHECKPOINT_DISABLE": "1"}
     started = time.perf_counter()
-    for args in (["init", "-input=false"], ["plan", "-input=false", "-out=p.tfplan"], ["show", "-json", "p.tfplan"]):
+    steps = (["init", "-input=false", "-no-color"], ["plan", "-input=false", "-no-color", "-out=p.tfplan"])
+    for args in (*steps, ["show", "-json", "p.tfplan"]):  # as plangate runs them (colour costs time)
         subprocess.run([tool, *args], cwd=work, env=env, check=True, capture_output=True)
     elapsed = time.perf_counter() - started
     shutil.rmtree(work)
