@@ -6,7 +6,10 @@ from pathlib import Path
 
 import pytest
 import redis
+from rq import Queue
+from rq.job import Job
 
+from core.contract import PLANS_QUEUE
 from standin.stack import running_stack
 from tests.e2e import applied_state, bot_bodies, infra_repo, plan_jobs, planned
 from tests.tfproject import main_tf
@@ -49,15 +52,25 @@ def test_pr_plans_comment_once_and_gate_destroys(tmp_path: Path, redis_url: str,
         assert "`terraform_data.doomed`" in comment and "0 to add, 0 to change, 1 to destroy" in comment
 
         first_sha = adding.head_sha
+        before = len(gh.state.requests)
         new_sha = gh.push_pr(adding, {"infra/main.tf": main_tf(state, {"keep": "a2", "doomed": "b", "fresh": "c"})})
         assert new_sha != first_sha
         planned(stack, repo, new_sha)
         comments = bot_bodies(stack, repo, adding.number)
         assert len(comments) == 1, "a push must edit the plan comment, not add one"
         assert new_sha[:7] in comments[0] and "1 to add, 1 to change, 0 to destroy" in comments[0]
-        # the PR's only project: one job planned and published it
+        # the PR's only project: one job planned and published it; the backstop after it wrote nothing
         assert [j.func_name for j in plan_jobs(redis_conn, new_sha)] == ["workers.jobs.plan_and_publish"]
+        stack.wait_for("the backstop publish", lambda: _finished_publish(redis_conn, new_sha))
+        writes = [r for r in gh.state.requests[before:] if r.method in ("POST", "PATCH") and "/comments" in r.path]
+        assert len(writes) == 1, writes
         assert state.exists()  # the PR plans never touched the state
+
+
+def _finished_publish(conn: redis.Redis, sha: str) -> bool:
+    ids = Queue(PLANS_QUEUE, connection=conn).finished_job_registry.get_job_ids()
+    jobs = [j for j in Job.fetch_many(ids, connection=conn) if j is not None]
+    return any(j.func_name == "workers.jobs.publish_plan" and j.kwargs["request"].sha == sha for j in jobs)
 
 
 def test_fork_and_config_errors_are_explained(tmp_path: Path, redis_url: str, redis_conn: object) -> None:
