@@ -59,9 +59,10 @@ def test_pr_plans_comment_once_and_gate_destroys(tmp_path: Path, redis_url: str,
         comments = bot_bodies(stack, repo, adding.number)
         assert len(comments) == 1, "a push must edit the plan comment, not add one"
         assert new_sha[:7] in comments[0] and "1 to add, 1 to change, 0 to destroy" in comments[0]
-        # the PR's only project: one job planned and published it; the backstop after it wrote nothing
-        assert [j.func_name for j in plan_jobs(redis_conn, new_sha)] == ["workers.jobs.plan_and_publish"]
+        # the PR's only project: one job planned and published it (it ends after its statuses, so wait for
+        # the backstop publish that follows it); the backstop wrote nothing
         stack.wait_for("the backstop publish", lambda: _finished_publish(redis_conn, new_sha))
+        assert [j.func_name for j in plan_jobs(redis_conn, new_sha)] == ["workers.jobs.plan_and_publish"]
         writes = [r for r in gh.state.requests[before:] if r.method in ("POST", "PATCH") and "/comments" in r.path]
         assert len(writes) == 1, writes
         assert state.exists()  # the PR plans never touched the state
