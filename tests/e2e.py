@@ -109,9 +109,14 @@ PLAN_JOBS = ("workers.jobs.plan_project", "workers.jobs.plan_and_publish")  # a 
 
 def plan_jobs(conn: redis.Redis, sha: str) -> list[Job]:
     """The plan jobs that ran for `sha` (RQ keeps finished jobs for a day)."""
+    return finished_jobs(conn, sha, PLAN_JOBS)
+
+
+def finished_jobs(conn: redis.Redis, sha: str, funcs: tuple[str, ...]) -> list[Job]:
+    """The finished jobs of the plans queue running one of `funcs` for `sha`."""
     ids = Queue(PLANS_QUEUE, connection=conn).finished_job_registry.get_job_ids()
     jobs = [j for j in Job.fetch_many(ids, connection=conn) if j is not None]
-    return [j for j in jobs if j.func_name in PLAN_JOBS and j.kwargs["request"].sha == sha]
+    return [j for j in jobs if j.func_name in funcs and j.kwargs["request"].sha == sha]
 
 
 def next_second() -> None:

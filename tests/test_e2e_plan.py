@@ -6,12 +6,9 @@ from pathlib import Path
 
 import pytest
 import redis
-from rq import Queue
-from rq.job import Job
 
-from core.contract import PLANS_QUEUE
 from standin.stack import running_stack
-from tests.e2e import applied_state, bot_bodies, infra_repo, plan_jobs, planned
+from tests.e2e import applied_state, bot_bodies, finished_jobs, infra_repo, plan_jobs, planned
 from tests.tfproject import main_tf
 
 pytestmark = pytest.mark.e2e
@@ -61,17 +58,12 @@ def test_pr_plans_comment_once_and_gate_destroys(tmp_path: Path, redis_url: str,
         assert new_sha[:7] in comments[0] and "1 to add, 1 to change, 0 to destroy" in comments[0]
         # the PR's only project: one job planned and published it (it ends after its statuses, so wait for
         # the backstop publish that follows it); the backstop wrote nothing
-        stack.wait_for("the backstop publish", lambda: _finished_publish(redis_conn, new_sha))
+        publishes = ("workers.jobs.publish_plan",)
+        stack.wait_for("the backstop publish", lambda: finished_jobs(redis_conn, new_sha, publishes))
         assert [j.func_name for j in plan_jobs(redis_conn, new_sha)] == ["workers.jobs.plan_and_publish"]
         writes = [r for r in gh.state.requests[before:] if r.method in ("POST", "PATCH") and "/comments" in r.path]
         assert len(writes) == 1, writes
         assert state.exists()  # the PR plans never touched the state
-
-
-def _finished_publish(conn: redis.Redis, sha: str) -> bool:
-    ids = Queue(PLANS_QUEUE, connection=conn).finished_job_registry.get_job_ids()
-    jobs = [j for j in Job.fetch_many(ids, connection=conn) if j is not None]
-    return any(j.func_name == "workers.jobs.publish_plan" and j.kwargs["request"].sha == sha for j in jobs)
 
 
 def test_fork_and_config_errors_are_explained(tmp_path: Path, redis_url: str, redis_conn: object) -> None:

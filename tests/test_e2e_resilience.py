@@ -32,14 +32,20 @@ exec {real} "$@"
 """
 
 
+def _fake_terraform(tmp_path: Path, script: str) -> Path:
+    """A directory holding `terraform`: `script`, given the real terraform's path as `{real}`."""
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    (bin_dir / "terraform").write_text(script.format(real=tool()))
+    (bin_dir / "terraform").chmod(0o755)
+    return bin_dir
+
+
 def test_a_plan_whose_worker_died_is_run_again_without_anyone(
     tmp_path: Path, redis_url: str, redis_conn: redis.Redis
 ) -> None:
     state = applied_state(tmp_path)
-    bin_dir = tmp_path / "bin"
-    bin_dir.mkdir()
-    (bin_dir / "terraform").write_text(SLOW_FIRST_PLAN.format(real=tool()))
-    (bin_dir / "terraform").chmod(0o755)
+    bin_dir = _fake_terraform(tmp_path, SLOW_FIRST_PLAN)
     marker = tmp_path / "state" / "hung-once"
     env = {"PATH": f"{bin_dir}:{os.environ['PATH']}", "HANG_MARKER": str(marker), "PLANGATE_TF_ENV": "HANG_MARKER"}
     with running_stack(tmp_path, redis_url, extra_env=env) as stack:
@@ -68,10 +74,7 @@ def test_a_plan_whose_worker_dies_on_every_try_still_ends_with_a_comment_and_sta
     tmp_path: Path, redis_url: str
 ) -> None:
     state = applied_state(tmp_path)
-    bin_dir = tmp_path / "bin"
-    bin_dir.mkdir()
-    (bin_dir / "terraform").write_text(ALWAYS_HANGING_PLAN.format(real=tool()))
-    (bin_dir / "terraform").chmod(0o755)
+    bin_dir = _fake_terraform(tmp_path, ALWAYS_HANGING_PLAN)
     with running_stack(tmp_path, redis_url, extra_env={"PATH": f"{bin_dir}:{os.environ['PATH']}"}) as stack:
         repo = infra_repo(stack, state)
         pr = stack.gh.open_pr(repo, "drop", "alice", "Drop", {"infra/main.tf": main_tf(state, {"keep": "a"})})
