@@ -135,13 +135,33 @@ def kill_the_horse_running(marker: str) -> None:
 
 
 def horse_running(marker: str, besides: Collection[int] = ()) -> int | None:
-    """The pid of the work horse whose sandbox runs a command naming `marker` (none of `besides`)."""
+    """The pid of the work horse whose sandbox runs a command naming `marker` (none of `besides`). A
+    horse is a worker forked by a worker: a sandbox outliving a killed horse has another parent."""
     for proc in Path("/proc").iterdir():
-        try:
-            argv = (proc / "cmdline").read_bytes().split(b"\0")
-            ppid = int((proc / "stat").read_text().rsplit(") ", 1)[1].split()[1])
-        except (OSError, ValueError, IndexError):
-            continue
-        if argv and argv[0].endswith(b"bwrap") and any(marker.encode() in a for a in argv) and ppid not in besides:
-            return ppid
+        argv = _cmdline(proc)
+        if argv and argv[0].endswith(b"bwrap") and any(marker.encode() in a for a in argv):
+            horse = _parent(proc)
+            if horse is not None and horse not in besides and _is_worker(horse) and _is_worker(_parent(horse)):
+                return horse
     return None
+
+
+def _cmdline(proc: Path) -> list[bytes]:
+    try:
+        return (proc / "cmdline").read_bytes().split(b"\0")
+    except OSError:
+        return []
+
+
+def _parent(proc: Path | int | None) -> int | None:
+    if proc is None:
+        return None
+    try:
+        return int((Path("/proc") / str(proc) / "stat").read_text().rsplit(") ", 1)[1].split()[1])
+    except (OSError, ValueError, IndexError):
+        return None
+
+
+def _is_worker(pid: int | None) -> bool:
+    argv = _cmdline(Path("/proc") / str(pid)) if pid else []
+    return b"plangate" in argv and b"worker" in argv
