@@ -58,6 +58,7 @@ def create_app(settings: Settings | None = None) -> Starlette:
         app.state.worker_metrics.register(GitHubHealth(conn))
         _log_status_access(loaded)
         yield
+        app.state.enqueuer.close()
         conn.close()
 
     return PlangateApp(

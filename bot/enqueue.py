@@ -11,13 +11,13 @@ from __future__ import annotations
 
 import asyncio
 import time
-from typing import Any
+from typing import Any, cast
 
 import redis
 from prometheus_client import Histogram
 from rq import Queue
 
-from core.enqueue import Enqueued, JobWrite, prepare, write_all
+from core.enqueue import Enqueued, HeldConnection, JobWrite, prepare, write_all
 
 ENQUEUE_SECONDS = Histogram(
     "plangate_enqueue_seconds",
@@ -34,6 +34,8 @@ class Enqueuer:
 
     def __init__(self, conn: redis.Redis) -> None:
         self._conn = conn
+        # this thread's alone; it connects on first use
+        self._held = cast(HeldConnection, conn.connection_pool.make_connection())
         self._pending: list[tuple[JobWrite, asyncio.Future[Enqueued]]] = []
 
     async def enqueue(self, queue: Queue, func: str, job_id: str, request: Any, *, result_ttl: int) -> Enqueued:
@@ -49,12 +51,15 @@ class Enqueuer:
         finally:
             ENQUEUE_SECONDS.observe(time.perf_counter() - started)
 
+    def close(self) -> None:
+        self._held.disconnect()
+
     def _flush(self) -> None:
         batch, self._pending = self._pending, []
         BATCH_SIZE.observe(len(batch))
         results: list[Enqueued | redis.RedisError]
         try:
-            results = write_all(self._conn, [write for write, _ in batch])
+            results = write_all(self._conn, [write for write, _ in batch], on=self._held)
         except redis.RedisError as exc:
             results = [exc] * len(batch)
         for (_, answer), result in zip(batch, results, strict=True):

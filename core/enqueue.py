@@ -4,22 +4,25 @@ RQ builds and serializes the first job of each kind (function, queue, timeout, r
 timeout, retry, failure callback and every other field RQ saves. Later jobs of that kind reuse
 those fields and differ only in what RQ itself varies per job: the id, the serialized call, its
 description and the two timestamps, each computed the way RQ computes it (checked against RQ's
-own job when the template is made). RQ's own unique enqueue costs two round trips (a MULTI/EXEC
-registering the queue, then its Lua script) and a Job object per call, which were most of a
-webhook's time (benchmarks/bench_webhook.py); this script checks the id, saves the job, pushes it
-and registers the queue in one atomic call.
+own job when the template is made); the call is zlib-wrapped uncompressed, which RQ reads alike.
+RQ's own unique enqueue costs two round trips (a MULTI/EXEC registering the queue, then its Lua
+script) and a Job object per call, which were most of a webhook's time
+(benchmarks/bench_webhook.py); this script checks the id, saves the job, pushes it and registers
+the queue in one atomic call.
 """
 
 from __future__ import annotations
 
 import zlib
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Protocol
 
 import redis
 import rq
+from redis.backoff import NoBackoff
 from redis.commands.core import Script
-from redis.exceptions import NoScriptError
+from redis.exceptions import NoScriptError, RedisError, ResponseError
+from redis.retry import Retry as RedisRetry
 from rq import Callback, Queue, Retry
 from rq.utils import get_call_string, now, utcformat
 
@@ -34,6 +37,8 @@ redis.call('SADD', KEYS[3], KEYS[2])
 return 1
 """
 _PER_JOB = ("created_at", "enqueued_at", "data", "description")  # what RQ varies between jobs of a kind
+_RECONNECT_ONCE = RedisRetry(NoBackoff(), 1, supported_errors=(redis.ConnectionError,))
+_STORED = 0  # zlib level 0: a job's few hundred bytes, stored as RQ's valid zlib stream in 2 µs instead of 12
 _DESCRIPTION_MAX = 75  # rq.job.Job.get_call_string's truncation of each argument's repr
 
 
@@ -65,7 +70,7 @@ class _Template:
             "enqueued_at",
             at,
             "data",
-            zlib.compress(_serialized(self.serializer, self.func, kwargs)),
+            zlib.compress(_serialized(self.serializer, self.func, kwargs), _STORED),
             "description",
             _description(self.func, kwargs),
         ]
@@ -122,6 +127,15 @@ def _template(queue: Queue, func: str, request: Any, timeout: int, result_ttl: i
     )
 
 
+class HeldConnection(Protocol):
+    """What write_all uses of a redis-py connection (redis-py leaves these methods untyped)."""
+
+    def send_packed_command(self, command: Any, check_health: bool = True) -> None: ...
+    def pack_commands(self, commands: Any) -> Any: ...
+    def read_response(self) -> Any: ...
+    def disconnect(self) -> None: ...
+
+
 @dataclass(frozen=True)
 class JobWrite:
     """One job ready to be written: the script, its keys and arguments."""
@@ -144,22 +158,40 @@ def prepare(
     return JobWrite(job_id, template.script, keys, args)
 
 
-def write_all(conn: redis.Redis, writes: list[JobWrite]) -> list[Enqueued | redis.RedisError]:
-    """Run the writes in one pipelined round trip; each answers for itself (a duplicate or an error).
+def write_all(client: redis.Redis, writes: list[JobWrite], *, on: HeldConnection) -> list[Enqueued | RedisError]:
+    """Run the writes in one round trip on `on`, a connection of `client` held by the caller (redis-py's
+    pool checkout and hooks around each call cost as much as the write itself); each write answers
+    for itself (a duplicate or an error). A connection found dropped (a Redis restart) is opened
+    again once, as redis-py's pool would: the script is idempotent, so a write that did run
+    answers as a duplicate.
 
     A Redis that lost its script cache (a restart) answers NOSCRIPT without running anything: the
     script is loaded and those writes run again, so each still runs exactly once.
     """
-    pipe = conn.pipeline(transaction=False)
-    for write in writes:
-        pipe.evalsha(write.script.sha, len(write.keys), *write.keys, *write.args)
-    answers: list[Any] = pipe.execute(raise_on_error=False)
-    results: list[Enqueued | redis.RedisError] = []
+    commands = [("EVALSHA", w.script.sha, len(w.keys), *w.keys, *w.args) for w in writes]
+    answers = _RECONNECT_ONCE.call_with_retry(lambda: _round_trip(on, commands), lambda _: on.disconnect())
+    results: list[Enqueued | RedisError] = []
     for write, answer in zip(writes, answers, strict=True):
         if isinstance(answer, NoScriptError):
-            answer = write.script(keys=write.keys, args=write.args, client=conn)  # loads it, then runs it
-        results.append(answer if isinstance(answer, redis.RedisError) else Enqueued(write.job_id, not answer))
+            answer = write.script(keys=write.keys, args=write.args, client=client)  # loads it, then runs it
+        results.append(answer if isinstance(answer, RedisError) else Enqueued(write.job_id, not answer))
     return results
+
+
+def _round_trip(on: HeldConnection, commands: list[tuple[Any, ...]]) -> list[Any]:
+    """Send every command, then read every answer (an error answer is returned, not raised)."""
+    try:
+        on.send_packed_command(on.pack_commands(commands))
+        answers: list[Any] = []
+        for _ in commands:
+            try:
+                answers.append(on.read_response())
+            except ResponseError as exc:  # read whole: the connection stays in step
+                answers.append(exc)
+        return answers
+    except BaseException:
+        on.disconnect()  # answers may still be on their way: never reuse the connection
+        raise
 
 
 def enqueue_once(

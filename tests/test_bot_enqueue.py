@@ -13,7 +13,7 @@ from rq import Queue
 import bot.enqueue
 import core.enqueue
 from bot.enqueue import Enqueuer
-from core.enqueue import Enqueued, JobWrite
+from core.enqueue import Enqueued, HeldConnection, JobWrite
 from standin.local_redis import free_port
 from tests.test_enqueue import ONCE, OTHER, REQUEST
 
@@ -22,9 +22,9 @@ def test_one_turn_of_deliveries_is_one_write(redis_conn: redis.Redis, monkeypatc
     rounds: list[int] = []
     real = core.enqueue.write_all
 
-    def counted(conn: redis.Redis, writes: list[JobWrite]) -> list[Enqueued | redis.RedisError]:
+    def counted(conn: redis.Redis, writes: list[JobWrite], *, on: HeldConnection) -> list[Enqueued | redis.RedisError]:
         rounds.append(len(writes))
-        return real(conn, writes)
+        return real(conn, writes, on=on)
 
     monkeypatch.setattr(bot.enqueue, "write_all", counted)
     queue = Queue("plangate-test", connection=redis_conn)
@@ -56,3 +56,16 @@ def test_redis_down_fails_every_waiting_delivery() -> None:
 
 
 _JOBS = (("a", REQUEST), ("b", OTHER), ("a", OTHER))
+
+
+def test_a_dropped_connection_is_retried_and_each_job_written_once(redis_conn: redis.Redis) -> None:
+    queue = Queue("plangate-test", connection=redis_conn)
+    enqueuer = Enqueuer(redis.Redis(connection_pool=redis_conn.connection_pool))
+
+    async def deliveries() -> list[Enqueued]:
+        first = await enqueuer.enqueue(queue, ONCE, "a", REQUEST, result_ttl=60)
+        redis_conn.client_kill_filter(_type="normal", skipme=True)  # as a Redis restart drops it
+        return [first, await enqueuer.enqueue(queue, ONCE, "b", OTHER, result_ttl=60)]
+
+    assert asyncio.run(deliveries()) == [Enqueued("a", False), Enqueued("b", False)]
+    assert queue.job_ids == ["a", "b"]
