@@ -57,10 +57,10 @@ class Enqueuer:
     def _flush(self) -> None:
         batch, self._pending = self._pending, []
         BATCH_SIZE.observe(len(batch))
-        results: list[Enqueued | redis.RedisError]
+        results: list[Enqueued | redis.RedisError] | list[Exception]
         try:
             results = write_all(self._conn, [write for write, _ in batch], on=self._held)
-        except redis.RedisError as exc:
+        except Exception as exc:  # every waiting delivery gets the failure: none is left hanging
             results = [exc] * len(batch)
         for (_, answer), result in zip(batch, results, strict=True):
             if answer.done():

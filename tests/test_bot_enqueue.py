@@ -69,3 +69,21 @@ def test_a_dropped_connection_is_retried_and_each_job_written_once(redis_conn: r
 
     assert asyncio.run(deliveries()) == [Enqueued("a", False), Enqueued("b", False)]
     assert queue.job_ids == ["a", "b"]
+
+
+def test_any_failure_of_the_write_answers_every_waiting_delivery(
+    redis_conn: redis.Redis, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    def broken(conn: redis.Redis, writes: list[JobWrite], *, on: HeldConnection) -> list[Enqueued]:
+        raise TypeError("a bug, not Redis")
+
+    monkeypatch.setattr(bot.enqueue, "write_all", broken)
+    queue = Queue("plangate-test", connection=redis_conn)
+    enqueuer = Enqueuer(redis_conn)
+
+    async def deliveries() -> list[Enqueued | BaseException]:
+        together = [enqueuer.enqueue(queue, ONCE, job, req, result_ttl=60) for job, req in _JOBS]
+        return await asyncio.wait_for(asyncio.gather(*together, return_exceptions=True), timeout=5)
+
+    answers = asyncio.run(deliveries())
+    assert len(answers) == 3 and all(isinstance(a, TypeError) for a in answers)
