@@ -4,7 +4,8 @@ RQ builds and serializes the first job of each kind (function, queue, timeout, r
 timeout, retry, failure callback and every other field RQ saves. Later jobs of that kind reuse
 those fields and differ only in what RQ itself varies per job: the id, the serialized call, its
 description and the two timestamps, each computed the way RQ computes it (checked against RQ's
-own job when the template is made); the call is zlib-wrapped uncompressed, which RQ reads alike.
+own job when the template is made); the call is zlib-wrapped uncompressed, which RQ reads alike,
+and the description names the job id (`description`).
 RQ's own unique enqueue costs two round trips (a MULTI/EXEC registering the queue, then its Lua
 script) and a Job object per call, which were most of a webhook's time
 (benchmarks/bench_webhook.py); this script checks the id, saves the job, pushes it and registers
@@ -25,7 +26,7 @@ from redis.commands.core import Script
 from redis.exceptions import NoScriptError, RedisError, ResponseError
 from redis.retry import Retry as RedisRetry
 from rq import Callback, Queue, Retry
-from rq.utils import get_call_string, now, utcformat
+from rq.utils import now, utcformat
 
 from core.contract import COUNT_ABANDONED, PLAN_RETRIES, RERUN_JOBS
 
@@ -40,7 +41,6 @@ return 1
 _PER_JOB = ("created_at", "enqueued_at", "data", "description")  # what RQ varies between jobs of a kind
 _RECONNECT_ONCE = RedisRetry(NoBackoff(), 1, supported_errors=(redis.ConnectionError,))
 _STORED = 0  # zlib level 0: a job's few hundred bytes, stored as RQ's valid zlib stream in 2 µs instead of 12
-_DESCRIPTION_MAX = 75  # rq.job.Job.get_call_string's truncation of each argument's repr
 
 
 @dataclass(frozen=True)
@@ -73,7 +73,7 @@ class _Template:
             "data",
             zlib.compress(_serialized(self.serializer, self.func, kwargs), _STORED),
             "description",
-            _description(self.func, kwargs),
+            description(self.func, job_id),
         ]
         return [self.job_key_prefix + job_id, self.queue_key, self.queues_key], [
             job_id,
@@ -94,8 +94,11 @@ def _serialized(serializer: Any, func: str, kwargs: dict[str, Any]) -> bytes:
     return serializer.dumps((func, None, (), kwargs))  # type: ignore[no-any-return]
 
 
-def _description(func: str, kwargs: dict[str, Any]) -> str:
-    return get_call_string(func, (), kwargs, max_length=_DESCRIPTION_MAX) or func
+def description(func: str, job_id: str) -> str:
+    """What RQ shows for the job (its logs, `rq info`): the function and the job id, which names the
+    repository, PR or push, and SHA; RQ's default, the call's repr cut at 75 characters, names
+    only the repository, and costs a third of the job's preparation."""
+    return f"{func}({job_id})"
 
 
 def _template(queue: Queue, func: str, request: Any, timeout: int, result_ttl: int) -> _Template:
@@ -111,7 +114,7 @@ def _template(queue: Queue, func: str, request: Any, timeout: int, result_ttl: i
         on_failure=Callback(COUNT_ABANDONED) if rerun else None,
     )
     queue._prepare_for_queue(job)  # RQ's own: origin, enqueued_at, timeout, status queued
-    if job.data != _serialized(queue.serializer, func, kwargs) or job.description != _description(func, kwargs):
+    if job.data != _serialized(queue.serializer, func, kwargs):
         raise RuntimeError(f"RQ {rq.__version__} serializes jobs differently than core.enqueue expects")
     constant: list[str | bytes] = []
     for name, value in job.to_dict().items():

@@ -10,7 +10,7 @@ from rq import Callback, Queue, Retry, SimpleWorker
 from rq.job import Job, JobStatus
 
 from core.contract import PLAN_RETRIES, PushRequest
-from core.enqueue import Enqueued, HeldConnection, enqueue_once, prepare, write_all
+from core.enqueue import Enqueued, HeldConnection, description, enqueue_once, prepare, write_all
 
 REQUEST = PushRequest(
     installation_id=1,
@@ -45,6 +45,7 @@ def test_the_job_is_the_one_rq_itself_would_save(redis_conn: redis.Redis) -> Non
             func,
             kwargs={"request": REQUEST},
             job_id=f"rq-{name}",
+            description=description(func, f"ours-{name}"),
             unique=True,
             job_timeout=600,
             result_ttl=60,
