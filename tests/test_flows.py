@@ -18,6 +18,7 @@ import pytest
 from gidgethub.abc import GitHubAPI
 
 from bot.events.pulls import plan_request
+from core import keys
 from core.contract import APPLY_CONTEXT, DESTROY_CONTEXT, PLAN_CONTEXT
 from core.projects import Project
 from tests.flows import World, world_at
@@ -123,6 +124,18 @@ def test_a_destroy_in_a_pr_turns_the_gate_red_and_names_it(world: World) -> None
     assert state == "failure" and "1 to destroy" in description
     (comment,) = world.bot_bodies(req.pr)
     assert "terraform_data.doomed" in comment
+
+
+def test_publish_reports_both_contexts_together_and_each_keeps_one_run(world: World) -> None:
+    req = world.opened("shrink-twice", _tf(world, {"keep": "a"}))
+    planned = world.plan_pr(req)
+    assert planned is not None
+    world.ctx.redis.delete(keys.check_runs(req.repo, req.sha))  # neither run known: both are created at once
+    world.run(pr_plan.publish(world.ctx, *planned))
+    world.run(pr_plan.publish(world.ctx, *planned))  # a re-run of publish edits both runs in place
+    names = [run.name for run in world.gh.all_check_runs(world.repo, req.sha)]
+    assert sorted(names) == [DESTROY_CONTEXT, PLAN_CONTEXT, PLAN_CONTEXT]  # the first plan run: dispatch's pending
+    assert world.reports(req.sha)[DESTROY_CONTEXT][0] == "failure"
 
 
 # -- apply on merge ---------------------------------------------------------------------------------

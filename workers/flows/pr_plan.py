@@ -269,14 +269,16 @@ async def publish(
         planned = PlannedPR(req.pr, req.sha, req.author, req.fork, [r.identity for r in results])
         stale_plans.remember(ctx.records, req.repo_id, planned)
         text = bodies[0].partition("\n")[2]  # the plan comment's first part, without its marker
-        await vcs.set_status(gh, req.repo, req.sha, PLAN_CONTEXT, *plan_status(results), url, summary=text)
         gate = destroy_status(results) if cov is None else approval_status(cov)
         waiting = cov is not None and not cov.complete and not cov.never
         if cov is not None and not cov.complete:
             audit.record(
                 ctx.redis, "blocked", repo=req.repo, pr=req.pr, sha=req.sha, unapproved=len(cov.unapproved_pairs)
             )
-        await vcs.set_status(gh, req.repo, req.sha, DESTROY_CONTEXT, *gate, url, summary=text, approve=waiting)
+        await asyncio.gather(  # two contexts, each complete in itself: one round trip instead of two
+            vcs.set_status(gh, req.repo, req.sha, PLAN_CONTEXT, *plan_status(results), url, summary=text),
+            vcs.set_status(gh, req.repo, req.sha, DESTROY_CONTEXT, *gate, url, summary=text, approve=waiting),
+        )
     for r in results:
         summary = summary_line(r.plan) if r.plan is not None else f"plan failed: {(r.error or '')[:200]}"
         record_run(

@@ -102,11 +102,19 @@ class CheckRuns:
                 log.warning(json.dumps({"repo": repo, "checks": "not permitted: reporting a status instead"}))
                 return False
             if exc.status_code.value == 404 and context in known:
-                known.pop(context)
-                self.records.set(key, json.dumps(known), ex=TTL)
+                self._remember(key, context, None)
                 again = self.report(gh, repo, sha, context, state, description, url, summary=summary, approve=approve)
                 return await again
             raise
-        known[context] = int(run["id"])
-        self.records.set(key, json.dumps(known), ex=TTL)
+        self._remember(key, context, int(run["id"]))
         return True
+
+    def _remember(self, key: str, context: str, run_id: int | None) -> None:
+        """Record (or forget) one context's run, read afresh: reports of a commit's other contexts may
+        have gone out meanwhile (publish sends them together), and each keeps its own."""
+        known: dict[str, Any] = self.records.get_json(key) or {}
+        if run_id is None:
+            known.pop(context, None)
+        else:
+            known[context] = run_id
+        self.records.set(key, json.dumps(known), ex=TTL)
