@@ -138,6 +138,18 @@ def test_publish_reports_both_contexts_together_and_each_keeps_one_run(world: Wo
     assert world.reports(req.sha)[DESTROY_CONTEXT][0] == "failure"
 
 
+def test_a_report_that_fails_for_good_fails_publish_after_the_other_went_out(world: World) -> None:
+    req = world.opened("shrink-refused", _tf(world, {"keep": "a"}))
+    planned = world.plan_pr(req)
+    assert planned is not None
+    world.gh.faults.add("POST", f"/repos/{world.repo.full_name}/check-runs", status=422, times=1)  # the destroy run
+    with pytest.raises(gidgethub.BadRequest):
+        world.run(pr_plan.publish(world.ctx, *planned))  # RQ then runs the job again
+    assert world.reports(req.sha)[PLAN_CONTEXT][0] == "success" and DESTROY_CONTEXT not in world.reports(req.sha)
+    world.run(pr_plan.publish(world.ctx, *planned))
+    assert world.reports(req.sha)[DESTROY_CONTEXT][0] == "failure"
+
+
 # -- apply on merge ---------------------------------------------------------------------------------
 
 

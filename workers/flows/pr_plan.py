@@ -275,10 +275,14 @@ async def publish(
             audit.record(
                 ctx.redis, "blocked", repo=req.repo, pr=req.pr, sha=req.sha, unapproved=len(cov.unapproved_pairs)
             )
-        await asyncio.gather(  # two contexts, each complete in itself: one round trip instead of two
+        reported = await asyncio.gather(  # two contexts, each complete in itself: one round trip, not two
             vcs.set_status(gh, req.repo, req.sha, PLAN_CONTEXT, *plan_status(results), url, summary=text),
             vcs.set_status(gh, req.repo, req.sha, DESTROY_CONTEXT, *gate, url, summary=text, approve=waiting),
+            return_exceptions=True,  # both end before the client closes; then the first failure is raised
         )
+        errors = [r for r in reported if isinstance(r, BaseException)]
+        if errors:
+            raise errors[0]
     for r in results:
         summary = summary_line(r.plan) if r.plan is not None else f"plan failed: {(r.error or '')[:200]}"
         record_run(
