@@ -9,7 +9,7 @@ from __future__ import annotations
 import asyncio
 import http
 import time
-from collections.abc import Awaitable, Callable, Iterator
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
 from pathlib import Path
 from typing import cast
 
@@ -21,8 +21,10 @@ from bot.events.pulls import plan_request
 from core import keys
 from core.contract import APPLY_CONTEXT, DESTROY_CONTEXT, PLAN_CONTEXT
 from core.projects import Project
+from tests.e2e import BOT
 from tests.flows import World, world_at
 from tests.tfproject import main_tf, state_addresses
+from workers.adapters.github import vcs
 from workers.adapters.store import applies as apply_store
 from workers.flows import apply_project, pr_plan, push_apply
 
@@ -148,6 +150,49 @@ def test_a_report_that_fails_for_good_fails_publish_after_the_other_went_out(wor
     assert world.reports(req.sha)[PLAN_CONTEXT][0] == "success" and DESTROY_CONTEXT not in world.reports(req.sha)
     world.run(pr_plan.publish(world.ctx, *planned))
     assert world.reports(req.sha)[DESTROY_CONTEXT][0] == "failure"
+
+
+def test_the_dispatch_finds_the_comments_so_the_first_publish_only_posts(world: World) -> None:
+    req = world.opened("first", _tf(world, {**BASE, "one": "1"}))
+    comments = f"/repos/{world.repo.full_name}/issues/{req.pr}/comments"
+    planned = world.plan_pr(req)  # the dispatch looks for the bot's comments while git fetches
+    assert planned is not None and world.gh.state.count_requests("GET", comments) == 1
+    world.run(pr_plan.publish(world.ctx, *planned))
+    assert world.gh.state.count_requests("GET", comments) == 1 and len(world.bot_bodies(req.pr)) == 1
+    again = world.plan_pr(world.pushed(world.pr(req.pr), _tf(world, {**BASE, "two": "2"})))
+    assert again is not None and world.gh.state.count_requests("GET", comments) == 1  # known now: no lookup
+
+
+def test_a_publish_that_died_after_posting_edits_that_comment_on_its_next_try(world: World) -> None:
+    req = world.opened("crashed", _tf(world, {**BASE, "one": "1"}))
+    planned = world.plan_pr(req)
+    assert planned is not None
+    world.run(pr_plan.publish(world.ctx, *planned))
+    key = keys.comments(world.repo.id, req.pr, "plan")
+    world.ctx.records.set(key, '{"1": 0}')  # as left by a worker killed between the POST and recording its id
+    world.run(pr_plan.publish(world.ctx, *planned))
+    (comment,) = world.bot_bodies(req.pr)  # found on GitHub and edited, not posted twice
+    assert "terraform_data.one" in comment
+
+
+def test_finding_the_comments_never_overwrites_what_a_publish_recorded(world: World) -> None:
+    req = world.opened("race", _tf(world, {**BASE, "one": "1"}))
+    key = keys.comments(world.repo.id, req.pr, "plan")
+
+    class Racing:  # GitHub answers the lookup (no comment yet) after a publish recorded its comment
+        async def getiter(self, url: str) -> AsyncIterator[dict[str, object]]:
+            world.ctx.records.set(key, '{"1": 77}')
+            none: list[dict[str, object]] = []
+            for comment in none:
+                yield comment
+
+    gh = cast(GitHubAPI, Racing())
+    repo = world.repo
+    learn = vcs.learn_comments(
+        gh, world.ctx.records, repo=repo.full_name, repo_id=repo.id, number=req.pr, login=BOT, kind="plan"
+    )
+    world.run(learn)
+    assert vcs.known_comment(world.ctx.records, world.repo.id, req.pr, "plan") == 77
 
 
 # -- apply on merge ---------------------------------------------------------------------------------

@@ -11,8 +11,10 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import json
 import logging
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, replace
 from typing import Any
 
@@ -91,7 +93,8 @@ async def dispatch(ctx: WorkerContext, req: PlanRequest) -> Dispatch | None:
             with contextlib.ExitStack() as held:
                 fetch = asyncio.to_thread(plan_code.for_discovery, ctx, req, req.code_sha or req.sha, token, held)
                 files = asyncio.ensure_future(fetch)
-                policy, changed = await _while_fetching(files, gh, req, known)
+                learn = functools.partial(_learn_comments, ctx, gh, req)
+                policy, changed = await _while_fetching(files, gh, req, known, learn=learn)
                 found = discover(files.result(), changed, req.only)
                 inputs = await asyncio.to_thread(carry.fingerprints, ctx, req, files.result(), found)
         except ConfigError as exc:
@@ -116,15 +119,22 @@ async def dispatch(ctx: WorkerContext, req: PlanRequest) -> Dispatch | None:
 
 
 async def _while_fetching(
-    fetch: asyncio.Future[Any], gh: GitHubAPI, req: PlanRequest, known: RepoConfig | None = None
+    fetch: asyncio.Future[Any],
+    gh: GitHubAPI,
+    req: PlanRequest,
+    known: RepoConfig | None = None,
+    *,
+    learn: Callable[[], Awaitable[None]] | None = None,
 ) -> tuple[RepoConfig | None, list[str] | None]:
     """While git fetches the code, read the default branch's config (unless `known`), set
-    `plangate/plan` pending and read the changed files (GitHub's API is still called one request at
-    a time, as GitHub asks); the config and the changed files, once both are done."""
+    `plangate/plan` pending, read the changed files, then run `learn` (GitHub's API is called one
+    request at a time here, as GitHub asks); the config and the changed files, once both are done."""
     try:
         policy = known if known is not None else await base_config_or_none(gh, req.repo, req.default_branch)
         await vcs.set_status(gh, req.repo, req.sha, PLAN_CONTEXT, *pending_status(0))
         changed = await vcs.changed_files(gh, req.repo, req.pr)
+        if learn is not None:
+            await learn()
     finally:
         await asyncio.gather(fetch, return_exceptions=True)  # git must be done before its directory goes
     await fetch  # its own failure, if any
@@ -143,6 +153,13 @@ async def _test_merge(gh: GitHubAPI, req: PlanRequest) -> str | None:
         log.info(json.dumps({"repo": req.repo, "pr": req.pr, "replan_on_merge": "no clean test merge", "base": base}))
         return None
     return str(merge)
+
+
+async def _learn_comments(ctx: WorkerContext, gh: GitHubAPI, req: PlanRequest) -> None:
+    """The PR's plan comment ids, found now so that publishing, on the PR's path, skips the lookup."""
+    await vcs.learn_comments(
+        gh, ctx.records, repo=req.repo, repo_id=req.repo_id, number=req.pr, login=await _login(ctx), kind="plan"
+    )
 
 
 def _take_head(ctx: WorkerContext, req: PlanRequest) -> None:

@@ -21,6 +21,7 @@ from workers.adapters.github.checks import CheckRuns
 from workers.adapters.store.records import Records
 
 MAX_PR_FILES = 3000  # GitHub's pulls/{n}/files stops here
+_POSTING = 0  # a part whose POST may have landed, its id not yet recorded (GitHub's ids start at 1)
 
 
 _BOT_LOGIN = keys.BOT_LOGIN
@@ -82,7 +83,20 @@ def _comments_key(repo_id: int, number: int, kind: str) -> str:
 def known_comment(records: Records, repo_id: int, number: int, kind: str) -> int | None:
     """The id of part 1 of the bot's `kind` comment on `number`, when this Redis knows it."""
     cached = records.get_json(_comments_key(repo_id, number, kind))
-    return int(cached["1"]) if isinstance(cached, dict) and "1" in cached else None
+    part1 = int(cached.get("1") or _POSTING) if isinstance(cached, dict) else _POSTING
+    return part1 if part1 != _POSTING else None
+
+
+async def learn_comments(
+    gh: GitHubAPI, records: Records, *, repo: str, repo_id: int, number: int, login: str, kind: str
+) -> None:
+    """Find the bot's `kind` comments on GitHub unless this Redis knows them, so that publishing need
+    not (a PR's dispatch does this while git fetches). Written only where nothing is recorded yet: a
+    publish that recorded its comment meanwhile is never overwritten."""
+    key = _comments_key(repo_id, number, kind)
+    if records.get_json(key) is None:
+        found = await _find_own(gh, repo, number, login, kind)
+        records.set(key, json.dumps(found), ex=keys.GATE_TTL, nx=True)
 
 
 async def _find_own(gh: GitHubAPI, repo: str, number: int, login: str, kind: str) -> dict[int, int]:
@@ -123,11 +137,9 @@ async def upsert_comments(
     """
     key = _comments_key(repo_id, number, kind)
     cached = records.get_json(key)
-    known: dict[int, int] = (
-        {int(k): int(v) for k, v in cached.items()}
-        if isinstance(cached, dict)
-        else await _find_own(gh, repo, number, login, kind)
-    )
+    known = {int(k): int(v) for k, v in cached.items()} if isinstance(cached, dict) else None
+    if known is None or _POSTING in known.values():  # unknown, or a post that may have landed: look
+        known = await _find_own(gh, repo, number, login, kind)
     first_url: str | None = None
     stamps: list[str] = []
     for part, body in enumerate(bodies, start=1):
@@ -139,6 +151,8 @@ async def upsert_comments(
                 if exc.status_code.value != 404:
                     raise
         if comment is None:
+            # from here until its id is recorded, a crash makes the next try look on GitHub first
+            records.set(key, json.dumps({**known, part: _POSTING}), ex=keys.GATE_TTL)
             comment = await gh.post(f"/repos/{repo}/issues/{number}/comments", data={"body": body})
         known[part] = int(comment["id"])
         stamps.append(str(comment.get("updated_at") or comment.get("created_at") or ""))
