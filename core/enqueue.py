@@ -172,7 +172,7 @@ def write_all(client: redis.Redis, writes: list[JobWrite], *, on: HeldConnection
     script is loaded and those writes run again, so each still runs exactly once.
     """
     commands = [("EVALSHA", w.script.sha, str(len(w.keys)), *w.keys, *w.args) for w in writes]
-    answers = _RECONNECT_ONCE.call_with_retry(lambda: _round_trip(on, commands), lambda _: on.disconnect())
+    answers = _RECONNECT_ONCE.call_with_retry(lambda: _round_trip(on, commands), lambda _: None)  # it disconnected
     results: list[Enqueued | RedisError] = []
     for write, answer in zip(writes, answers, strict=True):
         if isinstance(answer, NoScriptError):

@@ -83,8 +83,8 @@ def _comments_key(repo_id: int, number: int, kind: str) -> str:
 def known_comment(records: Records, repo_id: int, number: int, kind: str) -> int | None:
     """The id of part 1 of the bot's `kind` comment on `number`, when this Redis knows it."""
     cached = records.get_json(_comments_key(repo_id, number, kind))
-    part1 = int(cached.get("1") or _POSTING) if isinstance(cached, dict) else _POSTING
-    return part1 if part1 != _POSTING else None
+    part1 = cached.get("1") if isinstance(cached, dict) else None
+    return int(part1) if part1 else None  # absent, or _POSTING (0): not known
 
 
 async def learn_comments(
