@@ -67,8 +67,9 @@ def _stop(line: str) -> NoReturn:
     raise SystemExit(2)
 
 
-def _logging() -> None:
-    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(levelname)s %(message)s", stream=sys.stderr)
+def _logging(settings: Settings) -> None:
+    level = logging.getLevelNamesMapping()[settings.log_level.upper()]
+    logging.basicConfig(level=level, format="%(asctime)s %(name)s %(levelname)s %(message)s", stream=sys.stderr)
 
 
 def cmd_web(args: argparse.Namespace) -> int:
@@ -79,7 +80,7 @@ def cmd_web(args: argparse.Namespace) -> int:
     from core.settings import forget_secrets
 
     settings = _settings()
-    _logging()
+    _logging(settings)
     if setup_active(settings):
         logging.getLogger("plangate").warning("no GitHub App configured: serving only /setup and /healthz")
         app = create_setup_app(settings)
@@ -99,7 +100,7 @@ def cmd_worker(args: argparse.Namespace) -> int:
     from workers.rq_worker import MAINTENANCE_INTERVAL, PlangateWorker, preload
 
     settings = _settings(need_app=True, need_redis_password=True)
-    _logging()
+    _logging(settings)
     import workers.jobs  # noqa: F401  (loaded once here, so each forked work horse starts warm)
 
     preload()
@@ -144,7 +145,7 @@ def cmd_cron(args: argparse.Namespace) -> int:
     from workers import maintenance
 
     settings = _settings(need_app=True)
-    _logging()
+    _logging(settings)
     from workers import jobs
 
     conn = connect(settings.redis_url)

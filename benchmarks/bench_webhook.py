@@ -5,7 +5,9 @@
 With --probot, the same load hits a Probot app doing the same work (verify, route, push one
 job to Redis; benchmarks/probot/, installed with npm into a temp dir), both servers running side
 by side and loaded in turn (A/B, `--rounds` times: this machine is noisy), and the median of the
-per-round throughput ratios is printed.
+per-round throughput ratios is printed. Both log at `--log-level` (default warning, where each logs
+only what it refuses: Probot's `logLevel: "warn"`, plangate's PLANGATE_LOG_LEVEL=warning); at info,
+plangate also logs a line per accepted delivery.
 
 Loads a signed ~25 KB `pull_request.synchronize` payload (500 distinct head SHAs, so most
 deliveries really enqueue) into a wrk Lua script, then runs wrk twice against one web process
@@ -37,6 +39,7 @@ from standin.stack import wait_http
 FIXTURE = Path(__file__).parent.parent / "tests" / "fixtures" / "github" / "webhooks" / "pull_request.synchronize.json"
 SECRET = "bench-secret"
 TARGET_P99_MS = 10.0  # p99 at ~200 deliveries/s
+PINO_LEVELS = {"debug": "debug", "info": "info", "warning": "warn", "error": "error"}  # Probot's names
 
 
 def _lua_script(count: int) -> str:
@@ -94,9 +97,9 @@ def _load(url: str, script: Path, seconds: int) -> dict[str, float]:
 
 
 @contextmanager
-def _plangate(redis_url: str) -> Iterator[str]:
+def _plangate(redis_url: str, log_level: str) -> Iterator[str]:
     port = free_port()
-    env = dict(os.environ, GITHUB_WEBHOOK_SECRET=SECRET, REDIS_URL=redis_url)
+    env = dict(os.environ, GITHUB_WEBHOOK_SECRET=SECRET, REDIS_URL=redis_url, PLANGATE_LOG_LEVEL=log_level)
     cmd = [sys.executable, "-m", "plangate", "web", "--host", "127.0.0.1", "--port", str(port)]
     web = subprocess.Popen(cmd, env=env, stderr=subprocess.DEVNULL)
     try:
@@ -108,13 +111,18 @@ def _plangate(redis_url: str) -> Iterator[str]:
 
 
 @contextmanager
-def _probot(redis_url: str, tmp: Path) -> Iterator[str]:
+def _probot(redis_url: str, tmp: Path, log_level: str) -> Iterator[str]:
     app = tmp / "probot"
     shutil.copytree(Path(__file__).parent / "probot", app)
     subprocess.run(["npm", "install", "--no-audit", "--no-fund", "--loglevel=error"], cwd=app, check=True)
     port = free_port()
     env = dict(
-        os.environ, WEBHOOK_SECRET=SECRET, REDIS_URL=redis_url, PORT=str(port), PRIVATE_KEY=new_private_key_pem()
+        os.environ,
+        WEBHOOK_SECRET=SECRET,
+        REDIS_URL=redis_url,
+        PORT=str(port),
+        PRIVATE_KEY=new_private_key_pem(),
+        LOG_LEVEL=PINO_LEVELS[log_level],
     )
     node = subprocess.Popen(["node", "index.js"], cwd=app, env=env, stderr=subprocess.DEVNULL)
     try:
@@ -143,6 +151,7 @@ def main() -> int:
     args.add_argument("--seconds", type=int, default=15)
     args.add_argument("--probot", action="store_true", help="also run the Probot baseline (needs node and npm)")
     args.add_argument("--rounds", type=int, default=5, help="A/B rounds of flat-out load with --probot")
+    args.add_argument("--log-level", choices=PINO_LEVELS, default="warning", help="both servers' log level")
     opts = args.parse_args()
     if shutil.which("wrk") is None:
         print("wrk is required: apt-get install -y wrk", file=sys.stderr)
@@ -150,9 +159,9 @@ def main() -> int:
     with private_redis() as redis_url, tempfile.TemporaryDirectory() as tmp, ExitStack() as servers:
         script = Path(tmp) / "deliveries.lua"
         script.write_text(_lua_script(500))
-        urls = {"plangate": servers.enter_context(_plangate(redis_url))}
+        urls = {"plangate": servers.enter_context(_plangate(redis_url, opts.log_level))}
         if opts.probot:
-            urls["probot"] = servers.enter_context(_probot(redis_url, Path(tmp)))
+            urls["probot"] = servers.enter_context(_probot(redis_url, Path(tmp), opts.log_level))
         results = {name: _load(url, script, opts.seconds) for name, url in urls.items()}
         ratios = []
         if opts.probot:
@@ -161,7 +170,10 @@ def main() -> int:
                 theirs = _wrk(urls["probot"] + "/webhook", script, opts.seconds, 16, 0)
                 ratios.append(ours["REQS"] / theirs["REQS"])
     body_kb = len(json.dumps(json.loads(FIXTURE.read_text()))) / 1024
-    print(f"payload: pull_request.synchronize, {body_kb:.1f} KB, signed; one process each; real Redis; wrk")
+    print(
+        f"payload: pull_request.synchronize, {body_kb:.1f} KB, signed; one process each; real Redis; wrk; "
+        f"log level {opts.log_level}"
+    )
     for name, r in results.items():
         print(
             f"{name:8}  flat out {r['rate']:6.0f} deliveries/s | paced {r['paced_rate']:4.0f}/s: "

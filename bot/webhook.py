@@ -116,8 +116,10 @@ async def _handle(scope: Scope, receive: Receive, send: Send) -> None:
     except redis.RedisError:
         status, outcome, reason = 503, "redis-unavailable", "queue unavailable, redeliver later"
     DELIVERIES.labels(metric_event, outcome).inc()
-    info.update(outcome=outcome, status=status, reason=reason, ms=round((time.perf_counter() - started) * 1000, 2))
-    log.info(orjson.dumps(info, default=str).decode())
+    level = logging.WARNING if status >= 400 else logging.INFO  # at PLANGATE_LOG_LEVEL=warning, refusals only
+    if log.isEnabledFor(level):
+        info.update(outcome=outcome, status=status, reason=reason, ms=round((time.perf_counter() - started) * 1000, 2))
+        log.log(level, orjson.dumps(info, default=str).decode())
     answer = orjson.dumps({"outcome": outcome, "reason": reason})
     await send({"type": "http.response.start", "status": status, "headers": [*_JSON, _length(answer)]})
     await send({"type": "http.response.body", "body": answer})

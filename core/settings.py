@@ -21,6 +21,7 @@ from core.status_settings import CLOSED, StatusAuth
 
 DEFAULT_API_URL = "https://api.github.com"
 DEFAULT_REDIS_URL = "redis://127.0.0.1:6379/0"
+LOG_LEVELS = ("debug", "info", "warning", "error")  # PLANGATE_LOG_LEVEL, as Probot's LOG_LEVEL
 # Read once at start-up, then removed from the process environment (see `forget_secrets`): no child
 # process (git, bwrap, terraform) can inherit them, whatever env a caller hands it.
 SECRET_VARIABLES = (
@@ -61,6 +62,7 @@ class Settings:
     secret_files: tuple[Path, ...] = ()  # files secrets were read from: never visible in the sandbox
     status_auth: StatusAuth = CLOSED  # who may read / and /metrics; secrets kept out of repr
     report: str = "checks"  # "checks" (check runs) | "statuses" (commit statuses only)
+    log_level: str = "info"  # one of LOG_LEVELS
 
     def __repr__(self) -> str:
         return f"Settings(app_id={self.app_id}, api_url={self.api_url!r}, workdir={str(self.workdir)!r})"
@@ -263,6 +265,7 @@ def load(
         secret_files=_secret_files(env),
         status_auth=_status_auth(env, app_id),
         report=_choice(env, "PLANGATE_REPORT", ("checks", "statuses"), "checks"),
+        log_level=_choice(env, "PLANGATE_LOG_LEVEL", LOG_LEVELS, "info"),
     )
 
 

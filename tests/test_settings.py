@@ -39,6 +39,7 @@ def test_defaults() -> None:
     assert loaded.api_url == "https://api.github.com"
     assert loaded.redis_url == "redis://127.0.0.1:6379/0"
     assert loaded.tf_env == ()
+    assert loaded.log_level == "info" and settings.load({"PLANGATE_LOG_LEVEL": "warning"}).log_level == "warning"
     ghes = settings.load({"GITHUB_API_URL": "https://ghe.example.com/api/v3/"})
     assert ghes.api_url == "https://ghe.example.com/api/v3"
 
@@ -56,6 +57,7 @@ BAD = [
     ({"PLANGATE_MASK_PATTERNS": "([unclosed"}, "PLANGATE_MASK_PATTERNS"),
     ({"PLANGATE_DRIFT_SCHEDULE": "61 * * * *"}, "PLANGATE_DRIFT_SCHEDULE"),
     ({"PLANGATE_STATUS_PUBLIC": "maybe"}, "PLANGATE_STATUS_PUBLIC"),
+    ({"PLANGATE_LOG_LEVEL": "verbose"}, "PLANGATE_LOG_LEVEL"),
     ({"PLANGATE_STATUS_TOKEN": "too-short"}, "PLANGATE_STATUS_TOKEN"),
     ({"PLANGATE_STATUS_TOKEN": "has a space in the middle"}, "PLANGATE_STATUS_TOKEN"),
     ({"PLANGATE_STATUS_TOKEN_PATH": "/nonexistent/token"}, "PLANGATE_STATUS_TOKEN_PATH"),

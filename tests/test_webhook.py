@@ -252,6 +252,17 @@ def test_each_delivery_is_one_structured_log_line(client: TestClient, caplog: py
     assert SECRET not in json.dumps(line)
 
 
+def test_at_warning_level_only_refusals_are_logged(client: TestClient, caplog: pytest.LogCaptureFixture) -> None:
+    """PLANGATE_LOG_LEVEL=warning keeps every refused delivery in the log and drops the accepted ones."""
+    caplog.set_level("WARNING", logger="plangate.webhook")
+    post(client, "pull_request", load("pull_request.synchronize.json"), **{"X-GitHub-Delivery": "d-ok"})
+    post(client, "pull_request", load("pull_request.synchronize.json"), **{"X-Hub-Signature-256": "sha256=00"})
+    lines = [(r.levelname, json.loads(r.getMessage())) for r in caplog.records if r.name == "plangate.webhook"]
+    assert [(level, line["status"], line["reason"]) for level, line in lines] == [
+        ("WARNING", 401, "signature does not match")
+    ]
+
+
 events = st.sampled_from(["pull_request", "issue_comment", "push", "ping", "installation", "zzz", ""])
 json_values = st.recursive(
     st.none() | st.booleans() | st.integers() | st.text(max_size=20),

@@ -12,6 +12,6 @@ const app = (probot) => {
     await redis.lpush("probot:queue", JSON.stringify(job));
   });
 };
-const probot = new Probot({ appId: 1, privateKey: process.env.PRIVATE_KEY, secret: process.env.WEBHOOK_SECRET, logLevel: "warn" });
+const probot = new Probot({ appId: 1, privateKey: process.env.PRIVATE_KEY, secret: process.env.WEBHOOK_SECRET, logLevel: process.env.LOG_LEVEL || "warn" });
 const middleware = await createNodeMiddleware(app, { probot, webhooksPath: "/webhook" });
 http.createServer(middleware).listen(Number(process.env.PORT), "127.0.0.1");
