@@ -87,7 +87,8 @@ def cmd_web(args: argparse.Namespace) -> int:
     else:
         app = create_app(_settings(need_webhook=True))
     forget_secrets(os.environ)
-    uvicorn.run(app, host=args.host, port=args.port, access_log=False, log_level="warning")
+    # No `server: uvicorn` header: one header less to build per webhook, and nothing to fingerprint.
+    uvicorn.run(app, host=args.host, port=args.port, access_log=False, log_level="warning", server_header=False)
     return 0
 
 

@@ -3,14 +3,18 @@
 from __future__ import annotations
 
 import zlib
+from datetime import UTC, datetime
 from typing import cast
 
 import redis
+from hypothesis import given
+from hypothesis import strategies as st
 from rq import Callback, Queue, Retry, SimpleWorker
 from rq.job import Job, JobStatus
+from rq.utils import utcformat
 
 from core.contract import PLAN_RETRIES, PushRequest
-from core.enqueue import Enqueued, HeldConnection, description, enqueue_once, prepare, write_all
+from core.enqueue import Enqueued, HeldConnection, description, enqueue_once, prepare, stamp, write_all
 
 REQUEST = PushRequest(
     installation_id=1,
@@ -56,6 +60,11 @@ def test_the_job_is_the_one_rq_itself_would_save(redis_conn: redis.Redis) -> Non
     assert set(_hash(redis_conn, "ours-rerun")) >= {b"data", b"origin", b"status", b"retries_left"}
     assert queue.job_ids == ["first-rerun", "ours-rerun", "rq-rerun", "first-once", "ours-once", "rq-once"]
     assert queue in Queue.all(connection=redis_conn)
+
+
+@given(st.datetimes(min_value=datetime(1970, 1, 1), timezones=st.just(UTC)))
+def test_job_times_are_written_as_rq_writes_them(at: datetime) -> None:
+    assert stamp(at) == utcformat(at)
 
 
 def test_a_second_enqueue_of_the_id_changes_nothing(redis_conn: redis.Redis) -> None:
