@@ -1,10 +1,10 @@
 """What the bubblewrap sandbox adds to each terraform call (run by hand).
 
-    .venv/bin/python -m benchmarks.bench_sandbox [--rounds 20]
+    .venv/bin/python -m benchmarks.bench_sandbox [--rounds 20] [--resources 20]
 
 The same `Terraform` runner, with and without the sandbox, alternating A/B in one run (this
 machine is noisy): `init`, `plan -out` and `show -json` of a 20-resource `terraform_data` project,
-each timed separately. Prints the median per step and the extra wall time per call.
+(or `--resources`) each timed separately. Prints the median per step and the extra wall time per call.
 """
 
 from __future__ import annotations
@@ -46,8 +46,8 @@ def _timed(step: Callable[[], object]) -> float:
     return time.perf_counter() - started
 
 
-def _round(sandbox: Sandbox, root: Path) -> dict[str, float]:
-    work = _project(root)
+def _round(sandbox: Sandbox, root: Path, resources: int) -> dict[str, float]:
+    work = _project(root, resources)
     tf = _runner(sandbox, root, work)
     planfile = work / "plan" / "p.tfplan"
     times = {
@@ -62,6 +62,7 @@ def _round(sandbox: Sandbox, root: Path) -> dict[str, float]:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--rounds", type=int, default=20)
+    parser.add_argument("--resources", type=int, default=20)
     args = parser.parse_args()
     root = Path(tempfile.mkdtemp(prefix="plangate-bench-sandbox-"))
     sandbox = prepare("bwrap", (), root / "probe")
@@ -69,7 +70,7 @@ def main() -> None:
     for i in range(args.rounds):
         order = [("off", Sandbox("off")), ("bwrap", sandbox)]
         for name, box in order if i % 2 == 0 else reversed(order):
-            for step, seconds in _round(box, root).items():
+            for step, seconds in _round(box, root, args.resources).items():
                 results[name].setdefault(step, []).append(seconds)
     print(f"{args.rounds} rounds, A/B alternating; median seconds per call ({sandbox.bwrap}, proc={sandbox.proc})")
     print(f"{'step':<12}{'no sandbox':>12}{'bwrap':>10}{'extra':>10}{'ratio':>8}")
