@@ -39,3 +39,7 @@ def test_plan_and_apply_credentials_and_caches_are_kept_apart(
     assert apply.env["AWS_RW_KEY"] == "rw" and "AWS_RO_KEY" not in apply.env
     assert plan.writable != apply.writable and drift.writable == apply.writable
     assert plan.env["TF_PLUGIN_CACHE_DIR"].endswith("untrusted")
+    for tf in (plan, drift, apply):  # a plan's code holding the lock would stall every init on the host
+        assert tf.init_lock is not None
+        assert not any(tf.init_lock.is_relative_to(shown) for shown in (*tf.writable, *tf.readable))
+    assert plan.init_lock != apply.init_lock

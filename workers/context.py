@@ -58,9 +58,10 @@ class WorkerContext:
         """
         trust = "untrusted" if phase == "plan" else "trusted"
         cache_dir = self.settings.workdir / "plugin-cache" / trust
+        locks = self.settings.workdir / "locks"  # never inside what the sandbox shows: a plan cannot hold them
         home = self.settings.workdir / "home"
-        home.mkdir(parents=True, exist_ok=True)
-        cache_dir.mkdir(parents=True, exist_ok=True)
+        for made in (home, cache_dir, locks):
+            made.mkdir(parents=True, exist_ok=True)
         extra = self.settings.tf_env_apply if phase == "apply" else self.settings.tf_env_plan
         env = build_env(
             passthrough=[*self.settings.tf_env, *extra],
@@ -73,7 +74,7 @@ class WorkerContext:
             env=env,
             timeout=self.settings.tf_timeout,
             memory_limit_bytes=self.settings.tf_memory_mb * 1024 * 1024,
-            init_lock=cache_dir / ".plangate-init.lock",
+            init_lock=locks / f"plugin-cache-{trust}.lock",
             sandbox=self.sandbox,
             writable=(cache_dir,),
         )
