@@ -22,7 +22,7 @@ from bot.status_auth import metrics_access
 from bot.webhook import webhook
 from core import settings as settings_module
 from core.contract import COMMANDS_QUEUE, PLANS_QUEUE
-from core.redis_client import connect
+from core.redis_client import connect, held_async
 from core.settings import Settings
 
 log = logging.getLogger("plangate")
@@ -52,13 +52,13 @@ def create_app(settings: Settings | None = None) -> Starlette:
         app.state.redis = conn
         app.state.commands = Queue(COMMANDS_QUEUE, connection=conn)
         app.state.plans = Queue(PLANS_QUEUE, connection=conn)
-        app.state.enqueuer = Enqueuer(conn)
+        app.state.enqueuer = Enqueuer(conn, held_async(loaded.redis_url, socket_connect_timeout=2, socket_timeout=2))
         app.state.worker_metrics = CollectorRegistry(auto_describe=True)
         app.state.worker_metrics.register(GateDecisions(conn))
         app.state.worker_metrics.register(GitHubHealth(conn))
         _log_status_access(loaded)
         yield
-        app.state.enqueuer.close()
+        await app.state.enqueuer.close()
         conn.close()
 
     return PlangateApp(

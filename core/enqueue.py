@@ -17,15 +17,14 @@ from __future__ import annotations
 import zlib
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Any, Protocol
+from typing import Any
 
 import hiredis
 import redis
 import rq
-from redis.backoff import NoBackoff
+from redis.asyncio.connection import AbstractConnection as AsyncConnection
 from redis.commands.core import Script
 from redis.exceptions import NoScriptError, RedisError, ResponseError
-from redis.retry import Retry as RedisRetry
 from rq import Callback, Queue, Retry
 from rq.utils import now
 
@@ -40,7 +39,6 @@ redis.call('SADD', KEYS[3], KEYS[2])
 return 1
 """
 _PER_JOB = ("created_at", "enqueued_at", "data", "description")  # what RQ varies between jobs of a kind
-_RECONNECT_ONCE = RedisRetry(NoBackoff(), 1, supported_errors=(redis.ConnectionError,))
 _STORED = 0  # zlib level 0: a job's few hundred bytes, stored as RQ's valid zlib stream in 2 µs instead of 12
 
 
@@ -140,14 +138,6 @@ def _template(queue: Queue, func: str, request: Any, timeout: int, result_ttl: i
     )
 
 
-class HeldConnection(Protocol):
-    """What write_all uses of a redis-py connection (redis-py leaves these methods untyped)."""
-
-    def send_packed_command(self, command: Any, check_health: bool = True) -> None: ...
-    def read_response(self) -> Any: ...
-    def disconnect(self) -> None: ...
-
-
 @dataclass(frozen=True)
 class JobWrite:
     """One job ready to be written: the script, its keys and arguments."""
@@ -170,18 +160,21 @@ def prepare(
     return JobWrite(job_id, template.script, keys, args)
 
 
-def write_all(client: redis.Redis, writes: list[JobWrite], *, on: HeldConnection) -> list[Enqueued | RedisError]:
-    """Run the writes in one round trip on `on`, a connection of `client` held by the caller (redis-py's
-    pool checkout and hooks around each call cost as much as the write itself); each write answers
-    for itself (a duplicate or an error). A connection found dropped (a Redis restart) is opened
-    again once, as redis-py's pool would: the script is idempotent, so a write that did run
-    answers as a duplicate.
+async def write_all(client: redis.Redis, writes: list[JobWrite], *, on: AsyncConnection) -> list[Enqueued | RedisError]:
+    """Run the writes in one round trip on `on`, an asyncio connection of the caller's alone (the event
+    loop serves other requests while Redis answers; redis-py's pool and client layers around each call
+    cost as much as the write itself); each write answers for itself (a duplicate or an error). A
+    connection found dropped (a Redis restart) is opened again once, as redis-py's pool would: the
+    script is idempotent, so a write that did run answers as a duplicate.
 
     A Redis that lost its script cache (a restart) answers NOSCRIPT without running anything: the
-    script is loaded and those writes run again, so each still runs exactly once.
+    script is loaded and those writes run again through `client`, so each still runs exactly once.
     """
     commands = [("EVALSHA", w.script.sha, str(len(w.keys)), *w.keys, *w.args) for w in writes]
-    answers = _RECONNECT_ONCE.call_with_retry(lambda: _round_trip(on, commands), lambda _: None)  # it disconnected
+    try:
+        answers = await _round_trip(on, commands)
+    except redis.ConnectionError:  # it disconnected; the next send connects again
+        answers = await _round_trip(on, commands)
     results: list[Enqueued | RedisError] = []
     for write, answer in zip(writes, answers, strict=True):
         if isinstance(answer, NoScriptError):
@@ -190,19 +183,20 @@ def write_all(client: redis.Redis, writes: list[JobWrite], *, on: HeldConnection
     return results
 
 
-def _round_trip(on: HeldConnection, commands: list[tuple[Any, ...]]) -> list[Any]:
+async def _round_trip(on: AsyncConnection, commands: list[tuple[Any, ...]]) -> list[Any]:
     """Send every command, then read every answer (an error answer is returned, not raised)."""
     try:
-        on.send_packed_command([b"".join(map(hiredis.pack_command, commands))])  # 2.5× faster than redis-py's packer
+        packed = b"".join(map(hiredis.pack_command, commands))  # 2.5× faster than redis-py's packer
+        await on.send_packed_command([packed])
         answers: list[Any] = []
         for _ in commands:
             try:
-                answers.append(on.read_response())
+                answers.append(await on.read_response())
             except ResponseError as exc:  # read whole: the connection stays in step
                 answers.append(exc)
         return answers
     except BaseException:
-        on.disconnect()  # answers may still be on their way: never reuse the connection
+        await on.disconnect()  # answers may still be on their way: never reuse the connection
         raise
 
 

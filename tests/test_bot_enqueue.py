@@ -6,29 +6,33 @@ import asyncio
 
 import pytest
 import redis
-from redis.backoff import NoBackoff
-from redis.retry import Retry
+from redis.asyncio.connection import AbstractConnection as AsyncConnection
 from rq import Queue
 
 import bot.enqueue
 import core.enqueue
 from bot.enqueue import Enqueuer
-from core.enqueue import Enqueued, HeldConnection, JobWrite
+from core.enqueue import Enqueued, JobWrite
+from core.redis_client import held_async
 from standin.local_redis import free_port
 from tests.test_enqueue import ONCE, OTHER, REQUEST
 
 
-def test_one_turn_of_deliveries_is_one_write(redis_conn: redis.Redis, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_one_turn_of_deliveries_is_one_write(
+    redis_conn: redis.Redis, redis_url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
     rounds: list[int] = []
     real = core.enqueue.write_all
 
-    def counted(conn: redis.Redis, writes: list[JobWrite], *, on: HeldConnection) -> list[Enqueued | redis.RedisError]:
+    async def counted(
+        conn: redis.Redis, writes: list[JobWrite], *, on: AsyncConnection
+    ) -> list[Enqueued | redis.RedisError]:
         rounds.append(len(writes))
-        return real(conn, writes, on=on)
+        return await real(conn, writes, on=on)
 
     monkeypatch.setattr(bot.enqueue, "write_all", counted)
     queue = Queue("plangate-test", connection=redis_conn)
-    enqueuer = Enqueuer(redis_conn)
+    enqueuer = Enqueuer(redis_conn, held_async(redis_url))
 
     async def deliveries() -> list[Enqueued]:
         together = [enqueuer.enqueue(queue, ONCE, job, req, result_ttl=60) for job, req in _JOBS]
@@ -43,9 +47,10 @@ def test_one_turn_of_deliveries_is_one_write(redis_conn: redis.Redis, monkeypatc
 
 
 def test_redis_down_fails_every_waiting_delivery() -> None:
-    down = redis.Redis(port=free_port(), socket_connect_timeout=1, retry=Retry(NoBackoff(), 0))
+    url = f"redis://127.0.0.1:{free_port()}/0"
+    down = redis.Redis.from_url(url, socket_connect_timeout=1)
     queue = Queue("plangate-test", connection=down)
-    enqueuer = Enqueuer(down)
+    enqueuer = Enqueuer(down, held_async(url, socket_connect_timeout=1))
 
     async def deliveries() -> list[Enqueued | BaseException]:
         together = [enqueuer.enqueue(queue, ONCE, job, req, result_ttl=60) for job, req in _JOBS]
@@ -58,9 +63,9 @@ def test_redis_down_fails_every_waiting_delivery() -> None:
 _JOBS = (("a", REQUEST), ("b", OTHER), ("a", OTHER))
 
 
-def test_a_dropped_connection_is_retried_and_each_job_written_once(redis_conn: redis.Redis) -> None:
+def test_a_dropped_connection_is_retried_and_each_job_written_once(redis_conn: redis.Redis, redis_url: str) -> None:
     queue = Queue("plangate-test", connection=redis_conn)
-    enqueuer = Enqueuer(redis.Redis(connection_pool=redis_conn.connection_pool))
+    enqueuer = Enqueuer(redis_conn, held_async(redis_url))
 
     async def deliveries() -> list[Enqueued]:
         first = await enqueuer.enqueue(queue, ONCE, "a", REQUEST, result_ttl=60)
@@ -72,14 +77,14 @@ def test_a_dropped_connection_is_retried_and_each_job_written_once(redis_conn: r
 
 
 def test_any_failure_of_the_write_answers_every_waiting_delivery(
-    redis_conn: redis.Redis, monkeypatch: pytest.MonkeyPatch
+    redis_conn: redis.Redis, redis_url: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    def broken(conn: redis.Redis, writes: list[JobWrite], *, on: HeldConnection) -> list[Enqueued]:
+    async def broken(conn: redis.Redis, writes: list[JobWrite], *, on: AsyncConnection) -> list[Enqueued]:
         raise TypeError("a bug, not Redis")
 
     monkeypatch.setattr(bot.enqueue, "write_all", broken)
     queue = Queue("plangate-test", connection=redis_conn)
-    enqueuer = Enqueuer(redis_conn)
+    enqueuer = Enqueuer(redis_conn, held_async(redis_url))
 
     async def deliveries() -> list[Enqueued | BaseException]:
         together = [enqueuer.enqueue(queue, ONCE, job, req, result_ttl=60) for job, req in _JOBS]
@@ -87,3 +92,35 @@ def test_any_failure_of_the_write_answers_every_waiting_delivery(
 
     answers = asyncio.run(deliveries())
     assert len(answers) == 3 and all(isinstance(a, TypeError) for a in answers)
+
+
+def test_while_redis_answers_the_loop_serves_others_whose_jobs_make_the_next_write(
+    redis_conn: redis.Redis, redis_url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    rounds: list[int] = []
+    real = core.enqueue.write_all
+
+    async def counted(
+        conn: redis.Redis, writes: list[JobWrite], *, on: AsyncConnection
+    ) -> list[Enqueued | redis.RedisError]:
+        rounds.append(len(writes))
+        return await real(conn, writes, on=on)
+
+    monkeypatch.setattr(bot.enqueue, "write_all", counted)
+    queue = Queue("plangate-test", connection=redis_conn)
+    enqueuer = Enqueuer(redis_conn, held_async(redis_url))
+
+    async def deliveries() -> tuple[list[Enqueued], list[str]]:
+        order: list[str] = []
+        redis_conn.client_pause(300, all=False)  # Redis holds every write for 0.3 s, as a busy one would
+        first = asyncio.ensure_future(enqueuer.enqueue(queue, ONCE, "a", REQUEST, result_ttl=60))
+        first.add_done_callback(lambda _: order.append("a written"))
+        await asyncio.sleep(0.1)  # the loop is free while the first write waits on Redis
+        order.append("loop served")
+        later = [enqueuer.enqueue(queue, ONCE, job, req, result_ttl=60) for job, req in (("b", OTHER), ("c", REQUEST))]
+        return [await first, *await asyncio.gather(*later)], order
+
+    answers, order = asyncio.run(deliveries())
+    assert order == ["loop served", "a written"]
+    assert answers == [Enqueued("a", False), Enqueued("b", False), Enqueued("c", False)]
+    assert rounds == [1, 2] and queue.job_ids == ["a", "b", "c"]

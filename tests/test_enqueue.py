@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
+import asyncio
 import zlib
 from datetime import UTC, datetime
-from typing import cast
 
 import redis
 from hypothesis import given
@@ -14,7 +14,8 @@ from rq.job import Job, JobStatus
 from rq.utils import utcformat
 
 from core.contract import PLAN_RETRIES, PushRequest
-from core.enqueue import Enqueued, HeldConnection, description, enqueue_once, prepare, stamp, write_all
+from core.enqueue import Enqueued, description, enqueue_once, prepare, stamp, write_all
+from core.redis_client import held_async
 
 REQUEST = PushRequest(
     installation_id=1,
@@ -86,12 +87,20 @@ def test_an_rq_worker_runs_it_with_its_typed_request(redis_conn: redis.Redis) ->
     assert job.return_value() == f"acme/infra@{'b' * 40}"
 
 
-def test_writes_pipelined_together_each_answer_for_themselves(redis_conn: redis.Redis) -> None:
+def test_writes_pipelined_together_each_answer_for_themselves(redis_conn: redis.Redis, redis_url: str) -> None:
     queue = Queue("plangate-test", connection=redis_conn)
     enqueue_once(queue, ONCE, "stored-before", REQUEST)
     writes = [prepare(queue, ONCE, job, req) for job, req in (("a", REQUEST), ("stored-before", OTHER), ("a", OTHER))]
     redis_conn.script_flush()  # as after a Redis restart: the script must be loaded again, each job written once
-    results = write_all(redis_conn, writes, on=cast(HeldConnection, redis_conn.connection_pool.make_connection()))
+    held = held_async(redis_url)
+
+    async def written() -> list[Enqueued | redis.RedisError]:
+        try:
+            return await write_all(redis_conn, writes, on=held)
+        finally:
+            await held.disconnect()
+
+    results = asyncio.run(written())
     assert results == [Enqueued("a", False), Enqueued("stored-before", True), Enqueued("a", True)]
     assert queue.job_ids == ["stored-before", "a"]
     SimpleWorker([queue], connection=redis_conn).work(burst=True)
