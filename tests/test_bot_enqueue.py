@@ -18,9 +18,8 @@ from standin.local_redis import free_port
 from tests.test_enqueue import ONCE, OTHER, REQUEST
 
 
-def test_one_turn_of_deliveries_is_one_write(
-    redis_conn: redis.Redis, redis_url: str, monkeypatch: pytest.MonkeyPatch
-) -> None:
+def _count_writes(monkeypatch: pytest.MonkeyPatch) -> list[int]:
+    """The number of jobs in each round trip the enqueuer makes from now on."""
     rounds: list[int] = []
     real = core.enqueue.write_all
 
@@ -31,6 +30,13 @@ def test_one_turn_of_deliveries_is_one_write(
         return await real(conn, writes, on=on)
 
     monkeypatch.setattr(bot.enqueue, "write_all", counted)
+    return rounds
+
+
+def test_one_turn_of_deliveries_is_one_write(
+    redis_conn: redis.Redis, redis_url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    rounds = _count_writes(monkeypatch)
     queue = Queue("plangate-test", connection=redis_conn)
     enqueuer = Enqueuer(redis_conn, held_async(redis_url))
 
@@ -97,16 +103,7 @@ def test_any_failure_of_the_write_answers_every_waiting_delivery(
 def test_while_redis_answers_the_loop_serves_others_whose_jobs_make_the_next_write(
     redis_conn: redis.Redis, redis_url: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    rounds: list[int] = []
-    real = core.enqueue.write_all
-
-    async def counted(
-        conn: redis.Redis, writes: list[JobWrite], *, on: AsyncConnection
-    ) -> list[Enqueued | redis.RedisError]:
-        rounds.append(len(writes))
-        return await real(conn, writes, on=on)
-
-    monkeypatch.setattr(bot.enqueue, "write_all", counted)
+    rounds = _count_writes(monkeypatch)
     queue = Queue("plangate-test", connection=redis_conn)
     enqueuer = Enqueuer(redis_conn, held_async(redis_url))
 
