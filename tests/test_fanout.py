@@ -1,0 +1,56 @@
+"""A publish waits for every plan of a PR of hundreds of projects, through a tree of joins: RQ reads
+the status of all of a job's dependencies each time one of them ends, so one wide join is O(N²)."""
+
+from __future__ import annotations
+
+import pytest
+import redis
+from rq import Queue, SimpleWorker
+from rq.job import Job, JobStatus
+
+from workers import fanout
+
+
+def _waits_on(job: Job) -> list[Job]:
+    found = Job.fetch_many(job.dependency_ids, connection=job.connection)
+    assert all(found), "a job waits on a job that is gone"
+    return [j for j in found if j is not None]
+
+
+def test_a_publish_after_many_jobs_waits_through_joins_of_at_most_fan_in(
+    redis_conn: redis.Redis, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(fanout, "FAN_IN", 4)  # the same tree as at 32, with fewer jobs to run
+    queue = Queue("plangate-test-fanout", connection=redis_conn)
+    many = 2 * fanout.FAN_IN * fanout.FAN_IN + 3  # two levels of joins
+    ids = [queue.enqueue("builtins.len", "x").id for _ in range(many - 1)]
+    ids.append(queue.enqueue("builtins.int", "not a number").id)  # one plan fails: the publish still runs
+    publish = queue.enqueue(
+        "tests.jobs.fanin.statuses", kwargs={"job_ids": ids}, depends_on=fanout.all_ended(queue, ids)
+    )
+    leaves: list[str] = []
+    level = [publish]
+    while level:
+        below = []
+        for job in level:
+            waits = _waits_on(job) if job.dependency_ids else []
+            assert len(waits) <= fanout.FAN_IN
+            leaves += [j.id for j in waits if j.func_name != "workers.jobs.joined"]
+            below += [j for j in waits if j.func_name == "workers.jobs.joined"]
+        level = below
+    assert sorted(leaves) == sorted(ids)  # every job is waited for, once
+
+    SimpleWorker([queue], connection=redis_conn).work(burst=True)
+    assert publish.get_status() == JobStatus.FINISHED
+    seen = publish.return_value()
+    assert seen is not None and len(seen) == many
+    assert set(seen) == {JobStatus.FAILED, JobStatus.FINISHED}  # all had ended before it ran
+
+
+def test_up_to_fan_in_jobs_the_publish_waits_on_them_directly(redis_conn: redis.Redis) -> None:
+    queue = Queue("plangate-test-fanout", connection=redis_conn)
+    ids = [queue.enqueue("builtins.len", "x").id for _ in range(fanout.FAN_IN)]
+    waited = fanout.all_ended(queue, ids)
+    assert waited is not None and waited.dependencies == ids and waited.allow_failure
+    assert queue.count == fanout.FAN_IN  # no join job
+    assert fanout.all_ended(queue, []) is None
