@@ -54,3 +54,19 @@ def test_up_to_fan_in_jobs_the_publish_waits_on_them_directly(redis_conn: redis.
     assert waited is not None and waited.dependencies == ids and waited.allow_failure
     assert queue.count == fanout.FAN_IN  # no join job
     assert fanout.all_ended(queue, []) is None
+
+
+def test_a_join_runs_as_soon_as_its_jobs_end_not_after_the_jobs_queued_behind_them(
+    redis_conn: redis.Redis, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(fanout, "FAN_IN", 4)
+    queue = Queue("plangate-test-fanout", connection=redis_conn)
+    jobs = [queue.enqueue("builtins.len", "x") for _ in range(9)]
+    waited = fanout.all_ended(queue, [j.id for j in jobs])
+    assert waited is not None and isinstance(waited.dependencies[0], str)
+    first_join = Job.fetch(waited.dependencies[0], connection=redis_conn)
+    SimpleWorker([queue], connection=redis_conn).work(burst=True)
+    first_join.refresh()  # type: ignore[no-untyped-call]
+    jobs[4].refresh()  # type: ignore[no-untyped-call]
+    assert first_join.started_at is not None and jobs[4].started_at is not None
+    assert first_join.started_at < jobs[4].started_at  # ran once jobs 0-3 ended, ahead of job 4

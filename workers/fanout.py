@@ -92,7 +92,8 @@ def all_ended(queue: Queue, ids: list[str]) -> Dependency | None:
         ids = [
             queue.enqueue(
                 "workers.jobs.joined",
-                depends_on=Dependency(jobs=ids[start : start + FAN_IN], allow_failure=True),
+                # at the queue's front once its jobs have ended, not after every plan queued meanwhile
+                depends_on=Dependency(jobs=ids[start : start + FAN_IN], allow_failure=True, enqueue_at_front=True),
                 job_timeout=JOIN_TIMEOUT,
                 retry=RERUN,
                 on_failure=ABANDONED,
