@@ -60,9 +60,11 @@ def test_a_workspace_project_is_planned_approved_and_applied_in_its_workspace(tm
         assert state_addresses(state) == {"terraform_data.keep", "terraform_data.doomed"}  # default untouched
 
 
+# Each call is written to a hidden file, then renamed: the test, polling, reads only complete calls.
 RECORDER = """#!/bin/sh
-{{ printf 'ARGV'; for a in "$@"; do printf ' %s' "$a"; done; echo; env | sort | sed 's/^/ENV /'; }} \
-  > "$(mktemp {log}/$(date +%s%N).XXXXXX)"
+call="$(mktemp {log}/.$(date +%s%N).XXXXXX)"
+{{ printf 'ARGV'; for a in "$@"; do printf ' %s' "$a"; done; echo; env | sort | sed 's/^/ENV /'; }} > "$call"
+mv "$call" "{log}/$(basename "$call" | cut -c2-)"
 exec {real} "$@"
 """
 
@@ -71,7 +73,7 @@ def _steps(log: Path) -> list[tuple[str, tuple[str, ...]]]:
     """(argv with job paths normalised, environment) per terraform call, in order (one file a call:
     the two `show`s run at once)."""
     steps: list[tuple[str, tuple[str, ...]]] = []
-    for call in sorted(log.iterdir()):
+    for call in sorted(c for c in log.iterdir() if not c.name.startswith(".")):  # hidden: still being written
         first, *rest = call.read_text().strip().splitlines()
         argv = re.sub(r"\S*/run-[^/\s]+", "RUN", first.removeprefix("ARGV").strip())
         env = tuple(line for line in rest if not line.startswith(("ENV PWD=", "ENV TF_PLUGIN_CACHE_DIR=")))
