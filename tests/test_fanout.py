@@ -70,3 +70,15 @@ def test_a_join_runs_as_soon_as_its_jobs_end_not_after_the_jobs_queued_behind_th
     jobs[4].refresh()  # type: ignore[no-untyped-call]
     assert first_join.started_at is not None and jobs[4].started_at is not None
     assert first_join.started_at < jobs[4].started_at  # ran once jobs 0-3 ended, ahead of job 4
+
+
+def test_a_publish_runs_as_soon_as_its_jobs_end_ahead_of_work_queued_since(redis_conn: redis.Redis) -> None:
+    queue = Queue("plangate-test-fanout", connection=redis_conn)
+    plans = [queue.enqueue("builtins.len", "x") for _ in range(2)]
+    publish = queue.enqueue("builtins.len", "x", depends_on=fanout.all_ended(queue, [p.id for p in plans]))
+    later = [queue.enqueue("builtins.len", "x") for _ in range(3)]  # another PR's plans, queued meanwhile
+    SimpleWorker([queue], connection=redis_conn).work(burst=True)
+    publish.refresh()  # type: ignore[no-untyped-call]
+    later[0].refresh()  # type: ignore[no-untyped-call]
+    assert publish.started_at is not None and later[0].started_at is not None
+    assert publish.started_at < later[0].started_at

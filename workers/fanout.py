@@ -87,12 +87,13 @@ def _publish_after(queue: Queue, ids: list[str], publish: str, kwargs: dict[str,
 
 def all_ended(queue: Queue, ids: list[str]) -> Dependency | None:
     """A dependency met once every job of `ids` has ended, however it ended. Over FAN_IN jobs, it waits
-    on `joined` jobs, each waiting on FAN_IN of them (and so on up): a tree instead of one wide join."""
+    on `joined` jobs, each waiting on FAN_IN of them (and so on up): a tree instead of one wide join.
+    What waits goes to the queue's front when it is ready: its PR's plans are done, so it should not
+    wait behind every plan queued since."""
     while len(ids) > FAN_IN:
         ids = [
             queue.enqueue(
                 "workers.jobs.joined",
-                # at the queue's front once its jobs have ended, not after every plan queued meanwhile
                 depends_on=Dependency(jobs=ids[start : start + FAN_IN], allow_failure=True, enqueue_at_front=True),
                 job_timeout=JOIN_TIMEOUT,
                 retry=RERUN,
@@ -100,7 +101,7 @@ def all_ended(queue: Queue, ids: list[str]) -> Dependency | None:
             ).id
             for start in range(0, len(ids), FAN_IN)
         ]
-    return Dependency(jobs=ids, allow_failure=True) if ids else None
+    return Dependency(jobs=ids, allow_failure=True, enqueue_at_front=True) if ids else None
 
 
 def plan_alone(conn: redis.Redis, request: PlanRequest, project: Project, *, tf_timeout: float) -> str:
