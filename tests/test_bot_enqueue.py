@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Coroutine
 
 import pytest
 import redis
@@ -33,15 +34,26 @@ def _count_writes(monkeypatch: pytest.MonkeyPatch) -> list[int]:
     return rounds
 
 
+def _queue_and_enqueuer(conn: redis.Redis, url: str, **options: float) -> tuple[Queue, Enqueuer]:
+    """A test queue and an enqueuer writing to it over a held connection to `url`."""
+    return Queue("plangate-test", connection=conn), Enqueuer(conn, held_async(url, **options))
+
+
+def _each(
+    enqueuer: Enqueuer, queue: Queue, jobs: tuple[tuple[str, object], ...]
+) -> list[Coroutine[None, None, Enqueued]]:
+    """One delivery's enqueue per (job id, request) of `jobs`, not yet awaited."""
+    return [enqueuer.enqueue(queue, ONCE, job, req, result_ttl=60) for job, req in jobs]
+
+
 def test_one_turn_of_deliveries_is_one_write(
     redis_conn: redis.Redis, redis_url: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     rounds = _count_writes(monkeypatch)
-    queue = Queue("plangate-test", connection=redis_conn)
-    enqueuer = Enqueuer(redis_conn, held_async(redis_url))
+    queue, enqueuer = _queue_and_enqueuer(redis_conn, redis_url)
 
     async def deliveries() -> list[Enqueued]:
-        together = [enqueuer.enqueue(queue, ONCE, job, req, result_ttl=60) for job, req in _JOBS]
+        together = _each(enqueuer, queue, _JOBS)
         answers = await asyncio.gather(*together)
         later = await enqueuer.enqueue(queue, ONCE, "c", REQUEST, result_ttl=60)  # alone: its own write
         return [*answers, later]
@@ -55,11 +67,10 @@ def test_one_turn_of_deliveries_is_one_write(
 def test_redis_down_fails_every_waiting_delivery() -> None:
     url = f"redis://127.0.0.1:{free_port()}/0"
     down = redis.Redis.from_url(url, socket_connect_timeout=1)
-    queue = Queue("plangate-test", connection=down)
-    enqueuer = Enqueuer(down, held_async(url, socket_connect_timeout=1))
+    queue, enqueuer = _queue_and_enqueuer(down, url, socket_connect_timeout=1)
 
     async def deliveries() -> list[Enqueued | BaseException]:
-        together = [enqueuer.enqueue(queue, ONCE, job, req, result_ttl=60) for job, req in _JOBS]
+        together = _each(enqueuer, queue, _JOBS)
         return await asyncio.gather(*together, return_exceptions=True)
 
     answers = asyncio.run(deliveries())
@@ -70,8 +81,7 @@ _JOBS = (("a", REQUEST), ("b", OTHER), ("a", OTHER))
 
 
 def test_a_dropped_connection_is_retried_and_each_job_written_once(redis_conn: redis.Redis, redis_url: str) -> None:
-    queue = Queue("plangate-test", connection=redis_conn)
-    enqueuer = Enqueuer(redis_conn, held_async(redis_url))
+    queue, enqueuer = _queue_and_enqueuer(redis_conn, redis_url)
 
     async def deliveries() -> list[Enqueued]:
         first = await enqueuer.enqueue(queue, ONCE, "a", REQUEST, result_ttl=60)
@@ -89,11 +99,10 @@ def test_any_failure_of_the_write_answers_every_waiting_delivery(
         raise TypeError("a bug, not Redis")
 
     monkeypatch.setattr(bot.enqueue, "write_all", broken)
-    queue = Queue("plangate-test", connection=redis_conn)
-    enqueuer = Enqueuer(redis_conn, held_async(redis_url))
+    queue, enqueuer = _queue_and_enqueuer(redis_conn, redis_url)
 
     async def deliveries() -> list[Enqueued | BaseException]:
-        together = [enqueuer.enqueue(queue, ONCE, job, req, result_ttl=60) for job, req in _JOBS]
+        together = _each(enqueuer, queue, _JOBS)
         return await asyncio.wait_for(asyncio.gather(*together, return_exceptions=True), timeout=5)
 
     answers = asyncio.run(deliveries())
@@ -104,8 +113,7 @@ def test_while_redis_answers_the_loop_serves_others_whose_jobs_make_the_next_wri
     redis_conn: redis.Redis, redis_url: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     rounds = _count_writes(monkeypatch)
-    queue = Queue("plangate-test", connection=redis_conn)
-    enqueuer = Enqueuer(redis_conn, held_async(redis_url))
+    queue, enqueuer = _queue_and_enqueuer(redis_conn, redis_url)
 
     async def deliveries() -> tuple[list[Enqueued], list[str]]:
         order: list[str] = []
@@ -114,7 +122,7 @@ def test_while_redis_answers_the_loop_serves_others_whose_jobs_make_the_next_wri
         first.add_done_callback(lambda _: order.append("a written"))
         await asyncio.sleep(0.1)  # the loop is free while the first write waits on Redis
         order.append("loop served")
-        later = [enqueuer.enqueue(queue, ONCE, job, req, result_ttl=60) for job, req in (("b", OTHER), ("c", REQUEST))]
+        later = _each(enqueuer, queue, (("b", OTHER), ("c", REQUEST)))
         return [await first, *await asyncio.gather(*later)], order
 
     answers, order = asyncio.run(deliveries())
