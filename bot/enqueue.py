@@ -65,12 +65,20 @@ class Enqueuer:
                     results = await write_all(self._conn, [write for write, _ in batch], on=self._held)
                 except Exception as exc:  # every waiting delivery gets the failure: none is left hanging
                     results = [exc] * len(batch)
-                for (_, answer), result in zip(batch, results, strict=True):
-                    if answer.done():
-                        continue
-                    if isinstance(result, Enqueued):
-                        answer.set_result(result)
-                    else:
-                        answer.set_exception(result)
+                _answer(batch, results)
         finally:
             self._writer = None
+
+
+def _answer(
+    batch: list[tuple[JobWrite, asyncio.Future[Enqueued]]],
+    results: list[Enqueued | redis.RedisError] | list[Exception],
+) -> None:
+    """Each waiting delivery gets its own job's outcome (one whose request has gone is skipped)."""
+    for (_, answer), result in zip(batch, results, strict=True):
+        if answer.done():
+            continue
+        if isinstance(result, Enqueued):
+            answer.set_result(result)
+        else:
+            answer.set_exception(result)
