@@ -34,7 +34,7 @@ PUBLISH_TIMEOUT = 600  # rendering and writing one plan comment and its statuses
 # The most jobs one job waits on directly. Each time a job ends, RQ reads the status of every job its
 # dependent waits on, so a publish waiting on N plans costs O(N²) reads (80 ms a plan at N=2,000).
 FAN_IN = 32
-JOIN_TIMEOUT = 60
+JOIN_TIMEOUT = 60  # seconds; a join does nothing but end
 
 
 def project_rate_limit(repo_id: int, project: Project) -> RateLimit:
