@@ -8,10 +8,11 @@ from __future__ import annotations
 
 import asyncio
 import http
+import threading
 import time
-from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
+from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
-from typing import cast
+from typing import Any, cast
 
 import gidgethub
 import pytest
@@ -27,6 +28,7 @@ from tests.tfproject import main_tf, state_addresses
 from workers.adapters.github import vcs
 from workers.adapters.store import applies as apply_store
 from workers.flows import apply_project, pr_plan, push_apply
+from workers.flows import code as plan_code
 
 BASE = {"keep": "a", "doomed": "b"}
 
@@ -67,19 +69,43 @@ def test_a_github_failure_during_the_fetch_leaves_no_checkout_behind(world: Worl
     assert world.plan_pr(req) is not None  # the job's retry plans as if nothing happened
 
 
-def test_the_fetch_is_waited_for_before_a_github_failure_propagates(world: World) -> None:
-    class Broken:
-        def __getattr__(self, name: str) -> Callable[..., Awaitable[None]]:
-            async def fail(*args: object, **kwargs: object) -> None:
-                raise gidgethub.BadRequest(http.HTTPStatus.NOT_FOUND)
+def test_git_fetches_a_prs_code_before_anything_else_is_done(world: World, monkeypatch: pytest.MonkeyPatch) -> None:
+    fetching = threading.Event()
+    real_fetch, real_take = plan_code.for_discovery, pr_plan._take_head
+    seen: list[bool] = []
 
-            return fail
+    def fetch(*args: Any) -> Path:
+        fetching.set()
+        return real_fetch(*args)
+
+    def take(*args: Any) -> None:
+        seen.append(fetching.wait(5))  # blocks the event loop: only a fetch already started can go on
+        real_take(*args)
+
+    monkeypatch.setattr(plan_code, "for_discovery", fetch)
+    monkeypatch.setattr(pr_plan, "_take_head", take)
+    req = world.opened("grow", _tf(world, {**BASE, "one": "1"}))
+    assert world.plan_pr(req) is not None
+    assert seen == [True]  # git was fetching before the SHA was taken and before any GitHub request
+
+
+def test_the_fetch_is_waited_for_before_a_github_failure_propagates(
+    world: World, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    def fetching(*args: object) -> Path:  # git, still fetching
+        time.sleep(0.3)
+        return world.ctx.trees
+
+    monkeypatch.setattr(plan_code, "for_discovery", fetching)
+    req = world.opened("x", {"a.tf": ""})
 
     async def step() -> bool:
-        fetch = asyncio.ensure_future(asyncio.sleep(0.3))  # git, still fetching
+        started: list[asyncio.Future[Path]] = []
         with pytest.raises(gidgethub.BadRequest):
-            await pr_plan._while_fetching(fetch, cast(GitHubAPI, Broken()), world.opened("x", {"a.tf": ""}))
-        return fetch.done()
+            async with pr_plan._fetched(world.ctx, req, req.sha, "token") as files:
+                started.append(files)
+                raise gidgethub.BadRequest(http.HTTPStatus.NOT_FOUND)
+        return started[0].done()
 
     assert world.run(step())  # the failure comes only once git is done: then its directory may go
 

@@ -14,9 +14,9 @@ import contextlib
 import functools
 import json
 import logging
-from collections.abc import Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass, replace
-from typing import Any
+from pathlib import Path
 
 from gidgethub.abc import GitHubAPI
 
@@ -76,50 +76,65 @@ async def dispatch(ctx: WorkerContext, req: PlanRequest) -> Dispatch | None:
         stale_plans.release(ctx.redis, req.repo_id, req.pr)
         if not is_current(ctx, req):
             return None  # a newer push of the PR is planned anyway
-    _take_head(ctx, req)
-    async with installation_client(ctx.tokens, req.installation_id, ctx.settings.api_url) as gh:
-        if req.on_merge:
-            merge = await _test_merge(gh, req)
-            if merge is None:
+    token = await ctx.tokens.token(req.installation_id)
+    async with contextlib.AsyncExitStack() as stack:
+        # The fetch is on the PR's path: git starts first unless a fork or a test merge must be looked at.
+        early = None
+        if not (req.on_merge or req.fork):
+            early = await stack.enter_async_context(_fetched(ctx, req, req.sha, token))
+        _take_head(ctx, req)
+        async with installation_client(ctx.tokens, req.installation_id, ctx.settings.api_url) as gh:
+            if req.on_merge:
+                merge = await _test_merge(gh, req)
+                if merge is None:
+                    return None
+                req = replace(req, code_sha=merge)
+            known = await base_config_or_none(gh, req.repo, req.default_branch) if req.fork else None
+            if req.fork and not (known is not None and known.allow_fork_prs):  # its code is not even fetched
+                await _refuse_fork(ctx, gh, req)
                 return None
-            req = replace(req, code_sha=merge)
-        known = await base_config_or_none(gh, req.repo, req.default_branch) if req.fork else None
-        if req.fork and not (known is not None and known.allow_fork_prs):  # its code is not even fetched
-            await _refuse_fork(ctx, gh, req)
-            return None
-        token = await ctx.tokens.token(req.installation_id)
-        scope = f"pr-{req.pr}"
-        try:
-            with contextlib.ExitStack() as held:
-                fetch = asyncio.to_thread(plan_code.for_discovery, ctx, req, req.code_sha or req.sha, token, held)
-                files = asyncio.ensure_future(fetch)
+            code = req.code_sha or req.sha
+            files = early if early is not None else await stack.enter_async_context(_fetched(ctx, req, code, token))
+            try:
                 learn = functools.partial(_learn_comments, ctx, gh, req)
                 policy, changed = await _while_fetching(files, gh, req, known, learn=learn)
                 found = discover(files.result(), changed, req.only)
                 inputs = await asyncio.to_thread(carry.fingerprints, ctx, req, files.result(), found)
-        except ConfigError as exc:
-            await _config_failed(ctx, gh, req, exc)
-            return None
-        base = "" if req.only else req.base_sha  # `/plan NAME`: exactly the named projects
-        projects = await to_plan(ctx.checkouts, req, token, found, changed, scope=scope, base=base)
-        if not projects:
-            await vcs.set_status(gh, req.repo, req.sha, PLAN_CONTEXT, "success", "no Terraform project affected")
-            await vcs.set_status(gh, req.repo, req.sha, DESTROY_CONTEXT, "success", "no destroys")
-            return None
-        masks = policy.mask_patterns if policy is not None else ()
-        _remember_selection(ctx, req, masks, found.selection, inputs)
-        fresh, kept = carry.split(ctx, req, projects, inputs)
-        if kept:
-            log.info(
-                json.dumps(
-                    {"repo": req.repo, "pr": req.pr, "sha": req.sha, "planned": len(fresh), "carried": len(kept)}
-                )
-            )
-        return Dispatch(req, fresh, kept)
+            except ConfigError as exc:
+                await _config_failed(ctx, gh, req, exc)
+                return None
+            base = "" if req.only else req.base_sha  # `/plan NAME`: exactly the named projects
+            projects = await to_plan(ctx.checkouts, req, token, found, changed, scope=f"pr-{req.pr}", base=base)
+            if not projects:
+                await vcs.set_status(gh, req.repo, req.sha, PLAN_CONTEXT, "success", "no Terraform project affected")
+                await vcs.set_status(gh, req.repo, req.sha, DESTROY_CONTEXT, "success", "no destroys")
+                return None
+    masks = policy.mask_patterns if policy is not None else ()
+    _remember_selection(ctx, req, masks, found.selection, inputs)
+    fresh, kept = carry.split(ctx, req, projects, inputs)
+    if kept:
+        log.info(
+            json.dumps({"repo": req.repo, "pr": req.pr, "sha": req.sha, "planned": len(fresh), "carried": len(kept)})
+        )
+    return Dispatch(req, fresh, kept)
+
+
+@contextlib.asynccontextmanager
+async def _fetched(ctx: WorkerContext, req: PlanRequest, code: str, token: str) -> AsyncIterator[asyncio.Future[Path]]:
+    """Commit `code`'s files, fetched by git in a thread while the block goes on, and kept until it
+    ends; leaving the block (a failure included) waits for git first, so its directory never goes
+    from under it."""
+    with contextlib.ExitStack() as held:
+        fetch = functools.partial(plan_code.for_discovery, ctx, req, code, token, held)
+        files = asyncio.get_running_loop().run_in_executor(None, fetch)  # started now, not at the next await
+        try:
+            yield files
+        finally:
+            await asyncio.gather(files, return_exceptions=True)
 
 
 async def _while_fetching(
-    fetch: asyncio.Future[Any],
+    fetch: asyncio.Future[Path],
     gh: GitHubAPI,
     req: PlanRequest,
     known: RepoConfig | None = None,
@@ -129,14 +144,11 @@ async def _while_fetching(
     """While git fetches the code, read the default branch's config (unless `known`), set
     `plangate/plan` pending, read the changed files, then run `learn` (GitHub's API is called one
     request at a time here, as GitHub asks); the config and the changed files, once both are done."""
-    try:
-        policy = known if known is not None else await base_config_or_none(gh, req.repo, req.default_branch)
-        await vcs.set_status(gh, req.repo, req.sha, PLAN_CONTEXT, *pending_status(0))
-        changed = await vcs.changed_files(gh, req.repo, req.pr)
-        if learn is not None:
-            await learn()
-    finally:
-        await asyncio.gather(fetch, return_exceptions=True)  # git must be done before its directory goes
+    policy = known if known is not None else await base_config_or_none(gh, req.repo, req.default_branch)
+    await vcs.set_status(gh, req.repo, req.sha, PLAN_CONTEXT, *pending_status(0))
+    changed = await vcs.changed_files(gh, req.repo, req.pr)
+    if learn is not None:
+        await learn()
     await fetch  # its own failure, if any
     return policy, changed
 
