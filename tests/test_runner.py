@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import errno
 import os
 import resource
 import shutil
@@ -50,7 +51,19 @@ def _python(code: str) -> list[str]:
     return [sys.executable, "-c", code]
 
 
-def test_timeout_tries_sigint_then_sigterm_then_kills_the_whole_group(tmp_path: Path) -> None:
+@pytest.fixture(params=["pidfd", "polled"])
+def exit_notice(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> str:
+    """Each exit path runs with the kernel's exit notice (a pidfd) and without one (old kernels, seccomp)."""
+    if request.param == "polled":
+
+        def unavailable(pid: int, flags: int = 0) -> int:
+            raise OSError(errno.ENOSYS, "pidfd_open")
+
+        monkeypatch.setattr(os, "pidfd_open", unavailable)
+    return str(request.param)
+
+
+def test_timeout_tries_sigint_then_sigterm_then_kills_the_whole_group(tmp_path: Path, exit_notice: str) -> None:
     script = tmp_path / "fake-terraform"
     shutil.copy(FAKES / "hang_ignoring_signals.sh", script)
     script.chmod(script.stat().st_mode | stat.S_IXUSR)
@@ -65,16 +78,37 @@ def test_timeout_tries_sigint_then_sigterm_then_kills_the_whole_group(tmp_path: 
     assert _gone(child)
 
 
-def test_a_process_that_honours_sigint_stops_at_the_first_signal(tmp_path: Path) -> None:
+def test_a_process_that_honours_sigint_stops_at_the_first_signal(tmp_path: Path, exit_notice: str) -> None:
     result = run(["sleep", "100"], cwd=tmp_path, env=_env(), timeout=0.3, memory_limit_bytes=None, grace=5)
     assert (result.timed_out, result.killed_by, result.returncode) == (True, "SIGINT", -2)
     assert not result.ok
 
 
-def test_children_left_behind_by_a_finished_process_are_killed(tmp_path: Path) -> None:
+def test_children_left_behind_by_a_finished_process_are_killed(tmp_path: Path, exit_notice: str) -> None:
     result = run(["sh", "-c", "sleep 1000 & echo $!"], cwd=tmp_path, env=_env(), timeout=60, memory_limit_bytes=None)
     assert result.ok and not result.timed_out and result.killed_by is None
     assert _gone(int(result.stdout))
+
+
+def test_a_process_that_closes_its_output_early_is_still_timed_out(tmp_path: Path, exit_notice: str) -> None:
+    argv = ["sh", "-c", "exec >/dev/null 2>&1; sleep 100"]
+    result = run(argv, cwd=tmp_path, env=_env(), timeout=0.3, memory_limit_bytes=None, grace=5)
+    assert (result.timed_out, result.killed_by) == (True, "SIGINT")
+
+
+def test_an_exit_is_seen_when_it_happens_not_at_a_later_look(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    looks: list[float] = []
+    real_sleep = time.sleep
+
+    def look_later(seconds: float) -> None:
+        looks.append(seconds)
+        real_sleep(seconds)
+
+    monkeypatch.setattr(time, "sleep", look_later)
+    for _ in range(20):
+        result = run(["echo", "hi"], cwd=tmp_path, env=_env(), timeout=10, memory_limit_bytes=None)
+        assert result.ok and result.stdout == b"hi\n"
+    assert looks == []  # the pidfd woke the loop: no step waits out a poll after its process ended
 
 
 def test_memory_cap_stops_the_child_and_not_the_worker(tmp_path: Path) -> None:
@@ -114,7 +148,7 @@ def test_terraform_under_a_tiny_cap_reports_out_of_memory(tmp_path: Path) -> Non
     assert result.returncode != 0 and result.out_of_memory
 
 
-def test_huge_output_does_not_deadlock_and_keeps_the_tail(tmp_path: Path) -> None:
+def test_huge_output_does_not_deadlock_and_keeps_the_tail(tmp_path: Path, exit_notice: str) -> None:
     code = (
         "import sys\n"
         "for i in range(200):\n"

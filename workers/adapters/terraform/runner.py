@@ -28,7 +28,7 @@ import signal
 import subprocess
 import sys
 import time
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -120,6 +120,21 @@ def _leader_exited(pid: int) -> bool:
     return os.waitid(os.P_PID, pid, os.WEXITED | os.WNOHANG | os.WNOWAIT) is not None
 
 
+@contextlib.contextmanager
+def _exit_notice(pid: int) -> Iterator[int | None]:
+    """A pidfd that turns readable when `pid` exits (Linux 5.3+), so its exit is seen at once rather
+    than at the next poll; None where the kernel has none."""
+    try:
+        fd = os.pidfd_open(pid)
+    except (AttributeError, OSError):
+        yield None
+        return
+    try:
+        yield fd
+    finally:
+        os.close(fd)
+
+
 def _killpg(pgid: int, sig: signal.Signals) -> None:
     with contextlib.suppress(ProcessLookupError, PermissionError):
         os.killpg(pgid, sig)
@@ -188,26 +203,33 @@ def run(
     next_signal_at = start + timeout
     killed_by: signal.Signals | None = None
     exited_at: float | None = None
-    with selectors.DefaultSelector() as sel:
+    with selectors.DefaultSelector() as sel, _exit_notice(proc.pid) as exit_fd:
         for fd in tails:
             os.set_blocking(fd, False)
             sel.register(fd, selectors.EVENT_READ)
+        if exit_fd is not None:
+            sel.register(exit_fd, selectors.EVENT_READ)
         try:
             while True:
                 now = time.monotonic()
                 if exited_at is None and _leader_exited(proc.pid):
                     exited_at = now
                     _killpg(proc.pid, signal.SIGKILL)  # whatever is left of the group
-                if exited_at is not None and (not sel.get_map() or now - exited_at > _DRAIN_AFTER_EXIT):
+                    if exit_fd is not None:
+                        sel.unregister(exit_fd)
+                reading = [fd for fd in tails if fd in sel.get_map()]
+                if exited_at is not None and (not reading or now - exited_at > _DRAIN_AFTER_EXIT):
                     break
                 if exited_at is None and now >= next_signal_at and escalation:
                     killed_by = escalation.pop(0)
                     _signal(proc.pid, killed_by, spare_leader=spare_leader)
                     next_signal_at = now + grace
-                if not sel.get_map():  # pipes closed: the exit is imminent, look again soon
+                if not sel.get_map():  # pipes closed and no exit notice here: look again soon
                     time.sleep(_EXIT_POLL)
                     continue
                 for key, _ in sel.select(_POLL):
+                    if key.fd == exit_fd:
+                        continue  # the leader exited: seen at the top of the loop
                     chunk = os.read(key.fd, 65536)
                     if chunk:
                         tails[key.fd].add(chunk)
