@@ -10,11 +10,13 @@ from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
+from typing import Any
 
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from workers.adapters import checkout as checkout_module
 from workers.adapters.checkout import CheckoutError, checkout, job_workdir, object_cache, scrub, workdir_for
 
 TOKEN = "ghs_" + "A1b2C3d4E5" * 8  # installation tokens are long; never assume 40 characters
@@ -233,6 +235,31 @@ def test_checkouts_at_once_share_the_cache(
     for sha, dest in jobs:
         assert _git("rev-parse", "HEAD", cwd=dest) == sha
         assert (dest / "main.tf").read_text() == f"# version {shas.index(sha) + 1}\n"
+
+
+def test_the_new_repository_is_made_while_the_cache_fetches(
+    origin: tuple[Path, list[str]], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    repos, shas = origin
+    fetching = threading.Event()
+    made_meanwhile: list[bool] = []
+    real_git, real_cached = checkout_module._git, checkout_module._cached
+
+    def git(args: list[str], **kwargs: Any) -> Any:
+        if args[0] == "init" and "--bare" not in args:
+            made_meanwhile.append(fetching.wait(5))  # a repository made before the fetch began waits in vain
+        return real_git(args, **kwargs)
+
+    def cached(*args: Any) -> None:
+        fetching.set()
+        real_cached(*args)
+
+    monkeypatch.setattr(checkout_module, "_git", git)
+    monkeypatch.setattr(checkout_module, "_cached", cached)
+    cache = object_cache(tmp_path / "checkouts", 42)
+    checkout(f"file://{repos / 'infra.git'}", shas[1], tmp_path / "src", TOKEN, timeout=60, cache=cache)
+    assert made_meanwhile == [True]
+    assert (tmp_path / "src" / "main.tf").read_text() == "# version 2\n"
 
 
 def test_a_cache_that_fails_is_bypassed(origin: tuple[Path, list[str]], tmp_path: Path) -> None:

@@ -19,6 +19,7 @@ import shutil
 import tempfile
 import time
 from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import IO
 from urllib.parse import urlsplit
@@ -101,17 +102,21 @@ def checkout(
     with tempfile.TemporaryDirectory(prefix="plangate-git-home-") as home:
         plain = _git_env(Path(home), {})
         auth = _git_env(Path(home), {f"http.{_origin(clone_url)}.extraHeader": _auth_header(token)}) if token else plain
-        _git(["init", "--quiet", "--template=", "."], cwd=dest, env=plain, deadline=deadline, token=token)
-        borrowed = False
-        if cache is not None:
-            try:
-                _cached(cache, clone_url, sha, plain, auth, deadline, token)
-                (dest / ".git" / "objects" / "info").mkdir(parents=True, exist_ok=True)
-                (dest / ".git" / "objects" / "info" / "alternates").write_text(f"{cache / 'objects'}\n")
-                borrowed = True
-            except (CheckoutError, OSError) as exc:
-                log.warning("object cache %s bypassed: %s", cache, exc)
-        if not borrowed:
+        init = ["init", "--quiet", "--template=", "."]
+        borrowed: Path | None = None  # the object cache dest borrows from, once it holds the commit
+        with ThreadPoolExecutor(max_workers=1) as pool:  # the new repository is made while the cache fetches
+            made = pool.submit(_git, init, cwd=dest, env=plain, deadline=deadline, token=token)
+            if cache is not None:
+                try:
+                    _cached(cache, clone_url, sha, plain, auth, deadline, token)
+                    borrowed = cache
+                except (CheckoutError, OSError) as exc:
+                    log.warning("object cache %s bypassed: %s", cache, exc)
+            made.result()
+        if borrowed is not None:
+            (dest / ".git" / "objects" / "info").mkdir(parents=True, exist_ok=True)
+            (dest / ".git" / "objects" / "info" / "alternates").write_text(f"{borrowed / 'objects'}\n")
+        else:
             fetch = ["fetch", "--quiet", "--depth", "1", "--no-tags", "--", clone_url, sha]
             _git(fetch, cwd=dest, env=auth, deadline=deadline, token=token)
         co = ["-c", "advice.detachedHead=false", "checkout", "--quiet", "--detach", "--force", sha]
