@@ -13,6 +13,7 @@ from rq import Queue
 from rq.job import Job
 
 from core.contract import PLANS_QUEUE
+from core.results import ProjectResult
 from standin.stack import Stack
 from standin.state import Comment, Repo
 from tests.tfproject import apply_directly, main_tf
@@ -104,12 +105,26 @@ def _comment_and_reply(stack: Stack, repo: Repo, number: int, login: str, body: 
     return comment, answered(stack, repo, number, before + 1, f"the reply to {login}'s {body!r}")[before]
 
 
-PLAN_JOBS = ("workers.jobs.plan_project", "workers.jobs.plan_and_publish")  # a PR's only plan publishes itself
+# A PR's only plan publishes itself: in its dispatch (`plan_pr`) when the project's slot is free, else
+# in a `plan_and_publish` job of its own.
+PLAN_JOBS = ("workers.jobs.plan_project", "workers.jobs.plan_and_publish", "workers.jobs.plan_pr")
 
 
 def plan_jobs(conn: redis.Redis, sha: str) -> list[Job]:
-    """The plan jobs that ran for `sha` (RQ keeps finished jobs for a day)."""
-    return finished_jobs(conn, sha, PLAN_JOBS)
+    """The jobs that planned a project at `sha` (RQ keeps finished jobs for a day); a dispatch counts
+    when it planned one in place."""
+    found = finished_jobs(conn, sha, PLAN_JOBS)
+    return [j for j in found if j.func_name != "workers.jobs.plan_pr" or isinstance(j.return_value(), ProjectResult)]
+
+
+def planned_dir(job: Job) -> str:
+    """The directory of the project a plan job planned (a dispatch's is in its result)."""
+    project = job.kwargs.get("project")
+    if project is not None:
+        return str(project.dir)
+    result = job.return_value()
+    assert isinstance(result, ProjectResult)
+    return result.dir
 
 
 def finished_jobs(conn: redis.Redis, sha: str, funcs: tuple[str, ...]) -> list[Job]:

@@ -6,10 +6,15 @@ from pathlib import Path
 
 import pytest
 import redis
+from rq import Queue
+from rq.job import Job, JobStatus
+from rq.rate_limit import RateLimitRegistry
 
+from core.projects import Project
 from standin.stack import running_stack
 from tests.e2e import applied_state, bot_bodies, finished_jobs, infra_repo, plan_jobs, planned
 from tests.tfproject import main_tf
+from workers import fanout, slots
 
 pytestmark = pytest.mark.e2e
 
@@ -56,14 +61,39 @@ def test_pr_plans_comment_once_and_gate_destroys(tmp_path: Path, redis_url: str,
         comments = bot_bodies(stack, repo, adding.number)
         assert len(comments) == 1, "a push must edit the plan comment, not add one"
         assert new_sha[:7] in comments[0] and "1 to add, 1 to change, 0 to destroy" in comments[0]
-        # the PR's only project: one job planned and published it (it ends after its statuses, so wait for
-        # the backstop publish that follows it); the backstop wrote nothing
+        # the PR's only project: its dispatch planned and published it in place, no job hop (it ends after
+        # its statuses, so wait for the backstop publish that follows it); the backstop wrote nothing
         publishes = ("workers.jobs.publish_plan",)
         stack.wait_for("the backstop publish", lambda: finished_jobs(redis_conn, new_sha, publishes))
-        assert [j.func_name for j in plan_jobs(redis_conn, new_sha)] == ["workers.jobs.plan_and_publish"]
+        assert [j.func_name for j in plan_jobs(redis_conn, new_sha)] == ["workers.jobs.plan_pr"]
         writes = [r for r in gh.state.requests[before:] if r.method in ("POST", "PATCH") and "/comments" in r.path]
         assert len(writes) == 1, writes
         assert state.exists()  # the PR plans never touched the state
+
+
+def test_a_project_busy_elsewhere_is_planned_in_a_job_that_waits_its_turn(
+    tmp_path: Path, redis_url: str, redis_conn: redis.Redis
+) -> None:
+    state = applied_state(tmp_path)
+    with running_stack(tmp_path, redis_url) as stack:
+        gh = stack.gh
+        repo = infra_repo(stack, state)
+        limit = fanout.project_rate_limit(repo.id, Project("infra", "infra"))
+        applying = Queue("plangate-test-holders", connection=redis_conn).enqueue("builtins.len", "an apply")
+        applying.set_status(JobStatus.STARTED)  # another job of the project runs: it holds the slot
+        assert slots.take(redis_conn, limit, applying.id)
+
+        files = {"infra/main.tf": main_tf(state, {"keep": "a", "doomed": "b", "fresh": "c"})}
+        pr = gh.open_pr(repo, "add", "alice", "Add a resource", files)
+        registry = RateLimitRegistry(limit.key, redis_conn)
+        (waiting,) = stack.wait_for("the plan's job, waiting", registry.get_rate_limited_job_ids)
+        assert Job.fetch(waiting, connection=redis_conn).func_name == "workers.jobs.plan_and_publish"
+        assert gh.reports(repo, pr.head_sha)["plangate/plan"].state == "pending"
+
+        slots.give_back(redis_conn, limit, applying.id)
+        assert planned(stack, repo, pr.head_sha) == {"plangate/plan": "success", "plangate/destroy": "success"}
+        assert [j.id for j in plan_jobs(redis_conn, pr.head_sha)] == [waiting]
+        assert len(bot_bodies(stack, repo, pr.number)) == 1
 
 
 def test_fork_and_config_errors_are_explained(tmp_path: Path, redis_url: str, redis_conn: object) -> None:

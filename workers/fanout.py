@@ -9,7 +9,7 @@ from typing import Any
 
 import redis
 from rq import Callback, Queue, RateLimit, Retry
-from rq.job import Dependency
+from rq.job import Dependency, Job
 
 from core import keys
 from core.contract import (
@@ -73,11 +73,16 @@ def plans(
     return ids
 
 
-def _publish_after(queue: Queue, ids: list[str], publish: str, kwargs: dict[str, Any]) -> None:
+def _publish_after(
+    queue: Queue, ids: list[str], publish: str, kwargs: dict[str, Any], *, fixed_id: str | None = None
+) -> None:
     """`publish` once every job of `ids` has ended, however it ended (re-run if its worker dies)."""
+    if fixed_id is not None and queue.connection.exists(Job.key_for(fixed_id)):
+        return  # enqueued by an earlier run of the same job
     queue.enqueue(
         publish,
         kwargs=kwargs,
+        job_id=fixed_id,
         depends_on=all_ended(queue, ids),
         job_timeout=PUBLISH_TIMEOUT,
         retry=RERUN,
@@ -119,9 +124,19 @@ def plan_alone(conn: redis.Redis, request: PlanRequest, project: Project, *, tf_
         retry=RERUN,
         on_failure=ABANDONED,
     ).id
-    backstop = {"request": request, "job_ids": [planned], "backstop": True}
-    _publish_after(queue, [planned], "workers.jobs.publish_plan", backstop)
+    backstop(conn, request, planned)
     return planned
+
+
+def backstop(conn: redis.Redis, request: PlanRequest, planner: str, project: Project | None = None) -> None:
+    """A publish after job `planner` (the PR's only plan, which publishes itself), that publishes only
+    if that job failed for good (its worker killed on every try): the PR never stays pending. One per
+    planner, however often it runs. `project`: what it plans, when its own arguments do not say."""
+    queue = Queue(PLANS_QUEUE, connection=conn)
+    kwargs: dict[str, Any] = {"request": request, "job_ids": [planner], "backstop": True}
+    if project is not None:
+        kwargs["project"] = project
+    _publish_after(queue, [planner], "workers.jobs.publish_plan", kwargs, fixed_id=f"{planner}-backstop")
 
 
 def applies(

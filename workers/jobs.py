@@ -11,6 +11,7 @@ from rq import Queue, get_current_job
 from rq.exceptions import NoSuchJobError
 from rq.job import Job, JobStatus
 
+from core import keys
 from core.contract import (
     PLANS_QUEUE,
     CommandRequest,
@@ -24,7 +25,7 @@ from core.drift_schedule import DriftTarget
 from core.enqueue import enqueue_once
 from core.projects import Project
 from core.results import ProjectResult
-from workers import fanout
+from workers import fanout, slots
 from workers.adapters.store import applies as apply_store
 from workers.adapters.terraform import pipeline
 from workers.context import context
@@ -34,8 +35,9 @@ from workers.rescheduling import reschedulable
 
 
 @reschedulable
-def plan_pr(request: PlanRequest) -> list[str]:
-    """Dispatch: find the PR's projects, enqueue one plan per project and the publish job after them."""
+def plan_pr(request: PlanRequest) -> list[str] | ProjectResult:
+    """Dispatch: find the PR's projects, enqueue one plan per project and the publish job after them
+    (their ids); a PR's only project is planned and published here when it can be (its result)."""
     ctx = context()
     dispatched = asyncio.run(pr_plan.dispatch(ctx, request))
     if dispatched is None:
@@ -43,6 +45,9 @@ def plan_pr(request: PlanRequest) -> list[str]:
     kept = _still_held(dispatched.carried)
     projects = dispatched.projects + [c.project for c in dispatched.carried if c not in kept]
     if len(projects) == 1 and not kept:
+        in_place = _plan_in_place(dispatched.request, projects[0])
+        if in_place is not None:
+            return in_place
         return [fanout.plan_alone(ctx.redis, dispatched.request, projects[0], tf_timeout=ctx.settings.tf_timeout)]
     return fanout.plans(
         ctx.redis,
@@ -53,6 +58,22 @@ def plan_pr(request: PlanRequest) -> list[str]:
         publish_request=dispatched.request,
         carried=kept,
     )
+
+
+def _plan_in_place(request: PlanRequest, project: Project) -> ProjectResult | None:
+    """The PR's only plan, made and published by this dispatch job (one job hop fewer), when the
+    project's RateLimit slot is free now and this job's timeout leaves a plan job's; else None."""
+    ctx, this = context(), get_current_job()
+    assert this is not None and this.started_at is not None, "runs as an RQ job"
+    needs = ctx.settings.tf_timeout * 4 + fanout.STEP_MARGIN + fanout.PUBLISH_TIMEOUT
+    if this.timeout is not None and (datetime.now(UTC) - this.started_at).total_seconds() + needs > this.timeout:
+        return None
+    with slots.held(ctx.redis, fanout.project_rate_limit(request.repo_id, project), this.id) as mine:
+        if not mine:
+            return None
+        this.result_ttl = keys.PLAN_RESULT_TTL  # kept as a plan job's, so the next push may carry it
+        fanout.backstop(ctx.redis, request, this.id, project)
+        return asyncio.run(pr_plan.plan_and_publish(ctx, request, project, this.id))
 
 
 def _still_held(carried: list[carry.Carried]) -> list[carry.Carried]:
@@ -86,14 +107,15 @@ def _finished(job_id: str) -> bool:
     return Job.fetch(job_id, connection=context().redis).get_status() == JobStatus.FINISHED
 
 
-def _result_of(job_id: str, request: PlanRequest) -> ProjectResult:
-    """A plan job's result; a job that failed (its worker died twice) is a failed plan, not a lost one."""
+def _result_of(job_id: str, request: PlanRequest, project: Project | None = None) -> ProjectResult:
+    """A plan job's result; a job that failed (its worker died twice) is a failed plan, not a lost one.
+    `project`: what the job planned, when its arguments do not say (a dispatch that planned in place)."""
     job = Job.fetch(job_id, connection=context().redis)
     if job.get_status() == JobStatus.FINISHED:
         value = job.return_value()
         if isinstance(value, ProjectResult):
             return value
-    project: Project = job.kwargs["project"]
+    project = project or job.kwargs["project"]
     failure = job.latest_result()
     detail = (failure.exc_string or "").strip().splitlines()[-1:] if failure else []
     why = "the plan job died: " + (detail[0] if detail else str(job.get_status()))
@@ -111,7 +133,7 @@ def _result_of(job_id: str, request: PlanRequest) -> ProjectResult:
 def _carried_result(kept: carry.Carried, request: PlanRequest) -> ProjectResult:
     """A plan carried forward from an earlier SHA of the PR, shown at this one."""
     try:
-        result = _result_of(kept.last.job_id, request)
+        result = _result_of(kept.last.job_id, request, kept.project)
     except NoSuchJobError:
         why = f"the plan carried from {kept.last.planned_at[:7]} has expired: comment `/plan` to plan again"
         return pipeline.failure(kept.project, request.sha, why)
@@ -120,13 +142,17 @@ def _carried_result(kept: carry.Carried, request: PlanRequest) -> ProjectResult:
 
 @reschedulable
 def publish_plan(
-    request: PlanRequest, job_ids: list[str], carried: Sequence[carry.Carried] = (), backstop: bool = False
+    request: PlanRequest,
+    job_ids: list[str],
+    carried: Sequence[carry.Carried] = (),
+    backstop: bool = False,
+    project: Project | None = None,
 ) -> None:
-    """The PR's comment and statuses from its plan jobs. As the `backstop` of a plan_and_publish job,
-    only when that job did not finish (it published itself if it did)."""
+    """The PR's comment and statuses from its plan jobs. As the `backstop` of a job that plans and
+    publishes the PR's only `project`, only when that job did not finish (it published itself if it did)."""
     if backstop and all(_finished(i) for i in job_ids):
         return
-    results = [_result_of(i, request) for i in job_ids]
+    results = [_result_of(i, request, project) for i in job_ids]
     made = {r.identity: (i, request.sha) for i, r in zip(job_ids, results, strict=True)}
     for kept in carried:
         results.append(_carried_result(kept, request))

@@ -4,7 +4,8 @@ Flow (Atlantis's controller → project finder → runner → VCS output):
 `plan_pr` (dispatch) checks out the head once to find projects, enqueues one `plan_project`
 job per project (serialized per project by an RQ RateLimit) and a `publish_plan` job that
 depends on all of them; `publish_plan` renders the comment and sets the combined statuses.
-A PR with a single project to plan (and none carried) gets one `plan_and_publish` job instead.
+A PR with a single project to plan (and none carried) is planned and published by its dispatch job
+when the project's RateLimit slot is free (workers/slots.py), else by one `plan_and_publish` job.
 """
 
 from __future__ import annotations
