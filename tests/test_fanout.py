@@ -82,3 +82,20 @@ def test_a_publish_runs_as_soon_as_its_jobs_end_ahead_of_work_queued_since(redis
     later[0].refresh()  # type: ignore[no-untyped-call]
     assert publish.started_at is not None and later[0].started_at is not None
     assert publish.started_at < later[0].started_at
+
+
+def test_a_backstop_is_enqueued_once_per_run_of_its_planner(redis_conn: redis.Redis) -> None:
+    queue = Queue("plangate-test-fanout", connection=redis_conn)
+    planner = queue.enqueue("builtins.len", "x")
+    fixed = f"{planner.id}-backstop"
+
+    def publish(version: int) -> None:
+        fanout._publish_after(queue, [planner.id], "builtins.dict", {"version": version}, fixed_id=fixed)
+
+    publish(1)
+    publish(2)  # the planner's worker died and RQ ran it again: its backstop is still waiting for it
+    assert Job.fetch(fixed, connection=redis_conn).kwargs == {"version": 1}
+    SimpleWorker([queue], connection=redis_conn).work(burst=True)
+    assert Job.fetch(fixed, connection=redis_conn).get_status() == JobStatus.FINISHED
+    publish(3)  # the same planner id, run again much later: an ended backstop is not one
+    assert Job.fetch(fixed, connection=redis_conn).kwargs == {"version": 3}

@@ -9,7 +9,8 @@ from typing import Any
 
 import redis
 from rq import Callback, Queue, RateLimit, Retry
-from rq.job import Dependency, Job
+from rq.job import Dependency, Job, JobStatus
+from rq.utils import as_text
 
 from core import keys
 from core.contract import (
@@ -35,6 +36,7 @@ PUBLISH_TIMEOUT = 600  # rendering and writing one plan comment and its statuses
 # dependent waits on, so a publish waiting on N plans costs O(N²) reads (80 ms a plan at N=2,000).
 FAN_IN = 32
 JOIN_TIMEOUT = 60  # seconds; a join does nothing but end
+ENDED = frozenset({JobStatus.FINISHED, JobStatus.FAILED, JobStatus.CANCELED, JobStatus.STOPPED})
 
 
 def project_rate_limit(repo_id: int, project: Project) -> RateLimit:
@@ -77,8 +79,8 @@ def _publish_after(
     queue: Queue, ids: list[str], publish: str, kwargs: dict[str, Any], *, fixed_id: str | None = None
 ) -> None:
     """`publish` once every job of `ids` has ended, however it ended (re-run if its worker dies)."""
-    if fixed_id is not None and queue.connection.exists(Job.key_for(fixed_id)):
-        return  # enqueued by an earlier run of the same job
+    if fixed_id is not None and _waiting(queue.connection, fixed_id):
+        return  # enqueued by an earlier run of the same job, and waiting for this one
     queue.enqueue(
         publish,
         kwargs=kwargs,
@@ -88,6 +90,12 @@ def _publish_after(
         retry=RERUN,
         on_failure=ABANDONED,
     )
+
+
+def _waiting(conn: redis.Redis, job_id: str) -> bool:
+    """Is job `job_id` there and not yet ended? (An ended one is enqueued again under its id.)"""
+    status = conn.hget(Job.key_for(job_id), "status")
+    return status is not None and JobStatus(as_text(status)) not in ENDED
 
 
 def all_ended(queue: Queue, ids: list[str]) -> Dependency | None:
