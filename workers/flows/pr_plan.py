@@ -84,32 +84,32 @@ async def dispatch(ctx: WorkerContext, req: PlanRequest) -> Dispatch | None:
         if not (req.on_merge or req.fork):
             early = await stack.enter_async_context(_fetched(ctx, req, req.sha, token))
         _take_head(ctx, req)
-        async with installation_client(ctx.tokens, req.installation_id, ctx.settings.api_url) as gh:
-            if req.on_merge:
-                merge = await _test_merge(gh, req)
-                if merge is None:
-                    return None
-                req = replace(req, code_sha=merge)
-            known = await base_config_or_none(gh, req.repo, req.default_branch) if req.fork else None
-            if req.fork and not (known is not None and known.allow_fork_prs):  # its code is not even fetched
-                await _refuse_fork(ctx, gh, req)
+        gh = await stack.enter_async_context(installation_client(ctx.tokens, req.installation_id, ctx.settings.api_url))
+        if req.on_merge:
+            merge = await _test_merge(gh, req)
+            if merge is None:
                 return None
-            code = req.code_sha or req.sha
-            files = early if early is not None else await stack.enter_async_context(_fetched(ctx, req, code, token))
-            try:
-                learn = functools.partial(_learn_comments, ctx, gh, req)
-                policy, changed = await _while_fetching(files, gh, req, known, learn=learn)
-                found = discover(files.result(), changed, req.only)
-                inputs = await asyncio.to_thread(carry.fingerprints, ctx, req, files.result(), found)
-            except ConfigError as exc:
-                await _config_failed(ctx, gh, req, exc)
-                return None
-            base = "" if req.only else req.base_sha  # `/plan NAME`: exactly the named projects
-            projects = await to_plan(ctx.checkouts, req, token, found, changed, scope=f"pr-{req.pr}", base=base)
-            if not projects:
-                await vcs.set_status(gh, req.repo, req.sha, PLAN_CONTEXT, "success", "no Terraform project affected")
-                await vcs.set_status(gh, req.repo, req.sha, DESTROY_CONTEXT, "success", "no destroys")
-                return None
+            req = replace(req, code_sha=merge)
+        known = await base_config_or_none(gh, req.repo, req.default_branch) if req.fork else None
+        if req.fork and not (known is not None and known.allow_fork_prs):  # its code is not even fetched
+            await _refuse_fork(ctx, gh, req)
+            return None
+        code = req.code_sha or req.sha
+        files = early if early is not None else await stack.enter_async_context(_fetched(ctx, req, code, token))
+        try:
+            learn = functools.partial(_learn_comments, ctx, gh, req)
+            policy, changed = await _while_fetching(files, gh, req, known, learn=learn)
+            found = discover(files.result(), changed, req.only)
+            inputs = await asyncio.to_thread(carry.fingerprints, ctx, req, files.result(), found)
+        except ConfigError as exc:
+            await _config_failed(ctx, gh, req, exc)
+            return None
+        base = "" if req.only else req.base_sha  # `/plan NAME`: exactly the named projects
+        projects = await to_plan(ctx.checkouts, req, token, found, changed, scope=f"pr-{req.pr}", base=base)
+        if not projects:
+            await vcs.set_status(gh, req.repo, req.sha, PLAN_CONTEXT, "success", "no Terraform project affected")
+            await vcs.set_status(gh, req.repo, req.sha, DESTROY_CONTEXT, "success", "no destroys")
+            return None
     masks = policy.mask_patterns if policy is not None else ()
     _remember_selection(ctx, req, masks, found.selection, inputs)
     fresh, kept = carry.split(ctx, req, projects, inputs)
