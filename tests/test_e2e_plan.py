@@ -6,13 +6,13 @@ from pathlib import Path
 
 import pytest
 import redis
-from rq import Queue
-from rq.job import Job, JobStatus
+from rq.job import Job
 from rq.rate_limit import RateLimitRegistry
 
 from core.projects import Project
 from standin.stack import running_stack
 from tests.e2e import applied_state, bot_bodies, finished_jobs, infra_repo, plan_jobs, planned
+from tests.jobs.holders import running_job
 from tests.tfproject import main_tf
 from workers import fanout, slots
 
@@ -79,8 +79,7 @@ def test_a_project_busy_elsewhere_is_planned_in_a_job_that_waits_its_turn(
         gh = stack.gh
         repo = infra_repo(stack, state)
         limit = fanout.project_rate_limit(repo.id, Project("infra", "infra"))
-        applying = Queue("plangate-test-holders", connection=redis_conn).enqueue("builtins.len", "an apply")
-        applying.set_status(JobStatus.STARTED)  # another job of the project runs: it holds the slot
+        applying = running_job(redis_conn, "an apply")  # another job of the project runs: it holds the slot
         assert slots.take(redis_conn, limit, applying.id)
 
         files = {"infra/main.tf": main_tf(state, {"keep": "a", "doomed": "b", "fresh": "c"})}
@@ -92,7 +91,9 @@ def test_a_project_busy_elsewhere_is_planned_in_a_job_that_waits_its_turn(
 
         slots.give_back(redis_conn, limit, applying.id)
         assert planned(stack, repo, pr.head_sha) == {"plangate/plan": "success", "plangate/destroy": "success"}
-        assert [j.id for j in plan_jobs(redis_conn, pr.head_sha)] == [waiting]
+        # the job ends just after its statuses: wait for RQ to record it before reading what ran
+        ran = stack.wait_for("the plan job to end", lambda: plan_jobs(redis_conn, pr.head_sha))
+        assert [j.id for j in ran] == [waiting]
         assert len(bot_bodies(stack, repo, pr.number)) == 1
 
 
