@@ -7,9 +7,10 @@ import uuid
 
 import redis
 from rq import Queue, RateLimit, SimpleWorker
-from rq.job import Job, JobStatus
+from rq.job import JobStatus
 from rq.rate_limit import RateLimitRegistry
 
+from tests.jobs.holders import running_job
 from workers import slots
 
 
@@ -17,16 +18,9 @@ def _limit() -> RateLimit:
     return RateLimit(key=f"project-test-{uuid.uuid4().hex}", concurrency=1)
 
 
-def _running(conn: redis.Redis) -> Job:
-    """A job as RQ sees a dispatch while it runs (on a queue no test worker takes jobs from)."""
-    job = Queue("plangate-test-slot-holders", connection=conn).enqueue("builtins.len", "dispatch")
-    job.set_status(JobStatus.STARTED)
-    return job
-
-
 def test_a_job_enqueued_while_the_slot_is_held_waits_until_it_is_given_back(redis_conn: redis.Redis) -> None:
     queue, limit = Queue("plangate-test-slots", connection=redis_conn), _limit()
-    with slots.held(redis_conn, limit, _running(redis_conn).id) as mine:
+    with slots.held(redis_conn, limit, running_job(redis_conn, "dispatch").id) as mine:
         assert mine
         waiting = queue.enqueue("builtins.len", "x", rate_limit=limit)
         assert waiting.get_status() == JobStatus.RATE_LIMITED
@@ -63,7 +57,7 @@ def test_a_holder_that_runs_again_keeps_its_slot(redis_conn: redis.Redis) -> Non
 
 def test_rqs_maintenance_frees_the_slot_of_a_holder_that_died(redis_conn: redis.Redis) -> None:
     queue, limit = Queue("plangate-test-slots", connection=redis_conn), _limit()
-    holder = _running(redis_conn)  # no RateLimit of its own
+    holder = running_job(redis_conn, "dispatch")  # no RateLimit of its own
     assert slots.take(redis_conn, limit, holder.id)
     waiting = queue.enqueue("builtins.len", "y", rate_limit=limit)
     registry = RateLimitRegistry(limit.key, redis_conn)
