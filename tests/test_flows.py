@@ -110,6 +110,22 @@ def test_the_fetch_is_waited_for_before_a_github_failure_propagates(
     assert world.run(step())  # the failure comes only once git is done: then its directory may go
 
 
+def test_no_plan_is_published_without_the_default_branchs_masks(tmp_path: Path, redis_url: str) -> None:
+    masks = {".plangate.yml": "version: 1\nmask_patterns: ['tok-[0-9]+']\n"}
+    with world_at(tmp_path, redis_url, BASE, masks) as world:
+        req = world.opened("leak", _tf(world, {**BASE, "one": "tok-123"}))
+        config = rf"/repos/{world.repo.full_name}/contents/\.plangate\.yml"
+        world.gh.faults.add("GET", config, status=403, times=1)  # e.g. the App lost `contents: read` a moment
+        with pytest.raises(gidgethub.BadRequest):
+            world.plan_pr(req)  # the job fails and is tried again; going on would publish the token
+        assert world.bot_bodies(req.pr) == [] and world.reports(req.sha)[PLAN_CONTEXT][0] == "pending"
+        planned = world.plan_pr(req)
+        assert planned is not None
+        world.run(pr_plan.publish(world.ctx, *planned))
+        (comment,) = world.bot_bodies(req.pr)
+        assert "terraform_data.one" in comment and "tok-123" not in comment
+
+
 def test_results_of_a_superseded_sha_are_never_published(world: World) -> None:
     first = world.opened("grow", _tf(world, {**BASE, "one": "1"}))
     planned_first = world.plan_pr(first)

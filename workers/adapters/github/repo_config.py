@@ -12,7 +12,7 @@ from collections.abc import Sequence
 from gidgethub import BadRequest
 from gidgethub.abc import GitHubAPI
 
-from core.config import RepoConfig, parse_config
+from core.config import ConfigError, RepoConfig, parse_config
 
 RAW = "application/vnd.github.raw+json"
 log = logging.getLogger("plangate.config")
@@ -30,19 +30,18 @@ async def base_config(gh: GitHubAPI, repo: str, branch: str) -> RepoConfig:
 
 
 async def base_config_or_none(gh: GitHubAPI, repo: str, branch: str) -> RepoConfig | None:
-    """The default branch's config, or None when it cannot be read: each caller then fails closed
-    (no apply, forks refused, only the approvals the defaults allow)."""
+    """The default branch's config, or None when it is invalid: each caller then fails closed (no
+    apply, forks refused, only the approvals the defaults allow). GitHub's errors propagate, so the
+    job is tried again: going on without the config would publish output its `mask_patterns` hide."""
     try:
         return await base_config(gh, repo, branch)
-    except Exception as exc:
-        log.warning(json.dumps({"repo": repo, "default_branch_config": "unreadable", "error": str(exc)}))
+    except ConfigError as exc:
+        log.warning(json.dumps({"repo": repo, "default_branch_config": "invalid", "error": str(exc)}))
         return None
 
 
 async def mask_patterns(gh: GitHubAPI, repo: str, branch: str, server: Sequence[str]) -> list[str]:
-    """The server's patterns plus the default branch's `mask_patterns` (a PR's own never count)."""
-    try:
-        return [*server, *(await base_config(gh, repo, branch)).mask_patterns]
-    except Exception as exc:
-        log.warning(json.dumps({"repo": repo, "mask_patterns": "default branch config unreadable", "error": str(exc)}))
-        return list(server)
+    """The server's patterns plus the default branch's `mask_patterns` (a PR's own never count);
+    the server's alone when that config is invalid. GitHub's errors propagate (see above)."""
+    policy = await base_config_or_none(gh, repo, branch)
+    return [*server, *(policy.mask_patterns if policy is not None else ())]
