@@ -110,6 +110,23 @@ def test_the_fetch_is_waited_for_before_a_github_failure_propagates(
     assert world.run(step())  # the failure comes only once git is done: then its directory may go
 
 
+def test_the_dispatch_asks_github_everything_at_once(world: World, monkeypatch: pytest.MonkeyPatch) -> None:
+    gate = asyncio.Barrier(4)  # passed only once the config read, the pending run, the files and the lookup all started
+    calls = {"base_config_or_none": pr_plan, "set_status": vcs, "changed_files": vcs, "_learn_comments": pr_plan}
+
+    def together(real: Any) -> Any:
+        async def call(*args: Any, **kwargs: Any) -> Any:
+            await asyncio.wait_for(gate.wait(), 5)
+            return await real(*args, **kwargs)
+
+        return call
+
+    for name, module in calls.items():
+        monkeypatch.setattr(module, name, together(getattr(module, name)))
+    req = world.opened("grow", _tf(world, {**BASE, "one": "1"}))
+    assert world.plan_pr(req) is not None  # one at a time, the first call times out at the barrier
+
+
 def test_no_plan_is_published_without_the_default_branchs_masks(tmp_path: Path, redis_url: str) -> None:
     masks = {".plangate.yml": "version: 1\nmask_patterns: ['tok-[0-9]+']\n"}
     with world_at(tmp_path, redis_url, BASE, masks) as world:

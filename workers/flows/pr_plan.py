@@ -18,6 +18,7 @@ import logging
 from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass, replace
 from pathlib import Path
+from typing import Any
 
 from gidgethub.abc import GitHubAPI
 
@@ -98,7 +99,7 @@ async def dispatch(ctx: WorkerContext, req: PlanRequest) -> Dispatch | None:
         files = early if early is not None else await stack.enter_async_context(_fetched(ctx, req, code, token))
         try:
             learn = functools.partial(_learn_comments, ctx, gh, req)
-            policy, changed = await _while_fetching(files, gh, req, known, learn=learn)
+            policy, changed = await _while_fetching(files, gh, req, known, learn)
             found = discover(files.result(), changed, req.only)
             inputs = await asyncio.to_thread(carry.fingerprints, ctx, req, files.result(), found)
         except ConfigError as exc:
@@ -138,20 +139,32 @@ async def _while_fetching(
     fetch: asyncio.Future[Path],
     gh: GitHubAPI,
     req: PlanRequest,
-    known: RepoConfig | None = None,
-    *,
-    learn: Callable[[], Awaitable[None]] | None = None,
+    known: RepoConfig | None,
+    learn: Callable[[], Awaitable[None]],
 ) -> tuple[RepoConfig | None, list[str] | None]:
     """While git fetches the code, read the default branch's config (unless `known`), set
-    `plangate/plan` pending, read the changed files, then run `learn` (GitHub's API is called one
-    request at a time here, as GitHub asks); the config and the changed files, once both are done."""
-    policy = known if known is not None else await base_config_or_none(gh, req.repo, req.default_branch)
-    await vcs.set_status(gh, req.repo, req.sha, PLAN_CONTEXT, *pending_status(0))
-    changed = await vcs.changed_files(gh, req.repo, req.pr)
-    if learn is not None:
-        await learn()
+    `plangate/plan` pending, read the changed files and run `learn`, all at once: none needs another's
+    answer, so the PR waits one GitHub round trip instead of four. The config and the changed files,
+    once all are done and git too."""
+    config = base_config_or_none(gh, req.repo, req.default_branch) if known is None else _ready(known)
+    pending = vcs.set_status(gh, req.repo, req.sha, PLAN_CONTEXT, *pending_status(0))
+    policy, _, changed, _ = await _together(config, pending, vcs.changed_files(gh, req.repo, req.pr), learn())
     await fetch  # its own failure, if any
     return policy, changed
+
+
+async def _ready(value: RepoConfig) -> RepoConfig:
+    return value
+
+
+async def _together(*calls: Awaitable[Any]) -> list[Any]:
+    """The answers of `calls`, made at once; once all have ended, the first failure (in order) is raised,
+    so none is still running when the caller's client closes."""
+    done = await asyncio.gather(*calls, return_exceptions=True)
+    for answer in done:
+        if isinstance(answer, BaseException):
+            raise answer
+    return done
 
 
 async def _test_merge(gh: GitHubAPI, req: PlanRequest) -> str | None:
@@ -305,14 +318,10 @@ async def publish(
             audit.record(
                 ctx.redis, "blocked", repo=req.repo, pr=req.pr, sha=req.sha, unapproved=len(cov.unapproved_pairs)
             )
-        reported = await asyncio.gather(  # two contexts, each complete in itself: one round trip, not two
+        await _together(  # two contexts, each complete in itself: one round trip, not two
             vcs.set_status(gh, req.repo, req.sha, PLAN_CONTEXT, *plan_status(results), url, summary=text),
             vcs.set_status(gh, req.repo, req.sha, DESTROY_CONTEXT, *gate, url, summary=text, approve=waiting),
-            return_exceptions=True,  # both end before the client closes; then the first failure is raised
         )
-        errors = [r for r in reported if isinstance(r, BaseException)]
-        if errors:
-            raise errors[0]
     for r in results:
         summary = summary_line(r.plan) if r.plan is not None else f"plan failed: {(r.error or '')[:200]}"
         record_run(
