@@ -8,6 +8,8 @@ one `plangate web`, one `plangate worker` and real Redis, against a bare
 0.15 s, so ≤ 1.9× at 20 resources and ≤ 1.05× at 2,000.
 API calls: requests the worker makes to "GitHub" for one push to a PR with one project,
 token and comment already known. Target ≤ 5.
+`--github-latency MS` delays each of the stand-in's answers (API and git) by MS, as the network to
+GitHub does; the targets are for 0, the stand-in answering from this machine.
 """
 
 from __future__ import annotations
@@ -72,6 +74,7 @@ def main() -> int:
     opts = argparse.ArgumentParser()
     opts.add_argument("--rounds", type=int, default=3)
     opts.add_argument("--resources", type=int, default=20)
+    opts.add_argument("--github-latency", type=float, default=0.0, metavar="MS")
     args = opts.parse_args()
     tool = shutil.which("tofu") or shutil.which("terraform")
     if tool is None:
@@ -82,6 +85,7 @@ def main() -> int:
         state = root / "state" / "terraform.tfstate"
         with running_stack(root, redis_url) as stack:
             gh = stack.gh
+            gh.faults.latency = args.github_latency / 1000
             repo = gh.create_repo("acme", "infra", {"infra/main.tf": _project(state, args.resources, "v0")})
             bot, bare = [], []
             for round_ in range(args.rounds):
@@ -98,6 +102,8 @@ def main() -> int:
             api = [r for r in gh.state.requests[before:] if r.auth != "basic"]
     ratio = statistics.median(bot) / statistics.median(bare)
     print(f"project: {args.resources} terraform_data resources, {Path(tool).name}; {args.rounds} rounds, medians")
+    if args.github_latency:
+        print(f"GitHub answers after {args.github_latency:.0f} ms (API and git)")
     print(f"bare init+plan+show -json: {statistics.median(bare):.2f} s")
     target = 1.9 if args.resources < 2000 else 1.05
     fixed = statistics.median(bot) - statistics.median(bare)

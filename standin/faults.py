@@ -6,6 +6,9 @@ Before the work (the default), the request is read and then answered with the fa
 is dropped with no answer at all. With `after_store=True` the request is performed (the comment or issue IS
 created) and only the answer is lost: dropped, or replaced by the fault's status. That is the case where a
 client must look before it POSTs again. Faults apply to every path the stand-in serves, git over HTTP included.
+
+`latency` (seconds, 0 by default) delays every answer, as the network between a worker and GitHub does: the
+stand-in answers from the same machine in milliseconds, where GitHub takes tens to hundreds.
 """
 
 from __future__ import annotations
@@ -16,6 +19,7 @@ import threading
 from dataclasses import dataclass, field
 from http import HTTPStatus
 
+import anyio
 from starlette.requests import Request
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
@@ -66,6 +70,7 @@ class Faults:
     def __init__(self) -> None:
         self._lock = threading.Lock()
         self._queue: list[Fault] = []
+        self.latency = 0.0  # seconds before each answer: a network round trip
 
     def add(
         self,
@@ -143,6 +148,8 @@ class FaultInjection:
         self.limits = limits
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if self.faults.latency > 0 and scope["type"] == "http":
+            await anyio.sleep(self.faults.latency)
         fault = self.faults.take(scope["method"], scope["path"]) if scope["type"] == "http" else None
         if fault is None:
             await self.app(scope, receive, send)

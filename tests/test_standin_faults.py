@@ -215,3 +215,10 @@ def test_a_fault_that_cannot_happen_is_refused(gh: StandIn, kwargs: dict[str, ob
     with pytest.raises((ValueError, re.error)):
         gh.faults.add("POST", path, **kwargs)  # type: ignore[arg-type]
     assert gh.faults.pending == []
+
+
+def test_latency_delays_every_answer_as_the_network_would(gh: StandIn, api: httpx.Client, pr_number: int) -> None:
+    gh.faults.latency = 0.3
+    started = time.monotonic()
+    assert api.get(comment_url(pr_number)).status_code == 200
+    assert time.monotonic() - started >= 0.3
