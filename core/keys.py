@@ -64,6 +64,11 @@ def comments(repo_id: int, number: int, kind: str) -> str:
     return f"plangate:comments:{repo_id}:{number}:{kind}"
 
 
+def comment_url(repo_id: int, number: int, kind: str) -> str:
+    """Part 1's URL: the next publish links its reports to it while the comment is being edited."""
+    return f"plangate:comment-url:{repo_id}:{number}:{kind}"
+
+
 def blocked(repo_id: int, number: int) -> str:
     return f"plangate:blocked:{repo_id}:{number}"
 

@@ -222,6 +222,49 @@ def test_the_dispatch_finds_the_comments_so_the_first_publish_only_posts(world: 
     assert again is not None and world.gh.state.count_requests("GET", comments) == 1  # known now: no lookup
 
 
+def _links(world: World, sha: str) -> set[str]:
+    """What plangate's reports on `sha` link to (the fragment of each URL)."""
+    return {(r.target_url or "").rpartition("#")[2] for r in world.gh.reports(world.repo, sha).values()}
+
+
+def test_a_pushs_publish_edits_the_comment_and_reports_at_once(world: World, monkeypatch: pytest.MonkeyPatch) -> None:
+    first = world.plan_pr(world.opened("grow", _tf(world, {**BASE, "one": "1"})))
+    assert first is not None
+    world.run(pr_plan.publish(world.ctx, *first))  # a new comment: its URL comes with GitHub's answer
+    gate = asyncio.Barrier(3)  # passed only once the comment's edit and both reports all started
+
+    def together(real: Any) -> Any:
+        async def call(*args: Any, **kwargs: Any) -> Any:
+            await asyncio.wait_for(gate.wait(), 5)
+            return await real(*args, **kwargs)
+
+        return call
+
+    req = first[0]
+    pushed = world.plan_pr(world.pushed(world.pr(req.pr), _tf(world, {**BASE, "two": "2"})))
+    assert pushed is not None
+    monkeypatch.setattr(vcs, "upsert_comments", together(vcs.upsert_comments))
+    monkeypatch.setattr(vcs, "set_status", together(vcs.set_status))
+    world.run(pr_plan.publish(world.ctx, *pushed))  # one at a time, the edit would time out at the barrier
+    (comment,) = world.gh.comments_on(world.repo, req.pr)
+    assert "terraform_data.two" in comment.body
+    assert _links(world, pushed[0].sha) == {f"issuecomment-{comment.id}"}
+
+
+def test_reports_link_to_the_comment_posted_anew_when_the_old_one_was_deleted(world: World) -> None:
+    first = world.plan_pr(world.opened("grow", _tf(world, {**BASE, "one": "1"})))
+    assert first is not None
+    world.run(pr_plan.publish(world.ctx, *first))
+    req = first[0]
+    (old,) = world.gh.comments_on(world.repo, req.pr)
+    world.gh.delete_comment(old, deliver=False)
+    pushed = world.plan_pr(world.pushed(world.pr(req.pr), _tf(world, {**BASE, "two": "2"})))
+    assert pushed is not None
+    world.run(pr_plan.publish(world.ctx, *pushed))  # the edit finds no comment and posts one
+    (new,) = world.gh.comments_on(world.repo, req.pr)
+    assert new.id != old.id and _links(world, pushed[0].sha) == {f"issuecomment-{new.id}"}
+
+
 def test_a_publish_that_died_after_posting_edits_that_comment_on_its_next_try(world: World) -> None:
     req = world.opened("crashed", _tf(world, {**BASE, "one": "1"}))
     planned = world.plan_pr(req)

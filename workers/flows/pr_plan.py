@@ -36,7 +36,7 @@ from core.render.plan import (
     render_too_many_files,
 )
 from core.render.replies import approval_status
-from core.render.status import destroy_status, pending_status, plan_status
+from core.render.status import State, destroy_status, pending_status, plan_status
 from core.results import ProjectResult
 from core.runlog import record_run
 from workers.adapters.github import vcs
@@ -263,6 +263,36 @@ async def plan_and_publish(ctx: WorkerContext, req: PlanRequest, project: Projec
     return result
 
 
+async def _comment_and_reports(
+    comment: Awaitable[vcs.Published], report: Callable[[str | None], Awaitable[object]], shown: str | None
+) -> vcs.Published:
+    """The plan comment, and the reports that link to it: at once when the comment's URL is `shown`
+    already (an edit keeps it), else once GitHub answers the new comment with its URL."""
+    if shown is None:
+        posted = await comment
+        await report(posted.url)
+        return posted
+    edited: vcs.Published = (await _together(comment, report(shown)))[0]
+    if edited.url != shown:  # the comment was deleted meanwhile and posted anew
+        await report(edited.url)
+    return edited
+
+
+async def _report(
+    gh: GitHubAPI,
+    req: PlanRequest,
+    plan: tuple[State, str],
+    gate: tuple[State, str],
+    text: str,
+    waiting: bool,
+    url: str | None,
+) -> None:
+    await _together(  # two contexts, each complete in itself: one round trip, not two
+        vcs.set_status(gh, req.repo, req.sha, PLAN_CONTEXT, *plan, url, summary=text),
+        vcs.set_status(gh, req.repo, req.sha, DESTROY_CONTEXT, *gate, url, summary=text, approve=waiting),
+    )
+
+
 async def publish(
     ctx: WorkerContext, req: PlanRequest, results: list[ProjectResult], made: dict[str, tuple[str, str]] | None = None
 ) -> None:
@@ -299,29 +329,40 @@ async def publish(
         bodies = render_plan_comments(
             results, pr=req.pr, sha=req.sha, mask_patterns=patterns, note=note, notes=notes_by_destroy
         )
-        published = await vcs.upsert_comments(
-            gh, ctx.records, repo=req.repo, repo_id=req.repo_id, number=req.pr, login=login, kind="plan", bodies=bodies
+        text = bodies[0].partition("\n")[2]  # the plan comment's first part, without its marker
+        gate = destroy_status(results) if cov is None else approval_status(cov)
+        waiting = cov is not None and not cov.complete and not cov.never
+
+        async def commented() -> vcs.Published:
+            published = await vcs.upsert_comments(
+                gh,
+                ctx.records,
+                repo=req.repo,
+                repo_id=req.repo_id,
+                number=req.pr,
+                login=login,
+                kind="plan",
+                bodies=bodies,
+            )
+            # Saved once the comment shows it: an approval is measured against when its author could see it.
+            record = gate_store.DestroysRecord(destroys=destroys, failed=failed, published_at=published.at)
+            gate_store.save_destroys(ctx.records, req.repo_id, req.pr, req.sha, record)
+            return published
+
+        reports = functools.partial(_report, gh, req, plan_status(results), gate, text, waiting)
+        published = await _comment_and_reports(
+            commented(), reports, vcs.known_url(ctx.records, req.repo_id, req.pr, "plan")
         )
         url = published.url
-        # Saved once the comment shows it: an approval is measured against when its author could see it.
-        record = gate_store.DestroysRecord(destroys=destroys, failed=failed, published_at=published.at)
-        gate_store.save_destroys(ctx.records, req.repo_id, req.pr, req.sha, record)
         if made is not None:
             ok = {r.identity for r in results if r.plan is not None}
             carry.remember(ctx, req, meta.get("inputs", {}), {i: m for i, m in made.items() if i in ok})
         planned = PlannedPR(req.pr, req.sha, req.author, req.fork, [r.identity for r in results])
         stale_plans.remember(ctx.records, req.repo_id, planned)
-        text = bodies[0].partition("\n")[2]  # the plan comment's first part, without its marker
-        gate = destroy_status(results) if cov is None else approval_status(cov)
-        waiting = cov is not None and not cov.complete and not cov.never
         if cov is not None and not cov.complete:
             audit.record(
                 ctx.redis, "blocked", repo=req.repo, pr=req.pr, sha=req.sha, unapproved=len(cov.unapproved_pairs)
             )
-        await _together(  # two contexts, each complete in itself: one round trip, not two
-            vcs.set_status(gh, req.repo, req.sha, PLAN_CONTEXT, *plan_status(results), url, summary=text),
-            vcs.set_status(gh, req.repo, req.sha, DESTROY_CONTEXT, *gate, url, summary=text, approve=waiting),
-        )
     for r in results:
         summary = summary_line(r.plan) if r.plan is not None else f"plan failed: {(r.error or '')[:200]}"
         record_run(

@@ -87,6 +87,11 @@ def known_comment(records: Records, repo_id: int, number: int, kind: str) -> int
     return int(part1) if part1 else None  # absent, or _POSTING (0): not known
 
 
+def known_url(records: Records, repo_id: int, number: int, kind: str) -> str | None:
+    """The URL of part 1 of the bot's `kind` comment on `number`, as its last edit answered."""
+    return records.get(keys.comment_url(repo_id, number, kind))
+
+
 async def learn_comments(
     gh: GitHubAPI, records: Records, *, repo: str, repo_id: int, number: int, login: str, kind: str
 ) -> None:
@@ -165,6 +170,8 @@ async def upsert_comments(
         )
         del known[part]
     records.set(key, json.dumps(known), ex=keys.GATE_TTL)
+    if first_url:
+        records.set(keys.comment_url(repo_id, number, kind), first_url, ex=keys.GATE_TTL)
     return Published(first_url, max(stamps) if all(stamps) and stamps else None)
 
 
