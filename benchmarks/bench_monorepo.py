@@ -8,6 +8,8 @@ resource and adds another, so every project has a destroy. Measured in one run:
 * wall time from the `pull_request` delivery to the final `plangate/plan` and `plangate/destroy`,
   against the sum of a bare `terraform init && plan -out && show -json` of every project divided by
   the worker count (target ≤ 1.3×);
+* the same steps W at a time, bare and through plangate's runner (bubblewrap and the memory cap,
+  no bot): this machine's floor with and without the sandbox;
 * the GitHub requests the workers made, the plan comment's parts apart from the rest;
 * the RSS of each worker process (the parent, which outlives every job) before and after, and the
   largest sampled while the PR was planned (work horses included);
@@ -25,18 +27,21 @@ import tempfile
 import threading
 import time
 from collections import Counter
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import redis
 
 from benchmarks.bench_plan_overhead import POLL, _bare, _delivered, _settled
+from benchmarks.bench_sandbox import runner
 from standin.local_redis import private_redis
 from standin.sample import main_tf
 from standin.stack import running_stack
 from tests.e2e import plan_jobs
 from tests.tfproject import apply_directly
 from workers.adapters.github.pacing import BURST, RATE
+from workers.adapters.terraform.sandbox import Sandbox, prepare
 
 TARGET = 1.3
 GITHUB_MAX_BODY = 65_536
@@ -81,6 +86,28 @@ class _RssSampler:
                     self.peak = max(self.peak, _rss_kib(member))
 
 
+def _boxed(sandbox: Sandbox, root: Path, text: str, states: Path) -> float:
+    """init+plan+show of one project through plangate's runner in `sandbox` (seconds)."""
+    work = Path(tempfile.mkdtemp(dir=root))
+    (work / "main.tf").write_text(text)
+    (work / "plan").mkdir()
+    tf = runner(sandbox, root, work, states)
+    started = time.perf_counter()
+    tf.init(work)
+    tf.plan(work, work / "plan" / "p.tfplan")
+    tf.show_json(work, work / "plan" / "p.tfplan")
+    elapsed = time.perf_counter() - started
+    shutil.rmtree(work)
+    return elapsed
+
+
+def _at_a_time(workers: int, step: Callable[[str], float], texts: list[str]) -> float:
+    started = time.perf_counter()
+    with ThreadPoolExecutor(max_workers=workers) as pool:  # what this machine does W at a time
+        list(pool.map(step, texts))
+    return time.perf_counter() - started
+
+
 def main() -> int:
     opts = argparse.ArgumentParser()
     opts.add_argument("--projects", type=int, default=200)
@@ -102,10 +129,9 @@ def main() -> int:
         print(f"bare init+plan+show of {args.projects} projects, one after another ...", flush=True)
         bare = [_bare(tool, text, root) for text in after.values()]
         floor = sum(bare) / args.workers
-        started = time.perf_counter()
-        with ThreadPoolExecutor(max_workers=args.workers) as pool:  # what this machine does W at a time
-            list(pool.map(lambda text: _bare(tool, text, root), after.values()))
-        parallel = time.perf_counter() - started
+        parallel = _at_a_time(args.workers, lambda text: _bare(tool, text, root), list(after.values()))
+        sandbox = prepare("bwrap", (), root / "probe")
+        boxed = _at_a_time(args.workers, lambda t: _boxed(sandbox, root, t, root / "state"), list(after.values()))
         with running_stack(root, redis_url, workers=args.workers) as stack:
             gh = stack.gh
             repo = gh.create_repo("acme", "monorepo", before)
@@ -133,6 +159,10 @@ def main() -> int:
     print(
         f"bare, {args.workers} at a time: {parallel:.1f} s = {parallel / floor:.2f}× sum/workers "
         "(terraform alone: this machine's floor)"
+    )
+    print(
+        f"sandboxed, {args.workers} at a time: {boxed:.1f} s = {boxed / floor:.2f}× sum/workers "
+        "(plangate's runner, bubblewrap and memory cap, no bot: the floor with the sandbox)"
     )
     print(f"delivery → final statuses: {wall:.1f} s = {wall / floor:.2f}× sum/workers (target ≤ {TARGET}×)")
     print(f"GitHub requests: {len(requests)}, of which {comment_calls} for the {len(comments)} comment part(s)")

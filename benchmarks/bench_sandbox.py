@@ -23,13 +23,14 @@ from workers.adapters.terraform.runner import Terraform
 from workers.adapters.terraform.sandbox import Sandbox, prepare
 
 
-def _runner(sandbox: Sandbox, root: Path, work: Path) -> Terraform:
+def runner(sandbox: Sandbox, root: Path, *writable: Path) -> Terraform:
+    """plangate's runner (memory cap and, unless "off", the sandbox) with `writable` open inside it."""
     tool = shutil.which("tofu") or shutil.which("terraform")
     assert tool, "terraform or tofu must be on PATH"
     cache = root / "cache"
     cache.mkdir(exist_ok=True)
     env = build_env(passthrough=[], source_env=os.environ, home=sandbox.home(root), plugin_cache=cache)
-    return Terraform(tool, env, timeout=300, sandbox=sandbox, writable=(cache, work))
+    return Terraform(tool, env, timeout=300, sandbox=sandbox, writable=(cache, *writable))
 
 
 def _project(root: Path, n: int = 20) -> Path:
@@ -48,7 +49,7 @@ def _timed(step: Callable[[], object]) -> float:
 
 def _round(sandbox: Sandbox, root: Path, resources: int) -> dict[str, float]:
     work = _project(root, resources)
-    tf = _runner(sandbox, root, work)
+    tf = runner(sandbox, root, work)
     planfile = work / "plan" / "p.tfplan"
     times = {
         "init": _timed(lambda: tf.init(work)),
