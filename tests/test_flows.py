@@ -11,6 +11,7 @@ import http
 import threading
 import time
 from collections.abc import AsyncIterator, Iterator
+from dataclasses import replace
 from pathlib import Path
 from typing import Any, cast
 
@@ -141,6 +142,21 @@ def test_no_plan_is_published_without_the_default_branchs_masks(tmp_path: Path, 
         world.run(pr_plan.publish(world.ctx, *planned))
         (comment,) = world.bot_bodies(req.pr)
         assert "terraform_data.one" in comment and "tok-123" not in comment
+
+
+def test_plan_naming_one_project_keeps_the_prs_other_destroys_in_its_gate(world: World) -> None:
+    other = {"other/main.tf": main_tf(world.state.parent / "other.tfstate", {"new": "1"})}
+    req = world.opened("two", {**_tf(world, {"keep": "a"}), **other})  # infra destroys `doomed`
+    first = world.plan_pr(req)
+    assert first is not None
+    world.run(pr_plan.publish(world.ctx, *first, world.made))
+    assert world.reports(req.sha)[DESTROY_CONTEXT][0] == "failure"
+    named = world.plan_pr(replace(req, trigger="comment-1", only=("other",)))  # `/plan other`
+    assert named is not None
+    world.run(pr_plan.publish(world.ctx, *named, world.made))
+    (comment,) = world.bot_bodies(req.pr)
+    assert world.reports(req.sha)[DESTROY_CONTEXT][0] == "failure" and "terraform_data.doomed" in comment
+    assert "terraform_data.new" in comment and len(world.jobs) == 3  # `other` planned again, infra carried
 
 
 def test_results_of_a_superseded_sha_are_never_published(world: World) -> None:

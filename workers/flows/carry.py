@@ -37,9 +37,14 @@ def shown_at(result: ProjectResult, req: PlanRequest, kept: Carried) -> ProjectR
     return replace(result, sha=req.sha, carried_from=kept.last.planned_at) if result.plan is not None else result
 
 
-def may_carry(req: PlanRequest) -> bool:
-    """Only a PR's automatic plans carry: a command or a Re-run press asks for a fresh plan."""
-    return req.pr != 0 and not req.only and not req.trigger.startswith(("comment-", "rerun-"))
+def may_carry(req: PlanRequest, project: Project) -> bool:
+    """A PR's automatic plans carry; a command or a Re-run press asks for fresh plans: of the projects
+    `/plan NAME` names (the others carry as on a push), else of all."""
+    if req.pr == 0:
+        return False
+    if req.only:
+        return project.name not in req.only
+    return not req.trigger.startswith(("comment-", "rerun-"))
 
 
 def fingerprints(ctx: WorkerContext, req: PlanRequest, work: Path, found: Discovered) -> dict[str, str]:
@@ -68,7 +73,8 @@ def split(
     ctx: WorkerContext, req: PlanRequest, projects: list[Project], inputs: Mapping[str, str]
 ) -> tuple[list[Project], list[Carried]]:
     """The projects to plan now and those carried forward from the PR's last published plans."""
-    kept = carried(projects, inputs, last_plans.load(ctx.records, req.repo_id, req.pr)) if may_carry(req) else {}
+    carriable = [p for p in projects if may_carry(req, p)]
+    kept = carried(carriable, inputs, last_plans.load(ctx.records, req.repo_id, req.pr)) if carriable else {}
     return (
         [p for p in projects if p.identity not in kept],
         [Carried(p, kept[p.identity]) for p in projects if p.identity in kept],

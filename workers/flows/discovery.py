@@ -11,7 +11,7 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Protocol
 
@@ -49,7 +49,8 @@ def check_dirs(work: Path, projects: tuple[Project, ...]) -> None:
 
 
 def discover(work: Path, changed: list[str] | None, only: tuple[str, ...] = ()) -> Discovered:
-    """The checkout's projects and those `changed` affects (`only`: these names, changed or not).
+    """The checkout's projects and those `changed` affects, plus those named in `only` (`/plan NAME`),
+    changed or not: the PR's one comment and gate always cover every project it affects.
     ConfigError for an invalid or symlinked `.plangate.yml`, or a project dir that leaves the checkout."""
     snapshot = scan(work)
     config = parse_config(snapshot.config_text, refused=snapshot.config_refused)
@@ -57,7 +58,9 @@ def discover(work: Path, changed: list[str] | None, only: tuple[str, ...] = ()) 
     check_dirs(work, every)
     selection = find_projects(config, changed, snapshot.all_files, snapshot.module_sources)
     if only:
-        selection = ProjectSelection(tuple(p for p in every if p.name in only))
+        affected = {p.identity for p in selection.projects}
+        named = tuple(p for p in every if p.name in only and p.identity not in affected)
+        selection = replace(selection, projects=selection.projects + named)
     return Discovered(snapshot, config, every, selection)
 
 

@@ -105,8 +105,7 @@ async def dispatch(ctx: WorkerContext, req: PlanRequest) -> Dispatch | None:
         except ConfigError as exc:
             await _config_failed(ctx, gh, req, exc)
             return None
-        base = "" if req.only else req.base_sha  # `/plan NAME`: exactly the named projects
-        projects = await to_plan(ctx.checkouts, req, token, found, changed, scope=f"pr-{req.pr}", base=base)
+        projects = await to_plan(ctx.checkouts, req, token, found, changed, scope=f"pr-{req.pr}", base=req.base_sha)
         if not projects:
             await vcs.set_status(gh, req.repo, req.sha, PLAN_CONTEXT, "success", "no Terraform project affected")
             await vcs.set_status(gh, req.repo, req.sha, DESTROY_CONTEXT, "success", "no destroys")
