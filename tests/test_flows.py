@@ -159,6 +159,29 @@ def test_plan_naming_one_project_keeps_the_prs_other_destroys_in_its_gate(world:
     assert "terraform_data.new" in comment and len(world.jobs) == 3  # `other` planned again, infra carried
 
 
+def test_a_plan_whose_dispatch_record_is_gone_is_still_masked(tmp_path: Path, redis_url: str) -> None:
+    masks = {".plangate.yml": "version: 1\nmask_patterns: ['tok-[0-9]+']\n"}
+    with world_at(tmp_path, redis_url, BASE, masks) as world:
+        req = world.opened("leak", _tf(world, {**BASE, "one": "tok-123"}))
+        planned = world.plan_pr(req)
+        assert planned is not None
+        world.ctx.redis.delete(keys.plan_meta(world.repo.id, req.pr, req.sha))  # e.g. Redis lost its last writes
+        world.run(pr_plan.publish(world.ctx, *planned))
+        (comment,) = world.bot_bodies(req.pr)
+        assert "terraform_data.one" in comment and "tok-123" not in comment
+
+
+def test_an_invalid_config_on_the_default_branch_stops_every_plan(tmp_path: Path, redis_url: str) -> None:
+    broken = {".plangate.yml": "version: 1\nfuture_key: 1\nmask_patterns: ['tok-[0-9]+']\n"}
+    with world_at(tmp_path, redis_url, BASE, broken) as world:
+        fixed = {".plangate.yml": "version: 1\nmask_patterns: []\n"}  # the PR's own config is valid
+        req = world.opened("leak", {**_tf(world, {**BASE, "one": "tok-123"}), **fixed})
+        assert world.plan_pr(req) is None  # its masks are unknown: nothing may be shown
+        (comment,) = world.bot_bodies(req.pr)
+        assert "future_key" in comment and "default branch `main`" in comment and "tok-123" not in comment
+        assert world.reports(req.sha)[DESTROY_CONTEXT][0] == "failure"
+
+
 def test_results_of_a_superseded_sha_are_never_published(world: World) -> None:
     first = world.opened("grow", _tf(world, {**BASE, "one": "1"}))
     planned_first = world.plan_pr(first)

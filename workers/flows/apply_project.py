@@ -29,7 +29,7 @@ from core.render.apply import (
 from core.runlog import record_run
 from workers.adapters.github import vcs
 from workers.adapters.github.auth import installation_client
-from workers.adapters.github.repo_config import base_config_or_none
+from workers.adapters.github.repo_config import base_config
 from workers.adapters.store import applies as apply_store
 from workers.adapters.store import audit
 from workers.adapters.store.applies import BlockedApply
@@ -79,8 +79,8 @@ async def _run(ctx: WorkerContext, req: PushRequest, project: Project, where: Wh
             return "not-applied"
         tf = ctx.terraform(project.tool, "apply")
         token = await ctx.tokens.token(req.installation_id)
-        policy = await base_config_or_none(gh, req.repo, req.default_branch)
-        patterns = [*ctx.settings.mask_patterns, *(policy.mask_patterns if policy else ())]
+        policy = await base_config(gh, req.repo, req.default_branch)  # invalid: nothing is applied ("failed")
+        patterns = [*ctx.settings.mask_patterns, *policy.mask_patterns]
         approved = await _approved(ctx, gh, req, project, where, policy)
         scope, name, code = "push", project.name, project.destroy_from or req.after
         with pipeline.checked_out(ctx.checkouts, req.repo_id, scope, code, name, req.clone_url, token) as dirs:

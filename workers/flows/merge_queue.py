@@ -31,7 +31,7 @@ from core.results import ProjectResult
 from workers.adapters.checkout import remote_head
 from workers.adapters.github import vcs
 from workers.adapters.github.auth import installation_client
-from workers.adapters.github.repo_config import base_config_or_none
+from workers.adapters.github.repo_config import base_config
 from workers.context import WorkerContext
 from workers.flows.apply_approvals import standing
 from workers.flows.discovery import discover_at, to_plan
@@ -64,9 +64,7 @@ async def dispatch(ctx: WorkerContext, req: GroupRequest) -> list[Project] | Non
         try:
             found = await discover_at(ctx.checkouts, req, "merge-group", req.head_sha, token, changed)
         except ConfigError as exc:
-            why = f"invalid .plangate.yml: {exc.key}"
-            for context in (PLAN_CONTEXT, DESTROY_CONTEXT):
-                await vcs.set_status(gh, req.repo, req.head_sha, context, "failure", why)
+            await _failed(gh, req, f"invalid .plangate.yml: {exc.key}")
             return None
         projects = await to_plan(ctx.checkouts, req, token, found, changed, scope="merge-group", base=base)
         if not projects:
@@ -109,8 +107,12 @@ async def publish(ctx: WorkerContext, req: GroupRequest, results: list[ProjectRe
         return
     destroys = {r.identity: list(destroy_keys(r.plan)) for r in results if r.plan is not None}
     async with installation_client(ctx.tokens, req.installation_id, ctx.settings.api_url) as gh:
-        policy = await base_config_or_none(gh, req.repo, req.default_branch)
-        masks = [*ctx.settings.mask_patterns, *(policy.mask_patterns if policy else ())]
+        try:
+            policy = await base_config(gh, req.repo, req.default_branch)
+        except ConfigError as exc:  # its masks and rules are unknown: nothing of the plans is shown, nothing passes
+            await _failed(gh, req, f"invalid .plangate.yml on {req.default_branch}: {exc.key}")
+            return
+        masks = [*ctx.settings.mask_patterns, *policy.mask_patterns]
         bodies = render_plan_comments(results, pr=0, sha=req.head_sha, mask_patterns=masks)
         summary = bodies[0].partition("\n")[2]
         await vcs.set_status(gh, req.repo, req.head_sha, PLAN_CONTEXT, *plan_status(results), summary=summary)
@@ -118,9 +120,14 @@ async def publish(ctx: WorkerContext, req: GroupRequest, results: list[ProjectRe
             await vcs.set_status(gh, req.repo, req.head_sha, DESTROY_CONTEXT, *destroy_status(results), summary=summary)
             return
         approvals = await _approvals(ctx, gh, req, destroys, policy)
-        rules = policy.destroy_rules if policy else ()
+        rules = policy.destroy_rules
         cov = rule_coverage(destroys, approvals, sha=req.head_sha, rules=rules, eligible=_all_rules(approvals, rules))
         await vcs.set_status(gh, req.repo, req.head_sha, DESTROY_CONTEXT, *approval_status(cov), summary=summary)
+
+
+async def _failed(gh: GitHubAPI, req: GroupRequest, why: str) -> None:
+    for context in (PLAN_CONTEXT, DESTROY_CONTEXT):
+        await vcs.set_status(gh, req.repo, req.head_sha, context, "failure", why)
 
 
 def _all_rules(approvals: list[Approval], rules: tuple[object, ...]) -> dict[str, frozenset[int]]:

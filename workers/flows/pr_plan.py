@@ -42,7 +42,7 @@ from core.runlog import record_run
 from workers.adapters.github import vcs
 from workers.adapters.github.auth import installation_client
 from workers.adapters.github.client import RateLimited
-from workers.adapters.github.repo_config import base_config_or_none
+from workers.adapters.github.repo_config import base_config, base_config_or_none, mask_patterns
 from workers.adapters.store import audit
 from workers.adapters.store import gates as gate_store
 from workers.adapters.terraform import pipeline
@@ -110,7 +110,7 @@ async def dispatch(ctx: WorkerContext, req: PlanRequest) -> Dispatch | None:
             await vcs.set_status(gh, req.repo, req.sha, PLAN_CONTEXT, "success", "no Terraform project affected")
             await vcs.set_status(gh, req.repo, req.sha, DESTROY_CONTEXT, "success", "no destroys")
             return None
-    masks = policy.mask_patterns if policy is not None else ()
+    masks = policy.mask_patterns
     _remember_selection(ctx, req, masks, found.selection, inputs)
     fresh, kept = carry.split(ctx, req, projects, inputs)
     if kept:
@@ -140,12 +140,12 @@ async def _while_fetching(
     req: PlanRequest,
     known: RepoConfig | None,
     learn: Callable[[], Awaitable[None]],
-) -> tuple[RepoConfig | None, list[str] | None]:
+) -> tuple[RepoConfig, list[str] | None]:
     """While git fetches the code, read the default branch's config (unless `known`), set
     `plangate/plan` pending, read the changed files and run `learn`, all at once: none needs another's
     answer, so the PR waits one GitHub round trip instead of four. The config and the changed files,
     once all are done and git too."""
-    config = base_config_or_none(gh, req.repo, req.default_branch) if known is None else _ready(known)
+    config = base_config(gh, req.repo, req.default_branch) if known is None else _ready(known)
     pending = vcs.set_status(gh, req.repo, req.sha, PLAN_CONTEXT, *pending_status(0))
     policy, _, changed, _ = await _together(config, pending, vcs.changed_files(gh, req.repo, req.pr), learn())
     await fetch  # its own failure, if any
@@ -302,7 +302,6 @@ async def publish(
         return
     found = ctx.records.get_json(_meta_key(req))
     meta = found if isinstance(found, dict) else {}
-    patterns = [*ctx.settings.mask_patterns, *meta.get("mask_patterns", [])]
     notes = [render_too_many_files(vcs.MAX_PR_FILES)] if meta.get("changes_unknown") else []
     if req.code_sha:
         notes.append(render_planned_on_merge(req.sha, req.code_sha, req.default_branch))
@@ -310,6 +309,10 @@ async def publish(
     destroys = {r.identity: list(destroy_keys(r.plan)) for r in results if r.plan is not None}
     failed = [r.identity for r in results if r.plan is None]
     async with installation_client(ctx.tokens, req.installation_id, ctx.settings.api_url) as gh:
+        if "mask_patterns" in meta:
+            patterns = [*ctx.settings.mask_patterns, *meta["mask_patterns"]]
+        else:  # the dispatch's record is gone (Redis lost it, or the key that seals it changed): ask again
+            patterns = await mask_patterns(gh, req.repo, req.default_branch, ctx.settings.mask_patterns)
         login = await _login(ctx)
         cov = None
         if not failed and any(destroys.values()):

@@ -19,20 +19,23 @@ log = logging.getLogger("plangate.config")
 
 
 async def base_config(gh: GitHubAPI, repo: str, branch: str) -> RepoConfig:
-    """The default branch's config; no file means the defaults. ConfigError and API errors propagate."""
+    """The default branch's config; no file means the defaults. ConfigError (naming the branch) and
+    GitHub's errors propagate: going on without the config would publish what its `mask_patterns`
+    hide, so the job fails closed or is tried again."""
     try:
         text = await gh.getitem(f"/repos/{repo}/contents/.plangate.yml?ref={branch}", accept=RAW)
     except BadRequest as exc:
         if exc.status_code.value == 404:
             return RepoConfig()
         raise
-    return parse_config(text if isinstance(text, str) else None)
+    try:
+        return parse_config(text if isinstance(text, str) else None)
+    except ConfigError as exc:
+        raise ConfigError(exc.key, f"{exc.problem} (on the default branch `{branch}`)") from None
 
 
 async def base_config_or_none(gh: GitHubAPI, repo: str, branch: str) -> RepoConfig | None:
-    """The default branch's config, or None when it is invalid: each caller then fails closed (no
-    apply, forks refused, only the approvals the defaults allow). GitHub's errors propagate, so the
-    job is tried again: going on without the config would publish output its `mask_patterns` hide."""
+    """The default branch's config, or None when it is invalid (a fork's PR is then refused)."""
     try:
         return await base_config(gh, repo, branch)
     except ConfigError as exc:
@@ -41,7 +44,5 @@ async def base_config_or_none(gh: GitHubAPI, repo: str, branch: str) -> RepoConf
 
 
 async def mask_patterns(gh: GitHubAPI, repo: str, branch: str, server: Sequence[str]) -> list[str]:
-    """The server's patterns plus the default branch's `mask_patterns` (a PR's own never count);
-    the server's alone when that config is invalid. GitHub's errors propagate (see above)."""
-    policy = await base_config_or_none(gh, repo, branch)
-    return [*server, *(policy.mask_patterns if policy is not None else ())]
+    """The server's patterns plus the default branch's `mask_patterns` (a PR's own never count)."""
+    return [*server, *(await base_config(gh, repo, branch)).mask_patterns]
