@@ -113,7 +113,7 @@ def test_the_fetch_is_waited_for_before_a_github_failure_propagates(
 
 def test_the_dispatch_asks_github_everything_at_once(world: World, monkeypatch: pytest.MonkeyPatch) -> None:
     gate = asyncio.Barrier(4)  # passed only once the config read, the pending run, the files and the lookup all started
-    calls = {"base_config_or_none": pr_plan, "set_status": vcs, "changed_files": vcs, "_learn_comments": pr_plan}
+    calls = {"base_config": pr_plan, "set_status": vcs, "changed_files": vcs, "_learn_comments": pr_plan}
 
     def together(real: Any) -> Any:
         async def call(*args: Any, **kwargs: Any) -> Any:
