@@ -339,14 +339,18 @@ def test_finding_the_comments_never_overwrites_what_a_publish_recorded(world: Wo
 # -- apply on merge ---------------------------------------------------------------------------------
 
 
-def _apply_all(world: World, pr_number: int) -> tuple[dict[str, str], push_apply.Dispatch | None]:
+def _apply_all(
+    world: World, pr_number: int, *, lose_outcomes: bool = False
+) -> tuple[dict[str, str], push_apply.Dispatch | None]:
     push = world.merged(world.pr(pr_number))
     found = world.run(push_apply.dispatch(world.ctx, push))
     if found is None:
         return {}, None
     where = found.where(push)
     outcomes = {p.name: world.run(apply_project.run(world.ctx, push, p, where)) for p in found.projects}
-    world.run(push_apply.finish(world.ctx, push, where, []))
+    if lose_outcomes:  # as a Redis that restarted between the applies and their finish
+        world.ctx.redis.delete(push_apply.outcomes_key(world.repo.id, push.after))
+    world.run(push_apply.finish(world.ctx, push, where, [], [p.name for p in found.projects]))
     return outcomes, found
 
 
@@ -363,6 +367,15 @@ def test_a_merge_without_destroys_is_applied(world: World) -> None:
     outcomes, _ = _apply_all(world, req.pr)
     assert outcomes == {"infra": "applied"}
     assert state_addresses(world.state) == {"terraform_data.keep", "terraform_data.doomed", "terraform_data.more"}
+
+
+def test_an_apply_whose_outcome_redis_lost_is_reported_as_unknown_never_as_success(world: World) -> None:
+    req = world.opened("grow", _tf(world, {**BASE, "more": "c"}))
+    outcomes, found = _apply_all(world, req.pr, lose_outcomes=True)
+    push_sha = world.pr(req.pr).merge_commit_sha
+    assert outcomes == {"infra": "applied"} and found is not None and push_sha is not None
+    state, description = world.reports(push_sha)[APPLY_CONTEXT]
+    assert state != "success" and "check the state" in description  # it said "success, nothing to apply"
 
 
 def test_an_unapproved_destroy_is_held_with_nothing_applied(world: World) -> None:

@@ -9,6 +9,7 @@ approval: on the merged PR's last head SHA, or on the blocked apply itself.
 from __future__ import annotations
 
 import logging
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -145,9 +146,12 @@ def outcomes(ctx: WorkerContext, req: PushRequest) -> dict[str, str]:
     return {k.decode(): v.decode() for k, v in raw.items()}
 
 
-async def finish(ctx: WorkerContext, req: PushRequest, where: Where, died: list[Project]) -> None:
-    """`plangate/apply` on the pushed SHA from every project's outcome; an apply that died is told,
-    and held so that `/plan` on the PR (or on the issue opened for it) runs plan → gate → apply again."""
+async def finish(
+    ctx: WorkerContext, req: PushRequest, where: Where, died: list[Project], projects: Sequence[str]
+) -> None:
+    """`plangate/apply` on the pushed SHA from every project's outcome (one `projects` has none, which
+    Redis lost, is an error: whether it applied is unknown); an apply that died is told, and held so
+    that `/plan` on the PR (or on the issue opened for it) runs plan → gate → apply again."""
     async with installation_client(ctx.tokens, req.installation_id, ctx.settings.api_url) as gh:
         for project in died:
             body = render_apply_died(project=project.name, sha=req.after)
@@ -162,4 +166,5 @@ async def finish(ctx: WorkerContext, req: PushRequest, where: Where, died: list[
                 await vcs.post_comment(gh, req.repo, number, body)
             apply_store.save_blocked(ctx.records, apply_store.hold(req, project, where, number, is_pr, []))
             audit.record(ctx.redis, "apply-failed", repo=req.repo, sha=req.after, project=project.name, died=True)
-        await vcs.set_status(gh, req.repo, req.after, APPLY_CONTEXT, *apply_status(outcomes(ctx, req)))
+        known = {**dict.fromkeys(projects, "error"), **outcomes(ctx, req)}
+        await vcs.set_status(gh, req.repo, req.after, APPLY_CONTEXT, *apply_status(known))
