@@ -144,6 +144,7 @@ def main() -> int:
                 stack.wait_for("the plan", lambda: _settled(stack, repo, pr.head_sha), timeout=3600, every=POLL)
                 wall = time.perf_counter() - _delivered(gh, pr.number)
             rss_after = [_rss_kib(p) for p in pids]
+            time.sleep(1)  # the stand-in logs a request once its answer is sent: after the statuses show
             requests = [r for r in gh.state.requests[first:] if r.auth != "basic"]
             comments = [c.body for c in gh.comments_on(repo, pr.number) if c.user.login == "plangate[bot]"]
             time.sleep(BURST / RATE)
