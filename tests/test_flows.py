@@ -23,6 +23,7 @@ from bot.events.pulls import plan_request
 from core import keys
 from core.contract import APPLY_CONTEXT, DESTROY_CONTEXT, PLAN_CONTEXT
 from core.projects import Project
+from core.runlog import recent_runs
 from tests.e2e import BOT
 from tests.flows import World, world_at
 from tests.tfproject import main_tf, state_addresses
@@ -169,6 +170,17 @@ def test_a_plan_whose_dispatch_record_is_gone_is_still_masked(tmp_path: Path, re
         world.run(pr_plan.publish(world.ctx, *planned))
         (comment,) = world.bot_bodies(req.pr)
         assert "terraform_data.one" in comment and "tok-123" not in comment
+
+
+def test_a_failed_plans_error_is_masked_in_the_run_log_too(tmp_path: Path, redis_url: str) -> None:
+    masks = {".plangate.yml": "version: 1\nmask_patterns: ['tok-[0-9]+']\n"}
+    with world_at(tmp_path, redis_url, BASE, masks) as world:
+        broken = main_tf(world.state, BASE) + 'variable "tok-123" {}\n'  # no value: plan fails, naming it
+        planned = world.plan_pr(world.opened("broken", {"infra/main.tf": broken}))
+        assert planned is not None
+        world.run(pr_plan.publish(world.ctx, *planned))
+        (run,) = recent_runs(world.ctx.redis, 1)  # what the status page lists
+        assert run["summary"].startswith("plan failed") and "tok-123" not in run["summary"]
 
 
 def test_an_invalid_config_on_the_default_branch_stops_every_plan(tmp_path: Path, redis_url: str) -> None:

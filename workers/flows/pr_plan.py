@@ -28,6 +28,7 @@ from core.contract import DESTROY_CONTEXT, PLAN_CONTEXT, PlanRequest
 from core.gate import destroy_keys
 from core.plan import summary_line
 from core.projects import Project, ProjectSelection
+from core.render.mask import mask
 from core.render.plan import (
     render_config_error,
     render_fork_refused,
@@ -366,7 +367,8 @@ async def publish(
                 ctx.redis, "blocked", repo=req.repo, pr=req.pr, sha=req.sha, unapproved=len(cov.unapproved_pairs)
             )
     for r in results:
-        summary = summary_line(r.plan) if r.plan is not None else f"plan failed: {(r.error or '')[:200]}"
+        shown = mask(r.error or "", (), patterns)[:200]  # masked whole first: a cut could split a match
+        summary = summary_line(r.plan) if r.plan is not None else f"plan failed: {shown}"
         record_run(
             ctx.redis,
             kind="plan",
