@@ -29,7 +29,7 @@ from tests.flows import World, world_at
 from tests.tfproject import main_tf, state_addresses
 from workers.adapters.github import vcs
 from workers.adapters.store import applies as apply_store
-from workers.flows import apply_project, pr_plan, push_apply
+from workers.flows import apply_project, pr_plan, pr_publish, push_apply
 from workers.flows import code as plan_code
 
 BASE = {"keep": "a", "doomed": "b"}
@@ -140,7 +140,7 @@ def test_no_plan_is_published_without_the_default_branchs_masks(tmp_path: Path, 
         assert world.bot_bodies(req.pr) == [] and world.reports(req.sha)[PLAN_CONTEXT][0] == "pending"
         planned = world.plan_pr(req)
         assert planned is not None
-        world.run(pr_plan.publish(world.ctx, *planned))
+        world.run(pr_publish.publish(world.ctx, *planned))
         (comment,) = world.bot_bodies(req.pr)
         assert "terraform_data.one" in comment and "tok-123" not in comment
 
@@ -150,11 +150,11 @@ def test_plan_naming_one_project_keeps_the_prs_other_destroys_in_its_gate(world:
     req = world.opened("two", {**_tf(world, {"keep": "a"}), **other})  # infra destroys `doomed`
     first = world.plan_pr(req)
     assert first is not None
-    world.run(pr_plan.publish(world.ctx, *first, world.made))
+    world.run(pr_publish.publish(world.ctx, *first, world.made))
     assert world.reports(req.sha)[DESTROY_CONTEXT][0] == "failure"
     named = world.plan_pr(replace(req, trigger="comment-1", only=("other",)))  # `/plan other`
     assert named is not None
-    world.run(pr_plan.publish(world.ctx, *named, world.made))
+    world.run(pr_publish.publish(world.ctx, *named, world.made))
     (comment,) = world.bot_bodies(req.pr)
     assert world.reports(req.sha)[DESTROY_CONTEXT][0] == "failure" and "terraform_data.doomed" in comment
     assert "terraform_data.new" in comment and len(world.jobs) == 3  # `other` planned again, infra carried
@@ -167,7 +167,7 @@ def test_a_plan_whose_dispatch_record_is_gone_is_still_masked(tmp_path: Path, re
         planned = world.plan_pr(req)
         assert planned is not None
         world.ctx.redis.delete(keys.plan_meta(world.repo.id, req.pr, req.sha))  # e.g. Redis lost its last writes
-        world.run(pr_plan.publish(world.ctx, *planned))
+        world.run(pr_publish.publish(world.ctx, *planned))
         (comment,) = world.bot_bodies(req.pr)
         assert "terraform_data.one" in comment and "tok-123" not in comment
 
@@ -178,7 +178,7 @@ def test_a_failed_plans_error_is_masked_in_the_run_log_too(tmp_path: Path, redis
         broken = main_tf(world.state, BASE) + 'variable "tok-123" {}\n'  # no value: plan fails, naming it
         planned = world.plan_pr(world.opened("broken", {"infra/main.tf": broken}))
         assert planned is not None
-        world.run(pr_plan.publish(world.ctx, *planned))
+        world.run(pr_publish.publish(world.ctx, *planned))
         (run,) = recent_runs(world.ctx.redis, 1)  # what the status page lists
         assert run["summary"].startswith("plan failed") and "tok-123" not in run["summary"]
 
@@ -202,11 +202,11 @@ def test_results_of_a_superseded_sha_are_never_published(world: World) -> None:
     planned_second = world.plan_pr(second)
     assert planned_second is not None
 
-    world.run(pr_plan.publish(world.ctx, *planned_first))  # the older SHA's publish job runs last
+    world.run(pr_publish.publish(world.ctx, *planned_first))  # the older SHA's publish job runs last
     assert world.bot_bodies(first.pr) == []
     assert world.reports(first.sha)[PLAN_CONTEXT][0] == "pending"
 
-    world.run(pr_plan.publish(world.ctx, *planned_second))
+    world.run(pr_publish.publish(world.ctx, *planned_second))
     (comment,) = world.bot_bodies(first.pr)
     assert second.sha[:7] in comment and "terraform_data.two" in comment and "terraform_data.one" not in comment
     assert world.reports(second.sha)[PLAN_CONTEXT][0] == "success"
@@ -218,7 +218,7 @@ def test_a_failed_plan_fails_the_plan_and_never_passes_the_destroy_gate(world: W
     assert planned is not None
     _, results = planned
     assert [r.plan for r in results] == [None] and results[0].error
-    world.run(pr_plan.publish(world.ctx, *planned))
+    world.run(pr_publish.publish(world.ctx, *planned))
     assert world.reports(req.sha) == {
         PLAN_CONTEXT: ("failure", "1 of 1 plans failed: infra"),
         DESTROY_CONTEXT: ("failure", "Cannot check destroys: 1 plans failed: infra"),
@@ -231,7 +231,7 @@ def test_a_destroy_in_a_pr_turns_the_gate_red_and_names_it(world: World) -> None
     req = world.opened("shrink", _tf(world, {"keep": "a"}))
     planned = world.plan_pr(req)
     assert planned is not None
-    world.run(pr_plan.publish(world.ctx, *planned))
+    world.run(pr_publish.publish(world.ctx, *planned))
     state, description = world.reports(req.sha)[DESTROY_CONTEXT]
     assert state == "failure" and "1 to destroy" in description
     (comment,) = world.bot_bodies(req.pr)
@@ -243,8 +243,8 @@ def test_publish_reports_both_contexts_together_and_each_keeps_one_run(world: Wo
     planned = world.plan_pr(req)
     assert planned is not None
     world.ctx.redis.delete(keys.check_runs(req.repo, req.sha))  # neither run known: both are created at once
-    world.run(pr_plan.publish(world.ctx, *planned))
-    world.run(pr_plan.publish(world.ctx, *planned))  # a re-run of publish edits both runs in place
+    world.run(pr_publish.publish(world.ctx, *planned))
+    world.run(pr_publish.publish(world.ctx, *planned))  # a re-run of publish edits both runs in place
     names = [run.name for run in world.gh.all_check_runs(world.repo, req.sha)]
     assert sorted(names) == [DESTROY_CONTEXT, PLAN_CONTEXT, PLAN_CONTEXT]  # the first plan run: dispatch's pending
     assert world.reports(req.sha)[DESTROY_CONTEXT][0] == "failure"
@@ -256,9 +256,9 @@ def test_a_report_that_fails_for_good_fails_publish_after_the_other_went_out(wor
     assert planned is not None
     world.gh.faults.add("POST", f"/repos/{world.repo.full_name}/check-runs", status=422, times=1)  # the destroy run
     with pytest.raises(gidgethub.BadRequest):
-        world.run(pr_plan.publish(world.ctx, *planned))  # RQ then runs the job again
+        world.run(pr_publish.publish(world.ctx, *planned))  # RQ then runs the job again
     assert world.reports(req.sha)[PLAN_CONTEXT][0] == "success" and DESTROY_CONTEXT not in world.reports(req.sha)
-    world.run(pr_plan.publish(world.ctx, *planned))
+    world.run(pr_publish.publish(world.ctx, *planned))
     assert world.reports(req.sha)[DESTROY_CONTEXT][0] == "failure"
 
 
@@ -267,7 +267,7 @@ def test_the_dispatch_finds_the_comments_so_the_first_publish_only_posts(world: 
     comments = f"/repos/{world.repo.full_name}/issues/{req.pr}/comments"
     planned = world.plan_pr(req)  # the dispatch looks for the bot's comments while git fetches
     assert planned is not None and world.gh.state.count_requests("GET", comments) == 1
-    world.run(pr_plan.publish(world.ctx, *planned))
+    world.run(pr_publish.publish(world.ctx, *planned))
     assert world.gh.state.count_requests("GET", comments) == 1 and len(world.bot_bodies(req.pr)) == 1
     again = world.plan_pr(world.pushed(world.pr(req.pr), _tf(world, {**BASE, "two": "2"})))
     assert again is not None and world.gh.state.count_requests("GET", comments) == 1  # known now: no lookup
@@ -281,7 +281,7 @@ def _links(world: World, sha: str) -> set[str]:
 def test_a_pushs_publish_edits_the_comment_and_reports_at_once(world: World, monkeypatch: pytest.MonkeyPatch) -> None:
     first = world.plan_pr(world.opened("grow", _tf(world, {**BASE, "one": "1"})))
     assert first is not None
-    world.run(pr_plan.publish(world.ctx, *first))  # a new comment: its URL comes with GitHub's answer
+    world.run(pr_publish.publish(world.ctx, *first))  # a new comment: its URL comes with GitHub's answer
     gate = asyncio.Barrier(3)  # passed only once the comment's edit and both reports all started
 
     def together(real: Any) -> Any:
@@ -296,7 +296,7 @@ def test_a_pushs_publish_edits_the_comment_and_reports_at_once(world: World, mon
     assert pushed is not None
     monkeypatch.setattr(vcs, "upsert_comments", together(vcs.upsert_comments))
     monkeypatch.setattr(vcs, "set_status", together(vcs.set_status))
-    world.run(pr_plan.publish(world.ctx, *pushed))  # one at a time, the edit would time out at the barrier
+    world.run(pr_publish.publish(world.ctx, *pushed))  # one at a time, the edit would time out at the barrier
     (comment,) = world.gh.comments_on(world.repo, req.pr)
     assert "terraform_data.two" in comment.body
     assert _links(world, pushed[0].sha) == {f"issuecomment-{comment.id}"}
@@ -305,13 +305,13 @@ def test_a_pushs_publish_edits_the_comment_and_reports_at_once(world: World, mon
 def test_reports_link_to_the_comment_posted_anew_when_the_old_one_was_deleted(world: World) -> None:
     first = world.plan_pr(world.opened("grow", _tf(world, {**BASE, "one": "1"})))
     assert first is not None
-    world.run(pr_plan.publish(world.ctx, *first))
+    world.run(pr_publish.publish(world.ctx, *first))
     req = first[0]
     (old,) = world.gh.comments_on(world.repo, req.pr)
     world.gh.delete_comment(old, deliver=False)
     pushed = world.plan_pr(world.pushed(world.pr(req.pr), _tf(world, {**BASE, "two": "2"})))
     assert pushed is not None
-    world.run(pr_plan.publish(world.ctx, *pushed))  # the edit finds no comment and posts one
+    world.run(pr_publish.publish(world.ctx, *pushed))  # the edit finds no comment and posts one
     (new,) = world.gh.comments_on(world.repo, req.pr)
     assert new.id != old.id and _links(world, pushed[0].sha) == {f"issuecomment-{new.id}"}
 
@@ -320,10 +320,10 @@ def test_a_publish_that_died_after_posting_edits_that_comment_on_its_next_try(wo
     req = world.opened("crashed", _tf(world, {**BASE, "one": "1"}))
     planned = world.plan_pr(req)
     assert planned is not None
-    world.run(pr_plan.publish(world.ctx, *planned))
+    world.run(pr_publish.publish(world.ctx, *planned))
     key = keys.comments(world.repo.id, req.pr, "plan")
     world.ctx.records.set(key, '{"1": 0}')  # as left by a worker killed between the POST and recording its id
-    world.run(pr_plan.publish(world.ctx, *planned))
+    world.run(pr_publish.publish(world.ctx, *planned))
     (comment,) = world.bot_bodies(req.pr)  # found on GitHub and edited, not posted twice
     assert "terraform_data.one" in comment
 

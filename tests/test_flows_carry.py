@@ -20,7 +20,7 @@ from tests.flows import World, world_at
 from tests.tfproject import main_tf
 from workers.adapters.store import applies as apply_store
 from workers.adapters.store import gates as gate_store
-from workers.flows import pr_plan
+from workers.flows import pr_publish
 
 BASE = {"keep": "a", "doomed": "b"}
 OTHER = 'module "tags" {\n  source = "../modules/tags"\n}\n\nresource "terraform_data" "one" {\n  input = "1"\n}\n'
@@ -37,7 +37,7 @@ def _planned(world: World, req: PlanRequest) -> dict[str, ProjectResult]:
     """Dispatch, plan and publish as the jobs do; dir → result."""
     planned = world.plan_pr(req)
     assert planned is not None
-    world.run(pr_plan.publish(world.ctx, *planned, world.made))
+    world.run(pr_publish.publish(world.ctx, *planned, world.made))
     return {r.dir: r for r in planned[1]}
 
 

@@ -30,7 +30,7 @@ from workers.adapters.store import applies as apply_store
 from workers.adapters.terraform import pipeline
 from workers.context import context
 from workers.flows import apply_project as apply_flow
-from workers.flows import carry, commands, drift, merge_queue, pr_plan, push_apply
+from workers.flows import carry, commands, drift, merge_queue, pr_plan, pr_publish, push_apply
 from workers.rescheduling import reschedulable
 
 
@@ -157,7 +157,7 @@ def publish_plan(
     for kept in carried:
         results.append(_carried_result(kept, request))
         made[kept.project.identity] = (kept.last.job_id, kept.last.planned_at)
-    asyncio.run(pr_plan.publish(context(), request, results, made))
+    asyncio.run(pr_publish.publish(context(), request, results, made))
 
 
 @reschedulable

@@ -1,4 +1,4 @@
-"""Plan a pull request: dispatch one job per affected project, then publish one comment + statuses.
+"""Plan a pull request: dispatch one job per affected project, then publish (pr_publish.py).
 
 Flow (Atlantis's controller → project finder → runner → VCS output):
 `plan_pr` (dispatch) checks out the head once to find projects, enqueues one `plan_project`
@@ -18,49 +18,34 @@ import logging
 from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Any
 
 from gidgethub.abc import GitHubAPI
 
 from core import keys
 from core.config import ConfigError, RepoConfig
 from core.contract import DESTROY_CONTEXT, PLAN_CONTEXT, PlanRequest
-from core.gate import destroy_keys
-from core.plan import summary_line
 from core.projects import Project, ProjectSelection
-from core.render.mask import mask
 from core.render.plan import (
     render_config_error,
     render_fork_refused,
-    render_plan_comments,
-    render_planned_on_merge,
-    render_too_many_files,
 )
-from core.render.replies import approval_status
-from core.render.status import State, destroy_status, pending_status, plan_status
+from core.render.status import pending_status
 from core.results import ProjectResult
-from core.runlog import record_run
 from workers.adapters.github import vcs
 from workers.adapters.github.auth import installation_client
 from workers.adapters.github.client import RateLimited
-from workers.adapters.github.repo_config import base_config, base_config_or_none, mask_patterns
+from workers.adapters.github.repo_config import base_config, base_config_or_none
 from workers.adapters.store import audit
 from workers.adapters.store import gates as gate_store
 from workers.adapters.terraform import pipeline
 from workers.adapters.terraform.sandbox import SandboxError
 from workers.context import WorkerContext
-from workers.flows import carry, gate_check, stale_plans
+from workers.flows import carry, stale_plans
 from workers.flows import code as plan_code
 from workers.flows.discovery import discover, to_plan
-from workers.flows.stale_plans import PlannedPR
+from workers.flows.pr_publish import bot_login, is_current, meta_key, publish
 
 log = logging.getLogger("plangate.plan")
-
-
-def is_current(ctx: WorkerContext, req: PlanRequest) -> bool:
-    """False once a newer SHA of the PR started planning: its results must not be posted."""
-    head = ctx.redis.get(req.head_key())
-    return head is None or head.decode() == req.sha  # type: ignore[union-attr]
 
 
 @dataclass(frozen=True)
@@ -148,23 +133,13 @@ async def _while_fetching(
     once all are done and git too."""
     config = base_config(gh, req.repo, req.default_branch) if known is None else _ready(known)
     pending = vcs.set_status(gh, req.repo, req.sha, PLAN_CONTEXT, *pending_status(0))
-    policy, _, changed, _ = await _together(config, pending, vcs.changed_files(gh, req.repo, req.pr), learn())
+    policy, _, changed, _ = await vcs.at_once(config, pending, vcs.changed_files(gh, req.repo, req.pr), learn())
     await fetch  # its own failure, if any
     return policy, changed
 
 
 async def _ready(value: RepoConfig) -> RepoConfig:
     return value
-
-
-async def _together(*calls: Awaitable[Any]) -> list[Any]:
-    """The answers of `calls`, made at once; once all have ended, the first failure (in order) is raised,
-    so none is still running when the caller's client closes."""
-    done = await asyncio.gather(*calls, return_exceptions=True)
-    for answer in done:
-        if isinstance(answer, BaseException):
-            raise answer
-    return done
 
 
 async def _test_merge(gh: GitHubAPI, req: PlanRequest) -> str | None:
@@ -184,7 +159,7 @@ async def _test_merge(gh: GitHubAPI, req: PlanRequest) -> str | None:
 async def _learn_comments(ctx: WorkerContext, gh: GitHubAPI, req: PlanRequest) -> None:
     """The PR's plan comment ids, found now so that publishing, on the PR's path, skips the lookup."""
     await vcs.learn_comments(
-        gh, ctx.records, repo=req.repo, repo_id=req.repo_id, number=req.pr, login=await _login(ctx), kind="plan"
+        gh, ctx.records, repo=req.repo, repo_id=req.repo_id, number=req.pr, login=await bot_login(ctx), kind="plan"
     )
 
 
@@ -210,7 +185,7 @@ async def _refuse_fork(ctx: WorkerContext, gh: GitHubAPI, req: PlanRequest) -> N
 
 
 async def _config_failed(ctx: WorkerContext, gh: GitHubAPI, req: PlanRequest, exc: ConfigError) -> None:
-    login = await _login(ctx)
+    login = await bot_login(ctx)
     body = render_config_error(exc.key, exc.problem)
     bodies = [body]
     url = (
@@ -222,21 +197,13 @@ async def _config_failed(ctx: WorkerContext, gh: GitHubAPI, req: PlanRequest, ex
     await vcs.set_status(gh, req.repo, req.sha, DESTROY_CONTEXT, "failure", "not planned: invalid .plangate.yml", url)
 
 
-async def _login(ctx: WorkerContext) -> str:
-    return await vcs.bot_login(ctx.records, ctx.app_id, ctx.private_key, ctx.settings.api_url)
-
-
-def _meta_key(req: PlanRequest) -> str:
-    return keys.plan_meta(req.repo_id, req.pr, req.sha)
-
-
 def _remember_selection(
     ctx: WorkerContext, req: PlanRequest, masks: tuple[str, ...], sel: ProjectSelection, inputs: dict[str, str]
 ) -> None:
     """What publish needs besides the results: the default branch's mask patterns, the 3,000-file note,
     the fingerprints of the projects' inputs (for the next push to compare)."""
     meta = {"mask_patterns": list(masks), "changes_unknown": sel.changes_unknown, "inputs": inputs}
-    ctx.records.set(_meta_key(req), json.dumps(meta), ex=keys.PLAN_META_TTL)
+    ctx.records.set(meta_key(req), json.dumps(meta), ex=keys.PLAN_META_TTL)
 
 
 async def plan_project(ctx: WorkerContext, req: PlanRequest, project: Project) -> ProjectResult:
@@ -261,124 +228,3 @@ async def plan_and_publish(ctx: WorkerContext, req: PlanRequest, project: Projec
     result = await plan_project(ctx, req, project)
     await publish(ctx, req, [result], {result.identity: (job_id, req.sha)})
     return result
-
-
-async def _comment_and_reports(
-    comment: Awaitable[vcs.Published], report: Callable[[str | None], Awaitable[object]], shown: str | None
-) -> vcs.Published:
-    """The plan comment, and the reports that link to it: at once when the comment's URL is `shown`
-    already (an edit keeps it), else once GitHub answers the new comment with its URL."""
-    if shown is None:
-        posted = await comment
-        await report(posted.url)
-        return posted
-    edited: vcs.Published = (await _together(comment, report(shown)))[0]
-    if edited.url != shown:  # the comment was deleted meanwhile and posted anew
-        await report(edited.url)
-    return edited
-
-
-async def _report(
-    gh: GitHubAPI,
-    req: PlanRequest,
-    plan: tuple[State, str],
-    gate: tuple[State, str],
-    text: str,
-    waiting: bool,
-    url: str | None,
-) -> None:
-    await _together(  # two contexts, each complete in itself: one round trip, not two
-        vcs.set_status(gh, req.repo, req.sha, PLAN_CONTEXT, *plan, url, summary=text),
-        vcs.set_status(gh, req.repo, req.sha, DESTROY_CONTEXT, *gate, url, summary=text, approve=waiting),
-    )
-
-
-async def publish(
-    ctx: WorkerContext, req: PlanRequest, results: list[ProjectResult], made: dict[str, tuple[str, str]] | None = None
-) -> None:
-    """One comment (edited in place) and the combined statuses, unless a newer SHA took over. `made`:
-    identity → (job id, SHA planned at) of each plan, for the next push to carry forward."""
-    if not is_current(ctx, req):
-        log.info(json.dumps({"repo": req.repo, "pr": req.pr, "sha": req.sha, "outcome": "superseded"}))
-        return
-    found = ctx.records.get_json(_meta_key(req))
-    meta = found if isinstance(found, dict) else {}
-    notes = [render_too_many_files(vcs.MAX_PR_FILES)] if meta.get("changes_unknown") else []
-    if req.code_sha:
-        notes.append(render_planned_on_merge(req.sha, req.code_sha, req.default_branch))
-    note = "\n\n".join(notes)
-    destroys = {r.identity: list(destroy_keys(r.plan)) for r in results if r.plan is not None}
-    failed = [r.identity for r in results if r.plan is None]
-    async with installation_client(ctx.tokens, req.installation_id, ctx.settings.api_url) as gh:
-        if "mask_patterns" in meta:
-            patterns = [*ctx.settings.mask_patterns, *meta["mask_patterns"]]
-        else:  # the dispatch's record is gone (Redis lost it, or the key that seals it changed): ask again
-            patterns = await mask_patterns(gh, req.repo, req.default_branch, ctx.settings.mask_patterns)
-        login = await _login(ctx)
-        cov = None
-        if not failed and any(destroys.values()):
-            cov = await gate_check.coverage_at(
-                ctx.records,
-                gh,
-                repo=req.repo,
-                repo_id=req.repo_id,
-                number=req.pr,
-                sha=req.sha,
-                destroys=destroys,
-                bot_login=login,
-                default_branch=req.default_branch,
-            )
-        notes_by_destroy = cov.notes if cov is not None else None
-        bodies = render_plan_comments(
-            results, pr=req.pr, sha=req.sha, mask_patterns=patterns, note=note, notes=notes_by_destroy
-        )
-        text = bodies[0].partition("\n")[2]  # the plan comment's first part, without its marker
-        gate = destroy_status(results) if cov is None else approval_status(cov)
-        waiting = cov is not None and not cov.complete and not cov.never
-
-        async def commented() -> vcs.Published:
-            published = await vcs.upsert_comments(
-                gh,
-                ctx.records,
-                repo=req.repo,
-                repo_id=req.repo_id,
-                number=req.pr,
-                login=login,
-                kind="plan",
-                bodies=bodies,
-            )
-            # Saved once the comment shows it: an approval is measured against when its author could see it.
-            record = gate_store.DestroysRecord(destroys=destroys, failed=failed, published_at=published.at)
-            gate_store.save_destroys(ctx.records, req.repo_id, req.pr, req.sha, record)
-            return published
-
-        reports = functools.partial(_report, gh, req, plan_status(results), gate, text, waiting)
-        published = await _comment_and_reports(
-            commented(), reports, vcs.known_url(ctx.records, req.repo_id, req.pr, "plan")
-        )
-        url = published.url
-        if made is not None:
-            ok = {r.identity for r in results if r.plan is not None}
-            carry.remember(ctx, req, meta.get("inputs", {}), {i: m for i, m in made.items() if i in ok})
-        planned = PlannedPR(req.pr, req.sha, req.author, req.fork, [r.identity for r in results])
-        stale_plans.remember(ctx.records, req.repo_id, planned)
-        if cov is not None and not cov.complete:
-            audit.record(
-                ctx.redis, "blocked", repo=req.repo, pr=req.pr, sha=req.sha, unapproved=len(cov.unapproved_pairs)
-            )
-    for r in results:
-        shown = mask(r.error or "", (), patterns)[:200]  # masked whole first: a cut could split a match
-        summary = summary_line(r.plan) if r.plan is not None else f"plan failed: {shown}"
-        record_run(
-            ctx.redis,
-            kind="plan",
-            repo=req.repo,
-            number=req.pr,
-            project=r.name,
-            sha=req.sha,
-            summary=summary,
-            gate=gate[0],
-            gate_description=gate[1],
-            url=url,
-        )
-    log.info(json.dumps({"repo": req.repo, "pr": req.pr, "sha": req.sha, "outcome": "published"}))

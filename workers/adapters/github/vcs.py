@@ -7,7 +7,9 @@ edits), so a re-plan edits its comment in place without listing the PR's comment
 
 from __future__ import annotations
 
+import asyncio
 import json
+from collections.abc import Awaitable
 from dataclasses import dataclass
 from typing import Any
 
@@ -178,3 +180,13 @@ async def upsert_comments(
 async def post_comment(gh: GitHubAPI, repo: str, number: int, body: str) -> dict[str, Any]:
     comment: dict[str, Any] = await gh.post(f"/repos/{repo}/issues/{number}/comments", data={"body": body})
     return comment
+
+
+async def at_once(*calls: Awaitable[Any]) -> list[Any]:
+    """The answers of `calls`, made at once; once all have ended, the first failure (in order) is raised,
+    so none is still running when the caller's client closes."""
+    done = await asyncio.gather(*calls, return_exceptions=True)
+    for answer in done:
+        if isinstance(answer, BaseException):
+            raise answer
+    return done

@@ -1,0 +1,168 @@
+"""Publish a PR's plans: one comment (edited in place), the plan and destroy reports, and the gate's
+records (the destroys as shown, what the next push may carry, which plans a main push makes stale).
+Nothing is published for a SHA the PR has moved on from."""
+
+from __future__ import annotations
+
+import functools
+import json
+import logging
+from collections.abc import Awaitable, Callable
+
+from gidgethub.abc import GitHubAPI
+
+from core import keys
+from core.contract import DESTROY_CONTEXT, PLAN_CONTEXT, PlanRequest
+from core.gate import destroy_keys
+from core.plan import summary_line
+from core.render.mask import mask
+from core.render.plan import render_plan_comments, render_planned_on_merge, render_too_many_files
+from core.render.replies import approval_status
+from core.render.status import State, destroy_status, plan_status
+from core.results import ProjectResult
+from core.runlog import record_run
+from workers.adapters.github import vcs
+from workers.adapters.github.auth import installation_client
+from workers.adapters.github.repo_config import mask_patterns
+from workers.adapters.store import audit
+from workers.adapters.store import gates as gate_store
+from workers.context import WorkerContext
+from workers.flows import carry, gate_check, stale_plans
+from workers.flows.stale_plans import PlannedPR
+
+log = logging.getLogger("plangate.plan")
+
+
+def is_current(ctx: WorkerContext, req: PlanRequest) -> bool:
+    """False once a newer SHA of the PR started planning: its results must not be posted."""
+    head = ctx.redis.get(req.head_key())
+    return head is None or head.decode() == req.sha  # type: ignore[union-attr]
+
+
+async def bot_login(ctx: WorkerContext) -> str:
+    return await vcs.bot_login(ctx.records, ctx.app_id, ctx.private_key, ctx.settings.api_url)
+
+
+def meta_key(req: PlanRequest) -> str:
+    return keys.plan_meta(req.repo_id, req.pr, req.sha)
+
+
+async def _comment_and_reports(
+    comment: Awaitable[vcs.Published], report: Callable[[str | None], Awaitable[object]], shown: str | None
+) -> vcs.Published:
+    """The plan comment, and the reports that link to it: at once when the comment's URL is `shown`
+    already (an edit keeps it), else once GitHub answers the new comment with its URL."""
+    if shown is None:
+        posted = await comment
+        await report(posted.url)
+        return posted
+    edited: vcs.Published = (await vcs.at_once(comment, report(shown)))[0]
+    if edited.url != shown:  # the comment was deleted meanwhile and posted anew
+        await report(edited.url)
+    return edited
+
+
+async def _report(
+    gh: GitHubAPI,
+    req: PlanRequest,
+    plan: tuple[State, str],
+    gate: tuple[State, str],
+    text: str,
+    waiting: bool,
+    url: str | None,
+) -> None:
+    await vcs.at_once(  # two contexts, each complete in itself: one round trip, not two
+        vcs.set_status(gh, req.repo, req.sha, PLAN_CONTEXT, *plan, url, summary=text),
+        vcs.set_status(gh, req.repo, req.sha, DESTROY_CONTEXT, *gate, url, summary=text, approve=waiting),
+    )
+
+
+async def publish(
+    ctx: WorkerContext, req: PlanRequest, results: list[ProjectResult], made: dict[str, tuple[str, str]] | None = None
+) -> None:
+    """One comment (edited in place) and the combined statuses, unless a newer SHA took over. `made`:
+    identity → (job id, SHA planned at) of each plan, for the next push to carry forward."""
+    if not is_current(ctx, req):
+        log.info(json.dumps({"repo": req.repo, "pr": req.pr, "sha": req.sha, "outcome": "superseded"}))
+        return
+    found = ctx.records.get_json(meta_key(req))
+    meta = found if isinstance(found, dict) else {}
+    notes = [render_too_many_files(vcs.MAX_PR_FILES)] if meta.get("changes_unknown") else []
+    if req.code_sha:
+        notes.append(render_planned_on_merge(req.sha, req.code_sha, req.default_branch))
+    note = "\n\n".join(notes)
+    destroys = {r.identity: list(destroy_keys(r.plan)) for r in results if r.plan is not None}
+    failed = [r.identity for r in results if r.plan is None]
+    async with installation_client(ctx.tokens, req.installation_id, ctx.settings.api_url) as gh:
+        if "mask_patterns" in meta:
+            patterns = [*ctx.settings.mask_patterns, *meta["mask_patterns"]]
+        else:  # the dispatch's record is gone (Redis lost it, or the key that seals it changed): ask again
+            patterns = await mask_patterns(gh, req.repo, req.default_branch, ctx.settings.mask_patterns)
+        login = await bot_login(ctx)
+        cov = None
+        if not failed and any(destroys.values()):
+            cov = await gate_check.coverage_at(
+                ctx.records,
+                gh,
+                repo=req.repo,
+                repo_id=req.repo_id,
+                number=req.pr,
+                sha=req.sha,
+                destroys=destroys,
+                bot_login=login,
+                default_branch=req.default_branch,
+            )
+        notes_by_destroy = cov.notes if cov is not None else None
+        bodies = render_plan_comments(
+            results, pr=req.pr, sha=req.sha, mask_patterns=patterns, note=note, notes=notes_by_destroy
+        )
+        text = bodies[0].partition("\n")[2]  # the plan comment's first part, without its marker
+        gate = destroy_status(results) if cov is None else approval_status(cov)
+        waiting = cov is not None and not cov.complete and not cov.never
+
+        async def commented() -> vcs.Published:
+            published = await vcs.upsert_comments(
+                gh,
+                ctx.records,
+                repo=req.repo,
+                repo_id=req.repo_id,
+                number=req.pr,
+                login=login,
+                kind="plan",
+                bodies=bodies,
+            )
+            # Saved once the comment shows it: an approval is measured against when its author could see it.
+            record = gate_store.DestroysRecord(destroys=destroys, failed=failed, published_at=published.at)
+            gate_store.save_destroys(ctx.records, req.repo_id, req.pr, req.sha, record)
+            return published
+
+        reports = functools.partial(_report, gh, req, plan_status(results), gate, text, waiting)
+        published = await _comment_and_reports(
+            commented(), reports, vcs.known_url(ctx.records, req.repo_id, req.pr, "plan")
+        )
+        url = published.url
+        if made is not None:
+            ok = {r.identity for r in results if r.plan is not None}
+            carry.remember(ctx, req, meta.get("inputs", {}), {i: m for i, m in made.items() if i in ok})
+        planned = PlannedPR(req.pr, req.sha, req.author, req.fork, [r.identity for r in results])
+        stale_plans.remember(ctx.records, req.repo_id, planned)
+        if cov is not None and not cov.complete:
+            audit.record(
+                ctx.redis, "blocked", repo=req.repo, pr=req.pr, sha=req.sha, unapproved=len(cov.unapproved_pairs)
+            )
+    for r in results:
+        shown = mask(r.error or "", (), patterns)[:200]  # masked whole first: a cut could split a match
+        summary = summary_line(r.plan) if r.plan is not None else f"plan failed: {shown}"
+        record_run(
+            ctx.redis,
+            kind="plan",
+            repo=req.repo,
+            number=req.pr,
+            project=r.name,
+            sha=req.sha,
+            summary=summary,
+            gate=gate[0],
+            gate_description=gate[1],
+            url=url,
+        )
+    log.info(json.dumps({"repo": req.repo, "pr": req.pr, "sha": req.sha, "outcome": "published"}))
