@@ -354,7 +354,8 @@ class StandIn:
         """refs/pull/N/head and the test merge, so a client can fetch both, as on GitHub."""
         gitops.update_ref(repo.path, f"refs/pull/{pr.number}/head", pr.head_sha)
         pulls.refresh_base(self.state, repo, pr)
-        pr.merge_commit_sha = pulls.test_merge(repo, pr)
+        pr.previous_merge, pr.merge_commit_sha = pr.merge_commit_sha, pulls.test_merge(repo, pr)
+        pr.mergeability_unknown = self.state.mergeability_reads
 
     # -- installation permissions, check runs, the merge queue ----------------------------------------
     def set_installation_permission(self, repo: Repo, name: str, level: str | None) -> None:

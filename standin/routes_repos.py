@@ -27,7 +27,11 @@ async def get_pull(request: Request) -> Response:
         pr = state.pulls.get((repo.id, int(request.path_params["number"])))
         if pr is None:
             return not_found()
-        return JSONResponse(pulls.pull_json(state, repo, pr, base_of(request)))
+        body = pulls.pull_json(state, repo, pr, base_of(request))
+        if pr.mergeability_unknown > 0 and pr.state == "open":  # GitHub still computing the test merge
+            pr.mergeability_unknown -= 1
+            body.update(mergeable=None, mergeable_state="unknown", merge_commit_sha=pr.previous_merge)
+        return JSONResponse(body)
 
 
 async def pull_files(request: Request) -> Response:

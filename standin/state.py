@@ -107,6 +107,8 @@ class PullRequest:
     merged_by: User | None = None
     closed_at: dt.datetime | None = None
     merge_commit_sha: str | None = None
+    mergeability_unknown: int = 0  # GETs left that answer `mergeable: null` while GitHub makes the test merge
+    previous_merge: str | None = None  # the test merge those GETs still name
 
 
 @dataclass
@@ -250,6 +252,7 @@ class State:
         self.oauth_codes: dict[str, OAuthCode] = {}
         self.user_tokens: dict[str, UserToken] = {}
         self.browser_login: str | None = None  # who is signed in to github.com in "the" browser
+        self.mergeability_reads = 0  # after a PR's base moves, GETs of it answered `mergeable: null` (0: none)
         self.browser_approves = True  # whether that person presses "Authorize" on the consent page
         self.requests: list[LoggedRequest] = []
         self.check_suites: dict[int, CheckSuite] = {}

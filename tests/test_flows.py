@@ -194,6 +194,17 @@ def test_an_invalid_config_on_the_default_branch_stops_every_plan(tmp_path: Path
         assert world.reports(req.sha)[DESTROY_CONTEXT][0] == "failure"
 
 
+def test_a_replan_after_main_moved_waits_for_githubs_new_test_merge(world: World) -> None:
+    req = world.opened("grow", _tf(world, {**BASE, "one": "1"}))
+    docs = world.opened("docs", {"README.md": "words\n"})
+    world.gh.state.mergeability_reads = 2  # then GitHub answers `mergeable: null`, naming the old test merge
+    world.merged(world.pr(docs.pr))  # main moves: the PR's test merge is made again
+    pr = world.pr(req.pr)
+    assert pr.merge_commit_sha is not None and pr.previous_merge not in (None, pr.merge_commit_sha)
+    dispatched = world.run(pr_plan.dispatch(world.ctx, replace(req, on_merge=True, trigger="base-moved")))
+    assert dispatched is not None and dispatched.request.code_sha == pr.merge_commit_sha  # not the old merge
+
+
 def test_results_of_a_superseded_sha_are_never_published(world: World) -> None:
     first = world.opened("grow", _tf(world, {**BASE, "one": "1"}))
     planned_first = world.plan_pr(first)

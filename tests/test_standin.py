@@ -249,6 +249,17 @@ def test_pull_and_its_files(gh: StandIn, key: str, repo: Repo) -> None:
     assert statuses == {"README.md": "removed", "dns/x.tf": "added", "main.tf": "modified"}
 
 
+def test_a_moved_base_can_leave_mergeability_unknown_for_a_few_reads(gh: StandIn, key: str, repo: Repo) -> None:
+    pr = gh.open_pr(repo, "feature", "alice", "Change", {"main.tf": "# changed\n"}, deliver=False)
+    old = pr.merge_commit_sha
+    gh.state.mergeability_reads = 2
+    gh.push(repo, "main", {"other.tf": "# moved\n"}, "bob", deliver=False)  # GitHub makes the new test merge later
+    with client(gh, f"token {mint(gh, key, repo)}") as c:
+        seen = [c.get(f"/repos/acme/infra/pulls/{pr.number}").json() for _ in range(3)]
+    assert [(p["mergeable"], p["merge_commit_sha"]) for p in seen[:2]] == [(None, old), (None, old)]
+    assert seen[2]["mergeable"] is True and seen[2]["merge_commit_sha"] not in (None, old)
+
+
 def test_merge_methods_and_commit_pulls(gh: StandIn, key: str, repo: Repo) -> None:
     ff = gh.open_pr(repo, "ff", "alice", "Fast", {"a.tf": "1"}, deliver=False)
     assert gh.merge_pr(ff, "rebase", deliver=False) == ff.head_sha

@@ -46,6 +46,7 @@ from workers.flows.discovery import discover, to_plan
 from workers.flows.pr_publish import bot_login, is_current, meta_key, publish
 
 log = logging.getLogger("plangate.plan")
+MERGEABILITY_WAITS = (1.0, 2.0, 4.0, 8.0, 15.0)  # seconds between asks while GitHub makes a test merge
 
 
 @dataclass(frozen=True)
@@ -144,13 +145,20 @@ async def _ready(value: RepoConfig) -> RepoConfig:
 
 async def _test_merge(gh: GitHubAPI, req: PlanRequest) -> str | None:
     """GitHub's test merge of the PR's head with its base branch as it is now; None when the PR was
-    closed, moved on to another head, or does not merge cleanly (nothing to plan then)."""
+    closed, moved on to another head, or does not merge cleanly (nothing to plan then). Right after
+    the base moved GitHub answers `mergeable: null` while it makes the new test merge (and may still
+    name the old one): asked again, as its docs say, for up to ~30 s."""
     pull = await gh.getitem(f"/repos/{req.repo}/pulls/{req.pr}")
+    for wait in MERGEABILITY_WAITS:
+        if pull.get("mergeable") is not None:
+            break
+        await asyncio.sleep(wait)
+        pull = await gh.getitem(f"/repos/{req.repo}/pulls/{req.pr}")
     if pull.get("state") != "open" or pull["head"]["sha"] != req.sha:
         return None
     merge = pull.get("merge_commit_sha")
     base = (pull.get("base") or {}).get("sha")
-    if not merge or pull.get("mergeable") is False:
+    if not merge or pull.get("mergeable") is not True:
         log.info(json.dumps({"repo": req.repo, "pr": req.pr, "replan_on_merge": "no clean test merge", "base": base}))
         return None
     return str(merge)
