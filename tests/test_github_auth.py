@@ -20,6 +20,7 @@ from standin.keys import new_private_key_pem
 from standin.server import Running, start
 from tests.keys import public_pem, rsa_pem
 from workers.adapters.github.auth import REFRESH_MARGIN, GitHubAuthError, TokenCache, app_jwt, installation_client
+from workers.adapters.github.client import RateLimited, deferrable
 from workers.adapters.store.records import Records
 
 APP_ID = 77
@@ -152,6 +153,22 @@ def test_what_a_job_posts_is_masked_for_the_apps_secrets(
     posted = gh.comments_on(repo, pr.number)[-1].body
     assert secret not in posted and token not in posted and key_line not in posted
     assert "PRIVATE KEY" not in posted and "(sensitive value)" in posted
+
+
+def test_a_long_rate_limit_on_minting_hands_the_job_back_to_rq(
+    github: tuple[StandIn, Running], redis_conn: redis.Redis
+) -> None:
+    gh, server = github
+    cache = TokenCache(redis_conn, app_id=APP_ID, private_key=rsa_pem(), api_url=server.base_url)
+    gh.faults.secondary_limit("POST", r"/app/installations/\d+/access_tokens", retry_after=120)
+
+    async def in_a_job() -> str:
+        deferrable.set(True)  # as in a plan, drift or command job (workers.rescheduling)
+        return await cache.token(_installation(gh))
+
+    with pytest.raises(RateLimited) as limited:  # not GitHubAuthError: the job is run again after the wait
+        asyncio.run(in_a_job())
+    assert limited.value.wait >= 120
 
 
 def test_short_lived_tokens_are_never_cached(tmp_path: Path, redis_conn: redis.Redis) -> None:

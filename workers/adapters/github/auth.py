@@ -32,7 +32,7 @@ from cryptography.hazmat.primitives.serialization import load_pem_private_key
 from core import keys
 from core.render.backstop import Backstop
 from workers.adapters.github.checks import CheckRuns
-from workers.adapters.github.client import PlangateGitHubAPI
+from workers.adapters.github.client import PlangateGitHubAPI, RateLimited
 from workers.adapters.github.metrics import Recorder
 from workers.adapters.github.pacing import Pacer
 from workers.adapters.store.records import Records
@@ -171,6 +171,8 @@ class TokenCache:
                     data=b"",
                     jwt=app_jwt(self._app_id, self._private_key),
                 )
+            except RateLimited:
+                raise  # a long wait: the job is run again after it (workers.rescheduling), not failed
             except Exception as exc:
                 status = getattr(getattr(exc, "status_code", None), "value", "no answer")
                 raise GitHubAuthError(
