@@ -160,6 +160,18 @@ def test_plan_naming_one_project_keeps_the_prs_other_destroys_in_its_gate(world:
     assert "terraform_data.new" in comment and len(world.jobs) == 3  # `other` planned again, infra carried
 
 
+def test_no_gate_verdict_is_published_from_destroy_rules_github_could_not_serve(world: World) -> None:
+    req = world.opened("shrink", _tf(world, {"keep": "a"}))  # destroys `doomed`: the publish reads the rules
+    planned = world.plan_pr(req)
+    assert planned is not None
+    world.gh.faults.add("GET", rf"/repos/{world.repo.full_name}/contents/\.plangate\.yml", status=403, times=1)
+    with pytest.raises(gidgethub.BadRequest):
+        world.run(pr_publish.publish(world.ctx, *planned))  # tried again by RQ, not judged without the rules
+    assert world.reports(req.sha)[PLAN_CONTEXT][0] == "pending" and world.bot_bodies(req.pr) == []
+    world.run(pr_publish.publish(world.ctx, *planned))
+    assert world.reports(req.sha)[DESTROY_CONTEXT][0] == "failure" and len(world.bot_bodies(req.pr)) == 1
+
+
 def test_a_plan_whose_dispatch_record_is_gone_is_still_masked(tmp_path: Path, redis_url: str) -> None:
     masks = {".plangate.yml": "version: 1\nmask_patterns: ['tok-[0-9]+']\n"}
     with world_at(tmp_path, redis_url, BASE, masks) as world:

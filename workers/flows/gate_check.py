@@ -9,7 +9,7 @@ import logging
 from gidgethub.abc import GitHubAPI
 
 from core.approvals import Approval, Coverage, Destroys
-from core.config import DestroyRule
+from core.config import ConfigError, DestroyRule
 from core.destroy_rules import rule_coverage
 from workers.adapters.github.permissions import rule_eligibility
 from workers.adapters.github.repo_config import base_config
@@ -20,11 +20,12 @@ log = logging.getLogger("plangate.gate")
 
 
 async def destroy_rules(gh: GitHubAPI, repo: str, default_branch: str) -> tuple[DestroyRule, ...] | None:
-    """The default branch's destroy rules; None when its config cannot be read (nothing is approved then)."""
+    """The default branch's destroy rules; None when its config is invalid (nothing is approved then).
+    GitHub's errors propagate: the job is tried again rather than publish a verdict without the rules."""
     try:
         return (await base_config(gh, repo, default_branch)).destroy_rules
-    except Exception as exc:
-        log.warning(json.dumps({"repo": repo, "destroy_rules": "default branch config unreadable", "error": str(exc)}))
+    except ConfigError as exc:
+        log.warning(json.dumps({"repo": repo, "destroy_rules": "default branch config invalid", "error": str(exc)}))
         return None
 
 
