@@ -221,17 +221,17 @@ def finish_apply(push: PushRequest, job_ids: list[str], where: Where) -> None:
     """Jobs that died mid-apply are reported; then `plangate/apply` from every project's outcome at the SHA."""
     ctx = context()
     died: list[Project] = []
-    applied: list[str] = []
+    names: list[str] = []  # every project an apply job ran for, outcome or not
     for one in job_ids:
         job = Job.fetch(one, connection=ctx.redis)
         project: Project = job.kwargs["project"]
-        applied.append(project.name)
+        names.append(project.name)
         if job.get_status() != JobStatus.FINISHED:
             in_apply = ctx.redis.delete(apply_store.applying_key(push.repo_id, push.after, project.identity))
             push_apply.record_outcome(ctx, push, project.name, "error" if in_apply else "failed")
             if in_apply:
                 died.append(project)
-    asyncio.run(push_apply.finish(ctx, push, where, died, applied))
+    asyncio.run(push_apply.finish(ctx, push, where, died, names))
 
 
 @reschedulable
