@@ -7,6 +7,7 @@ import asyncio
 import re
 import time
 
+import anyio
 import gidgethub
 import httpx
 import pytest
@@ -217,8 +218,17 @@ def test_a_fault_that_cannot_happen_is_refused(gh: StandIn, kwargs: dict[str, ob
     assert gh.faults.pending == []
 
 
-def test_latency_delays_every_answer_as_the_network_would(gh: StandIn, api: httpx.Client, pr_number: int) -> None:
+def test_latency_delays_every_answer_as_the_network_would(
+    gh: StandIn, api: httpx.Client, pr_number: int, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    waits: list[float] = []
+    real = anyio.sleep
+
+    async def sleep(seconds: float) -> None:
+        waits.append(seconds)
+        await real(0)
+
+    monkeypatch.setattr(anyio, "sleep", sleep)
+    assert api.get(comment_url(pr_number)).status_code == 200 and waits == []  # no latency unless asked
     gh.faults.latency = 0.3
-    started = time.monotonic()
-    assert api.get(comment_url(pr_number)).status_code == 200
-    assert time.monotonic() - started >= 0.3
+    assert api.get(comment_url(pr_number)).status_code == 200 and waits == [0.3]
