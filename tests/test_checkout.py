@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import base64
 import os
+import shutil
 import subprocess
 import threading
 from collections.abc import Iterator
@@ -222,6 +223,30 @@ def test_the_object_cache_fetches_each_commit_once(
         assert TOKEN.encode() not in data and BASIC.encode() not in data
     checkout(url, shas[2], tmp_path / "next", TOKEN, timeout=60, cache=cache)
     assert len(seen) > fetched and (tmp_path / "next" / "main.tf").read_text() == "# version 3\n"
+
+
+def test_a_commit_never_fetched_here_is_fetched_without_asking_the_cache_first(
+    origin: tuple[Path, list[str]], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    repos, shas = origin
+    url = f"file://{repos / 'infra.git'}"
+    asked: list[str] = []
+    real_has = checkout_module._has_commit
+
+    def has_commit(cache: Path, sha: str, *args: Any) -> bool:
+        asked.append(sha)
+        return real_has(cache, sha, *args)
+
+    monkeypatch.setattr(checkout_module, "_has_commit", has_commit)
+    cache = object_cache(tmp_path / "checkouts", 42)
+    checkout(url, shas[0], tmp_path / "first", TOKEN, timeout=60, cache=cache)
+    assert asked == []  # new here: no git process spent asking
+    checkout(url, shas[0], tmp_path / "again", TOKEN, timeout=60, cache=cache)
+    assert asked == [shas[0]]  # fetched before: the cache is asked, and answers
+    shutil.rmtree(cache / "objects")  # the marker outlived the objects (a cache wiped by hand)
+    _git("init", "--quiet", "--bare", str(cache), cwd=tmp_path)
+    checkout(url, shas[0], tmp_path / "wiped", TOKEN, timeout=60, cache=cache)
+    assert (tmp_path / "wiped" / "main.tf").read_text() == "# version 1\n"  # fetched again
 
 
 def test_checkouts_at_once_share_the_cache(

@@ -151,10 +151,19 @@ def _cached(
                 deadline=deadline,
                 token=token,
             )
-        if _has_commit(cache, sha, plain, deadline):
+        fetched = _fetched_marker(cache, sha)
+        if fetched.exists() and _has_commit(cache, sha, plain, deadline):
             return
         fetch = ["fetch", "--quiet", "--depth", "1", "--no-tags", "--", clone_url, sha]
         _git(fetch, cwd=cache, env=auth, deadline=deadline, token=token)
+        fetched.parent.mkdir(exist_ok=True)
+        fetched.touch()
+
+
+def _fetched_marker(cache: Path, sha: str) -> Path:
+    """Written once the cache fetched `sha`: a commit never fetched here (a PR's new head, the
+    usual case) goes straight to the fetch, without a git process to ask whether the cache has it."""
+    return cache / "plangate-fetched" / sha
 
 
 def _has_commit(cache: Path, sha: str, env: dict[str, str], deadline: float) -> bool:
