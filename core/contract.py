@@ -66,6 +66,10 @@ class PlanRequest(RepoTarget):
     def head_key(self) -> str:
         return keys.head(self.repo_id, self.pr)
 
+    def pull_url(self) -> str:
+        """The PR's page (a repository's clone URL is its page plus `.git`, on GitHub and GHES alike)."""
+        return f"{self.clone_url.removesuffix('.git')}/pull/{self.pr}"
+
 
 @dataclass(frozen=True)
 class PushRequest(RepoTarget):

@@ -84,8 +84,9 @@ def test_a_person_sees_the_gated_pr_on_the_status_page(
         queues = page.inner_text("h2:has-text('Queues') + table")
         assert "plangate-plans" in queues and "plangate-commands" in queues
         assert "running" in page.inner_text("h2:has-text('Workers') + p")  # a signed-in person sees a count
-        comment_url = gh.reports(repo, pr.head_sha)["plangate/destroy"].target_url
-        assert comment_url and page.get_attribute("a:has-text('comment')", "href") == comment_url
+        (comment,) = gh.comments_on(repo, pr.number)
+        comment_url = f"{gh.base_url}/{repo.full_name}/pull/{pr.number}#issuecomment-{comment.id}"
+        assert page.get_attribute("a:has-text('comment')", "href") == comment_url  # the plan comment itself
         # The CSP's style hash matches the page's own stylesheet: the gate state is red, not unstyled.
         color = page.eval_on_selector(".state-failure", "e => getComputedStyle(e).color")
         assert color == "rgb(207, 34, 46)"

@@ -325,6 +325,28 @@ def test_a_pushs_publish_edits_the_comment_and_reports_at_once(world: World, mon
     assert _links(world, pushed[0].sha) == {f"issuecomment-{comment.id}"}
 
 
+def test_a_first_publish_posts_the_comment_and_reports_at_once(world: World, monkeypatch: pytest.MonkeyPatch) -> None:
+    first = world.plan_pr(world.opened("grow", _tf(world, {**BASE, "one": "1"})))
+    assert first is not None
+    req = first[0]
+    gate = asyncio.Barrier(3)  # passed only once the comment's post and both reports all started
+
+    def together(real: Any) -> Any:
+        async def call(*args: Any, **kwargs: Any) -> Any:
+            await asyncio.wait_for(gate.wait(), 5)
+            return await real(*args, **kwargs)
+
+        return call
+
+    monkeypatch.setattr(vcs, "upsert_comments", together(vcs.upsert_comments))
+    monkeypatch.setattr(vcs, "set_status", together(vcs.set_status))
+    world.run(pr_publish.publish(world.ctx, *first))  # one at a time, the post would time out at the barrier
+    (comment,) = world.gh.comments_on(world.repo, req.pr)
+    assert "terraform_data.one" in comment.body
+    links = {r.target_url for r in world.gh.reports(world.repo, req.sha).values()}
+    assert links == {f"{req.clone_url.removesuffix('.git')}/pull/{req.pr}"}  # the PR's page: no comment URL yet
+
+
 def test_reports_link_to_the_comment_posted_anew_when_the_old_one_was_deleted(world: World) -> None:
     first = world.plan_pr(world.opened("grow", _tf(world, {**BASE, "one": "1"})))
     assert first is not None

@@ -48,17 +48,15 @@ def meta_key(req: PlanRequest) -> str:
 
 
 async def _comment_and_reports(
-    comment: Awaitable[vcs.Published], report: Callable[[str | None], Awaitable[object]], shown: str | None
+    comment: Awaitable[vcs.Published], report: Callable[[str], Awaitable[object]], shown: str | None, pull: str
 ) -> vcs.Published:
-    """The plan comment, and the reports that link to it: at once when the comment's URL is `shown`
-    already (an edit keeps it), else once GitHub answers the new comment with its URL."""
-    if shown is None:
-        posted = await comment
-        await report(posted.url)
-        return posted
-    edited: vcs.Published = (await vcs.at_once(comment, report(shown)))[0]
-    if edited.url != shown:  # the comment was deleted meanwhile and posted anew
-        await report(edited.url)
+    """The plan comment and the reports that link to it, at once. An edit keeps the comment's URL,
+    `shown`; a PR's first comment has none until GitHub answers, so its reports link to the PR page
+    `pull` rather than wait a round trip on the PR's path. A comment deleted meanwhile and posted anew
+    is reported again."""
+    edited: vcs.Published = (await vcs.at_once(comment, report(shown or pull)))[0]
+    if shown is not None and edited.url != shown:
+        await report(edited.url or pull)
     return edited
 
 
@@ -69,7 +67,7 @@ async def _report(
     gate: tuple[State, str],
     text: str,
     waiting: bool,
-    url: str | None,
+    url: str,
 ) -> None:
     await vcs.at_once(  # two contexts, each complete in itself: one round trip, not two
         vcs.set_status(gh, req.repo, req.sha, PLAN_CONTEXT, *plan, url, summary=text),
@@ -138,7 +136,7 @@ async def publish(
 
         reports = functools.partial(_report, gh, req, plan_status(results), gate, text, waiting)
         published = await _comment_and_reports(
-            commented(), reports, vcs.known_url(ctx.records, req.repo_id, req.pr, "plan")
+            commented(), reports, vcs.known_url(ctx.records, req.repo_id, req.pr, "plan"), req.pull_url()
         )
         url = published.url
         if made is not None:
