@@ -81,6 +81,18 @@ def test_secret_files_outside_the_sandbox_are_invisible(sandbox: Sandbox, tmp_pa
     assert Sandbox("off").visible(tmp_path / "app.pem")
 
 
+def test_of_etc_ssl_only_the_ca_certificates_and_openssls_settings_are_shown(sandbox: Sandbox, tmp_path: Path) -> None:
+    assert not sandbox.visible(Path("/etc/ssl/private/host.key"))  # the host's TLS keys
+    assert sandbox.visible(Path("/etc/ssl/certs/ca-certificates.crt")) and sandbox.visible(Path("/etc/resolv.conf"))
+    sh = shutil.which("sh", path="/usr/bin:/bin")
+    assert sh is not None
+    argv = sandbox.wrap([sh, "-c", "ls -A /etc/ssl"], cwd=tmp_path, writable=[tmp_path])
+    listed = run(argv, cwd=tmp_path, env={"PATH": "/usr/bin:/bin"}, timeout=30, memory_limit_bytes=None)
+    shown = set(listed.stdout.decode().split())
+    on_host = set(os.listdir("/etc/ssl")) if os.path.isdir("/etc/ssl") else set()
+    assert shown == on_host & {"certs", "cert.pem", "ca-bundle.pem", "openssl.cnf"}
+
+
 def test_the_plans_code_sees_only_its_own_processes_env_and_files(
     sandbox: Sandbox, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -34,14 +34,18 @@ SANDBOX_KEY_PREFIX = keys.SANDBOX_PREFIX  # + worker name → describe(): what t
 SANDBOX_RECORD_TTL = keys.SANDBOX_TTL
 SANDBOX_HOME = "/tmp/home"
 _SYSTEM_DIRS = ("/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32")
-# What name resolution, TLS and user lookups read; nothing here holds a secret.
+# What name resolution, TLS and user lookups read; nothing here holds a secret (so of /etc/ssl only
+# the CA certificates and OpenSSL's settings: `private/` holds the host's TLS keys).
 _ETC = (
     "resolv.conf",
     "hosts",
     "nsswitch.conf",
     "host.conf",
     "gai.conf",
-    "ssl",
+    "ssl/certs",
+    "ssl/cert.pem",
+    "ssl/ca-bundle.pem",
+    "ssl/openssl.cnf",
     "ca-certificates",
     "ca-certificates.conf",
     "pki",
