@@ -11,6 +11,7 @@ import redis
 
 from bot.status_page import read_sandboxes, render_status_page
 from tests.keys import rsa_pem
+from workers.rq_worker import GIL_SWITCH_INTERVAL, preload
 
 
 def _worker(env: dict[str, str], tmp_path: Path) -> subprocess.CompletedProcess[str]:
@@ -71,3 +72,12 @@ def test_an_opted_out_sandbox_is_logged_loudly_and_shown_on_the_status_page(
     assert "SANDBOX OFF on" in page and "PLANGATE_SANDBOX=off" in page
     calm = render_status_page([], {}, [], 0.0, sandboxes={"w": "bubblewrap (private /proc)"})
     assert "SANDBOX OFF" not in calm and "Terraform sandbox: bubblewrap" in calm
+
+
+def test_the_worker_hands_the_gil_over_often_before_it_forks() -> None:
+    before = sys.getswitchinterval()
+    try:
+        preload()  # what `plangate worker` runs before RQ forks its first work horse
+        assert sys.getswitchinterval() == GIL_SWITCH_INTERVAL < before
+    finally:
+        sys.setswitchinterval(before)
