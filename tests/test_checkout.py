@@ -7,6 +7,7 @@ import os
 import shutil
 import subprocess
 import threading
+import time
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -247,6 +248,35 @@ def test_a_commit_never_fetched_here_is_fetched_without_asking_the_cache_first(
     _git("init", "--quiet", "--bare", str(cache), cwd=tmp_path)
     checkout(url, shas[0], tmp_path / "wiped", TOKEN, timeout=60, cache=cache)
     assert (tmp_path / "wiped" / "main.tf").read_text() == "# version 1\n"  # fetched again
+
+
+def test_the_cache_runs_gits_maintenance_on_one_fetch_an_hour(
+    origin: tuple[Path, list[str]], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    repos, shas = origin
+    url = f"file://{repos / 'infra.git'}"
+    maintenance: list[bool] = []
+    real_git = checkout_module._git
+
+    def git(args: list[str], **kwargs: Any) -> Any:
+        if args[0] == "fetch":
+            env = kwargs["env"]
+            settings = {
+                env[f"GIT_CONFIG_KEY_{i}"]: env[f"GIT_CONFIG_VALUE_{i}"] for i in range(int(env["GIT_CONFIG_COUNT"]))
+            }
+            maintenance.append(settings.get("maintenance.auto") != "false")
+        return real_git(args, **kwargs)
+
+    monkeypatch.setattr(checkout_module, "_git", git)
+    cache = object_cache(tmp_path / "checkouts", 42)
+    for i, sha in enumerate(shas[:2]):
+        checkout(url, sha, tmp_path / f"co-{i}", TOKEN, timeout=60, cache=cache)
+    assert maintenance == [True, False]  # the first fetch maintains; the next, within the hour, does not
+    hour_ago = time.time() - checkout_module.MAINTENANCE_EVERY - 1
+    os.utime(cache / "plangate-maintained", (hour_ago, hour_ago))
+    checkout(url, shas[2], tmp_path / "co-2", TOKEN, timeout=60, cache=cache)
+    assert maintenance == [True, False, True]
+    assert (tmp_path / "co-2" / "main.tf").read_text() == "# version 3\n"
 
 
 def test_checkouts_at_once_share_the_cache(
