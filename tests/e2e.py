@@ -50,14 +50,35 @@ def status(stack: Stack, repo: Repo, sha: str, context: str, state: str, contain
 
 
 def planned(stack: Stack, repo: Repo, sha: str) -> dict[str, str]:
-    """Wait until `sha` has been planned (plangate/destroy reported, plangate/plan no longer pending);
-    the state of every report on it by name."""
+    """Wait until `sha` has been planned (plangate/destroy reported, plangate/plan no longer pending)
+    and, on a PR, until its plan comment shows `sha`; the state of every report on it by name."""
 
     def probe() -> dict[str, str] | None:
         states = {name: report.state for name, report in stack.gh.reports(repo, sha).items()}
         return states if states.get("plangate/destroy") and states.get("plangate/plan") != "pending" else None
 
-    return stack.wait_for(f"the plan of {sha[:7]}", probe)
+    states = stack.wait_for(f"the plan of {sha[:7]}", probe)
+    plan_comment_shows(stack, repo, sha)
+    return states
+
+
+def plan_comment_shows(stack: Stack, repo: Repo, sha: str) -> None:
+    """On a PR whose head `sha` was planned, wait until its plan comment shows `sha`: the publish writes
+    the comment and the reports at once, so the reports can be final a moment before the comment.
+    (A PR with no project to plan, a refused fork and an invalid config get no plan of the SHA.)"""
+    plan = stack.gh.reports(repo, sha).get("plangate/plan")
+    why = plan.description or "" if plan is not None else ""
+    if any(word in why for word in ("no Terraform project", "fork", ".plangate.yml")):
+        return
+    with stack.gh.state.lock:
+        heads = [pr.number for pr in stack.gh.state.pulls.values() if pr.repo_id == repo.id and pr.head_sha == sha]
+    if not heads:
+        return  # a push or a merge group: no PR comment
+
+    def shown() -> bool:
+        return any(sha in body and "plangate:plan " in body for body in bot_bodies(stack, repo, heads[0]))
+
+    stack.wait_for(f"the plan comment of {sha[:7]}", shown)
 
 
 def bot_bodies(stack: Stack, repo: Repo, number: int) -> list[str]:

@@ -16,7 +16,7 @@ import redis
 from standin.faults import Fault
 from standin.stack import Stack, running_stack
 from standin.state import Repo
-from tests.e2e import applied_state, bot_bodies, infra_repo, status
+from tests.e2e import applied_state, bot_bodies, infra_repo, plan_comment_shows, status
 from tests.tfproject import apply_directly, main_tf
 
 pytestmark = pytest.mark.e2e
@@ -38,6 +38,7 @@ def _open_and_settle(stack: Stack, repo: Repo, state: Path, branch: str, fault: 
     pr = stack.gh.open_pr(repo, branch, "alice", branch, {"infra/main.tf": main_tf(state, {"keep": branch})})
     status(stack, repo, pr.head_sha, "plangate/destroy", "failure", "1 to destroy")
     status(stack, repo, pr.head_sha, "plangate/plan", "success")
+    plan_comment_shows(stack, repo, pr.head_sha)  # sent with the reports, it may land after them
     assert fault.hits == fault.times, f"{branch}: the fault was not met"
     assert len(_plan_comments(stack, repo, pr.number)) == 1, f"{branch}: not exactly one plan comment"
     return time.monotonic() - started
