@@ -31,6 +31,7 @@ _SHA = re.compile(r"[0-9a-f]{40}|[0-9a-f]{64}")
 # A fetch into a cache runs git's automatic maintenance (`git maintenance run --auto`, a process of
 # its own, ~4 ms on a PR's path) at most this often; it packs the loose objects small fetches leave.
 MAINTENANCE_EVERY = 3600.0
+NO_MAINTENANCE = {"maintenance.auto": "false", "gc.auto": "0"}  # gc.auto: for gits before 2.29
 _SAFE = re.compile(r"[^A-Za-z0-9._-]+")
 
 
@@ -67,12 +68,17 @@ def _git_env(home: Path, config: dict[str, str]) -> dict[str, str]:
         "GIT_CONFIG_NOSYSTEM": "1",
         "GIT_CONFIG_GLOBAL": os.devnull,
     }
-    settings = {"protocol.ext.allow": "never", **config}
-    env["GIT_CONFIG_COUNT"] = str(len(settings))
-    for i, (key, value) in enumerate(settings.items()):
-        env[f"GIT_CONFIG_KEY_{i}"] = key
-        env[f"GIT_CONFIG_VALUE_{i}"] = value
-    return env
+    return _with_config(env, {"protocol.ext.allow": "never", **config})
+
+
+def _with_config(env: dict[str, str], settings: dict[str, str]) -> dict[str, str]:
+    """`env` with git `settings` added through GIT_CONFIG_COUNT/KEY/VALUE, after any it holds."""
+    count = int(env.get("GIT_CONFIG_COUNT", "0"))
+    added = dict(env, GIT_CONFIG_COUNT=str(count + len(settings)))
+    for i, (key, value) in enumerate(settings.items(), start=count):
+        added[f"GIT_CONFIG_KEY_{i}"] = key
+        added[f"GIT_CONFIG_VALUE_{i}"] = value
+    return added
 
 
 def _git(args: list[str], *, cwd: Path, env: dict[str, str], deadline: float, token: str | None) -> RunResult:
@@ -160,21 +166,11 @@ def _cached(
         maintained = cache / "plangate-maintained"
         due = not maintained.exists() or time.time() - maintained.stat().st_mtime > MAINTENANCE_EVERY
         fetch = ["fetch", "--quiet", "--depth", "1", "--no-tags", "--", clone_url, sha]
-        _git(fetch, cwd=cache, env=auth if due else _without_maintenance(auth), deadline=deadline, token=token)
+        _git(fetch, cwd=cache, env=auth if due else _with_config(auth, NO_MAINTENANCE), deadline=deadline, token=token)
         fetched.parent.mkdir(exist_ok=True)
         fetched.touch()
         if due:
             maintained.touch()
-
-
-def _without_maintenance(env: dict[str, str]) -> dict[str, str]:
-    """`env` with git's automatic maintenance after a fetch turned off (`gc.auto` for gits before 2.29)."""
-    count = int(env["GIT_CONFIG_COUNT"])
-    off = dict(env, GIT_CONFIG_COUNT=str(count + 2))
-    for i, (key, value) in enumerate((("maintenance.auto", "false"), ("gc.auto", "0")), start=count):
-        off[f"GIT_CONFIG_KEY_{i}"] = key
-        off[f"GIT_CONFIG_VALUE_{i}"] = value
-    return off
 
 
 def _fetched_marker(cache: Path, sha: str) -> Path:
