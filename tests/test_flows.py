@@ -112,9 +112,10 @@ def test_the_fetch_is_waited_for_before_a_github_failure_propagates(
     assert world.run(step())  # the failure comes only once git is done: then its directory may go
 
 
-def test_the_dispatch_asks_github_everything_at_once(world: World, monkeypatch: pytest.MonkeyPatch) -> None:
-    gate = asyncio.Barrier(4)  # passed only once the config read, the pending run, the files and the lookup all started
-    calls = {"base_config": pr_plan, "set_status": vcs, "changed_files": vcs, "_learn_comments": pr_plan}
+def _started_together(monkeypatch: pytest.MonkeyPatch, parties: int, *targets: tuple[Any, str]) -> None:
+    """Patch each (module, function): a call goes on only once `parties` calls have started, so calls
+    made one at a time time out at the barrier (after 5 s) instead of passing."""
+    gate = asyncio.Barrier(parties)
 
     def together(real: Any) -> Any:
         async def call(*args: Any, **kwargs: Any) -> Any:
@@ -123,8 +124,14 @@ def test_the_dispatch_asks_github_everything_at_once(world: World, monkeypatch: 
 
         return call
 
-    for name, module in calls.items():
+    for module, name in targets:
         monkeypatch.setattr(module, name, together(getattr(module, name)))
+
+
+def test_the_dispatch_asks_github_everything_at_once(world: World, monkeypatch: pytest.MonkeyPatch) -> None:
+    # the config read, the pending run, the files and the lookup must all have started before any goes on
+    calls = [(pr_plan, "base_config"), (vcs, "set_status"), (vcs, "changed_files"), (pr_plan, "_learn_comments")]
+    _started_together(monkeypatch, 4, *calls)
     req = world.opened("grow", _tf(world, {**BASE, "one": "1"}))
     assert world.plan_pr(req) is not None  # one at a time, the first call times out at the barrier
 
@@ -305,20 +312,11 @@ def test_a_pushs_publish_edits_the_comment_and_reports_at_once(world: World, mon
     first = world.plan_pr(world.opened("grow", _tf(world, {**BASE, "one": "1"})))
     assert first is not None
     world.run(pr_publish.publish(world.ctx, *first))  # a new comment: its URL comes with GitHub's answer
-    gate = asyncio.Barrier(3)  # passed only once the comment's edit and both reports all started
-
-    def together(real: Any) -> Any:
-        async def call(*args: Any, **kwargs: Any) -> Any:
-            await asyncio.wait_for(gate.wait(), 5)
-            return await real(*args, **kwargs)
-
-        return call
 
     req = first[0]
     pushed = world.plan_pr(world.pushed(world.pr(req.pr), _tf(world, {**BASE, "two": "2"})))
     assert pushed is not None
-    monkeypatch.setattr(vcs, "upsert_comments", together(vcs.upsert_comments))
-    monkeypatch.setattr(vcs, "set_status", together(vcs.set_status))
+    _started_together(monkeypatch, 3, (vcs, "upsert_comments"), (vcs, "set_status"))  # the edit, both reports
     world.run(pr_publish.publish(world.ctx, *pushed))  # one at a time, the edit would time out at the barrier
     (comment,) = world.gh.comments_on(world.repo, req.pr)
     assert "terraform_data.two" in comment.body
@@ -329,17 +327,7 @@ def test_a_first_publish_posts_the_comment_and_reports_at_once(world: World, mon
     first = world.plan_pr(world.opened("grow", _tf(world, {**BASE, "one": "1"})))
     assert first is not None
     req = first[0]
-    gate = asyncio.Barrier(3)  # passed only once the comment's post and both reports all started
-
-    def together(real: Any) -> Any:
-        async def call(*args: Any, **kwargs: Any) -> Any:
-            await asyncio.wait_for(gate.wait(), 5)
-            return await real(*args, **kwargs)
-
-        return call
-
-    monkeypatch.setattr(vcs, "upsert_comments", together(vcs.upsert_comments))
-    monkeypatch.setattr(vcs, "set_status", together(vcs.set_status))
+    _started_together(monkeypatch, 3, (vcs, "upsert_comments"), (vcs, "set_status"))  # the post, both reports
     world.run(pr_publish.publish(world.ctx, *first))  # one at a time, the post would time out at the barrier
     (comment,) = world.gh.comments_on(world.repo, req.pr)
     assert "terraform_data.one" in comment.body
