@@ -10,6 +10,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
+from starlette.concurrency import run_in_threadpool
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
@@ -73,10 +74,14 @@ async def create_run(request: Request) -> Response:
     if isinstance(checked, JSONResponse):
         return checked
     repo, body = checked
+    return await run_in_threadpool(_created, state_of(request), repo, body, base_of(request))
+
+
+def _created(state: State, repo: Repo, body: dict[str, Any], base: str) -> Response:
+    """The run made, in a thread: it runs git, and GitHub answers other requests meanwhile."""
     sha = body["head_sha"]
     if not FULL_SHA.match(sha) or gitops.rev(repo.path, sha) != sha:
         return error(422, f"No commit found for SHA: {sha}", CREATE_DOCS)
-    state, base = state_of(request), base_of(request)
     with state.lock:
         run = checks.create_run(state, repo, state.app, body)
         _emit(state, repo, run, ["created", "completed"] if run.status == "completed" else ["created"], base)
@@ -116,7 +121,7 @@ async def get_run(request: Request) -> Response:
         return JSONResponse(check_shapes.run(state, run, repo, base_of(request)))
 
 
-async def list_for_ref(request: Request) -> Response:
+def list_for_ref(request: Request) -> Response:
     """`filter=latest` (the default) keeps the newest run of each name; then `check_name`, `status`, `app_id`."""
     repo = _access(request, "read", LIST_DOCS)
     if isinstance(repo, JSONResponse):

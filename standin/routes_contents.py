@@ -24,7 +24,7 @@ def _blob(repo_path: object, ref: str, path: str) -> bytes | None:
     return result.stdout if result.returncode == 0 else None
 
 
-async def get_contents(request: Request) -> Response:
+def get_contents(request: Request) -> Response:
     repo = repo_access(request)
     if isinstance(repo, JSONResponse):
         return repo

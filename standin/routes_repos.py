@@ -1,9 +1,13 @@
-"""Repository routes: pulls, files, commit statuses, collaborator permissions, team memberships."""
+"""Repository routes: pulls, files, commit statuses, collaborator permissions, team memberships.
+
+Routes that run git are plain functions (Starlette runs them in its thread pool) or hand git to a
+thread: like GitHub's, the stand-in's other answers do not wait behind one that reads the repository."""
 
 from __future__ import annotations
 
 import re
 
+from starlette.concurrency import run_in_threadpool
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
@@ -18,7 +22,7 @@ STATES = ("error", "failure", "pending", "success")
 LEGACY_PERMISSION = {"admin": "admin", "maintain": "write", "write": "write", "triage": "read", "read": "read"}
 
 
-async def get_pull(request: Request) -> Response:
+def get_pull(request: Request) -> Response:
     repo = repo_access(request)
     if isinstance(repo, JSONResponse):
         return repo
@@ -34,20 +38,20 @@ async def get_pull(request: Request) -> Response:
         return JSONResponse(body)
 
 
-async def pull_files(request: Request) -> Response:
+def pull_files(request: Request) -> Response:
     repo = repo_access(request)
     if isinstance(repo, JSONResponse):
         return repo
     state = state_of(request)
     with state.lock:
         pr = state.pulls.get((repo.id, int(request.path_params["number"])))
-        if pr is None:
-            return not_found()
-        items = [pulls.file_json(c, repo, pr.head_sha, base_of(request)) for c in pulls.files(state, repo, pr)]
+    if pr is None:
+        return not_found()
+    items = [pulls.file_json(c, repo, pr.head_sha, base_of(request)) for c in pulls.files(state, repo, pr)]
     return page_response(request, items)
 
 
-async def commit_pulls(request: Request) -> Response:
+def commit_pulls(request: Request) -> Response:
     """PRs whose head is the commit, that merged as it, or whose commits contain it."""
     repo = repo_access(request)
     if isinstance(repo, JSONResponse):
@@ -72,7 +76,7 @@ async def commit_pulls(request: Request) -> Response:
     return JSONResponse(found)
 
 
-async def compare(request: Request) -> Response:
+def compare(request: Request) -> Response:
     repo = repo_access(request)
     if isinstance(repo, JSONResponse):
         return repo
@@ -134,7 +138,7 @@ async def create_status(request: Request) -> Response:
     body = await json_body(request)
     if isinstance(body, JSONResponse):
         return body
-    if not FULL_SHA.match(sha) or gitops.rev(repo.path, sha) != sha:
+    if not FULL_SHA.match(sha) or await run_in_threadpool(gitops.rev, repo.path, sha) != sha:
         return JSONResponse({"message": f"No commit found for SHA: {sha}", "documentation_url": DOCS}, 422)
     if body.get("state") not in STATES:
         return validation_failed("Status", "state", f"state is not included in the list {list(STATES)}")
@@ -157,7 +161,7 @@ async def create_status(request: Request) -> Response:
     return JSONResponse(shapes.status(status, repo, base_of(request)), 201)
 
 
-async def combined_status(request: Request) -> Response:
+def combined_status(request: Request) -> Response:
     repo = repo_access(request)
     if isinstance(repo, JSONResponse):
         return repo

@@ -8,7 +8,9 @@ import datetime as dt
 import json
 import os
 import subprocess
+import threading
 from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
@@ -19,7 +21,7 @@ import pytest
 from gidgethub import apps
 from gidgethub.httpx import GitHubAPI
 
-from standin import StandIn, start
+from standin import StandIn, gitops, start
 from standin.auth import EXPIRED, IAT_FUTURE, TOO_LONG, UNDECODABLE
 from standin.state import Repo
 from tests.standin_client import SECRET, Receiver, app_jwt, client, make_key, mint
@@ -431,3 +433,51 @@ def test_gidgethub_client_round_trip(gh: StandIn, key: str, repo: Repo) -> None:
 
     count, token_length = asyncio.run(run())
     assert count == 35 and token_length > 40
+
+
+# -- answers that run git ------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("method", "path", "body"),
+    [
+        ("GET", "/repos/acme/infra/pulls/{number}/files", None),
+        ("GET", "/repos/acme/infra/contents/main.tf", None),
+        ("GET", "/repos/acme/infra/commits/{sha}/status", None),
+        ("POST", "/repos/acme/infra/statuses/{sha}", {"state": "pending", "context": "plangate/plan"}),
+        ("POST", "/repos/acme/infra/check-runs", {"name": "plangate/plan", "head_sha": "{sha}"}),
+    ],
+)
+def test_an_answer_that_runs_git_holds_no_other_up(
+    gh: StandIn,
+    repo: Repo,
+    api: httpx.Client,
+    monkeypatch: pytest.MonkeyPatch,
+    method: str,
+    path: str,
+    body: dict[str, str] | None,
+) -> None:
+    """GitHub answers requests side by side: while one waits on git, another is answered (a plan's
+    `git fetch` must not queue behind the API calls sent beside it)."""
+    pr = gh.open_pr(repo, "feature", "alice", "Change", {"main.tf": "# at head\n"}, deliver=False)
+    in_git, release = threading.Event(), threading.Event()
+    real_git = gitops.git
+
+    def slow_git(*args: Any, **kwargs: Any) -> str:
+        in_git.set()
+        assert release.wait(10), "never released"
+        return real_git(*args, **kwargs)
+
+    monkeypatch.setattr(gitops, "git", slow_git)
+    fill = {"number": str(pr.number), "sha": pr.head_sha}
+    url = path.format(**fill)
+    payload = None if body is None else {k: v.format(**fill) for k, v in body.items()}
+    with ThreadPoolExecutor(max_workers=1) as pool:
+        slow = pool.submit(api.request, method, url, json=payload)
+        assert in_git.wait(10)
+        try:
+            other = api.get(f"/repos/acme/infra/issues/{pr.number}/comments", timeout=3)
+            assert other.status_code == 200 and not slow.done()
+        finally:
+            release.set()
+        assert slow.result(10).status_code in (200, 201)
