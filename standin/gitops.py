@@ -68,10 +68,20 @@ def init_bare(path: Path, default_branch: str) -> None:
 
 
 def rev(repo: Path, ref: str) -> str | None:
+    if (str(repo), ref) in _COMMITS:
+        return ref
     try:
-        return git(repo, "rev-parse", "--verify", "--quiet", f"{ref}^{{commit}}").strip() or None
+        sha = git(repo, "rev-parse", "--verify", "--quiet", f"{ref}^{{commit}}").strip() or None
     except GitError:
         return None
+    if sha == ref:
+        _COMMITS.add((str(repo), sha))
+    return sha
+
+
+# Commits already looked up by their SHA: the stand-in never removes one, so the next status or check
+# run on that commit is validated without a git process, as quickly as GitHub answers it.
+_COMMITS: set[tuple[str, str]] = set()
 
 
 def commit_files(

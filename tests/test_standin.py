@@ -481,3 +481,26 @@ def test_an_answer_that_runs_git_holds_no_other_up(
         finally:
             release.set()
         assert slow.result(10).status_code in (200, 201)
+
+
+def test_a_commit_is_looked_up_in_git_once(
+    gh: StandIn, repo: Repo, api: httpx.Client, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    pr = gh.open_pr(repo, "feature", "alice", "Change", {"main.tf": "# at head\n"}, deliver=False)
+    lookups: list[tuple[str, ...]] = []
+    real_git = gitops.git
+
+    def counting(path: Path, *args: str, **kwargs: Any) -> str:
+        if args[0] == "rev-parse":
+            lookups.append(args)
+        return real_git(path, *args, **kwargs)
+
+    monkeypatch.setattr(gitops, "git", counting)
+    status = {"state": "pending", "context": "plangate/plan"}
+    for _ in range(3):
+        assert api.post(f"/repos/acme/infra/statuses/{pr.head_sha}", json=status).status_code == 201
+    assert len(lookups) == 1
+    unknown = "0" * 40
+    assert api.post(f"/repos/acme/infra/statuses/{unknown}", json=status).status_code == 422
+    assert api.post(f"/repos/acme/infra/statuses/{unknown}", json=status).status_code == 422
+    assert len(lookups) == 3  # a commit not found is asked about again: it may have been pushed since
