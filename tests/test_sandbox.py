@@ -81,8 +81,12 @@ def test_secret_files_outside_the_sandbox_are_invisible(sandbox: Sandbox, tmp_pa
     assert Sandbox("off").visible(tmp_path / "app.pem")
 
 
-def test_of_etc_ssl_only_the_ca_certificates_and_openssls_settings_are_shown(sandbox: Sandbox, tmp_path: Path) -> None:
+def test_of_etc_ssl_and_pki_only_the_ca_certificates_and_openssls_settings_are_shown(
+    sandbox: Sandbox, tmp_path: Path
+) -> None:
     assert not sandbox.visible(Path("/etc/ssl/private/host.key"))  # the host's TLS keys
+    assert not sandbox.visible(Path("/etc/pki/tls/private/host.key"))  # the same on Red Hat's layout
+    assert sandbox.visible(Path("/etc/pki/ca-trust/extracted/pem/tls-ca-bundle.pem"))
     assert sandbox.visible(Path("/etc/ssl/certs/ca-certificates.crt")) and sandbox.visible(Path("/etc/resolv.conf"))
     sh = shutil.which("sh", path="/usr/bin:/bin")
     assert sh is not None

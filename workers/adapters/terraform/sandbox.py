@@ -34,8 +34,9 @@ SANDBOX_KEY_PREFIX = keys.SANDBOX_PREFIX  # + worker name → describe(): what t
 SANDBOX_RECORD_TTL = keys.SANDBOX_TTL
 SANDBOX_HOME = "/tmp/home"
 _SYSTEM_DIRS = ("/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32")
-# What name resolution, TLS and user lookups read; nothing here holds a secret (so of /etc/ssl only
-# the CA certificates and OpenSSL's settings: `private/` holds the host's TLS keys).
+# What name resolution, TLS and user lookups read; nothing here holds a secret (so of /etc/ssl and
+# Red Hat's /etc/pki only the CA certificates and OpenSSL's settings: their `private/` directories
+# hold the host's TLS keys).
 _ETC = (
     "resolv.conf",
     "hosts",
@@ -48,7 +49,10 @@ _ETC = (
     "ssl/openssl.cnf",
     "ca-certificates",
     "ca-certificates.conf",
-    "pki",
+    "pki/tls/certs",
+    "pki/tls/cert.pem",
+    "pki/tls/openssl.cnf",
+    "pki/ca-trust/extracted",
     "alternatives",
     "passwd",
     "group",
