@@ -35,3 +35,12 @@ class ProjectResult:
             return ()
         changes = self.plan.changes + self.plan.drift
         return tuple(v for c in changes for v in c.sensitive_values)
+
+
+@dataclass(frozen=True)
+class BatchResult:
+    """What a job that planned several projects in turn made: a result per project it planned, and for
+    each project whose slot was busy, the id of the job of its own that plans it instead."""
+
+    results: dict[str, ProjectResult]  # by project identity
+    delegated: dict[str, str]  # project identity → job id

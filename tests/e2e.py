@@ -13,7 +13,7 @@ from rq import Queue
 from rq.job import Job
 
 from core.contract import PLANS_QUEUE
-from core.results import ProjectResult
+from core.results import BatchResult, ProjectResult
 from standin.stack import Stack
 from standin.state import Comment, Repo
 from tests.tfproject import apply_directly, main_tf
@@ -127,8 +127,14 @@ def _comment_and_reply(stack: Stack, repo: Repo, number: int, login: str, body: 
 
 
 # A PR's only plan publishes itself: in its dispatch (`plan_pr`) when the project's slot is free, else
-# in a `plan_and_publish` job of its own.
-PLAN_JOBS = ("workers.jobs.plan_project", "workers.jobs.plan_and_publish", "workers.jobs.plan_pr")
+# in a `plan_and_publish` job of its own. Several projects go in batches (`plan_projects`), a lone
+# one in a `plan_project` job.
+PLAN_JOBS = (
+    "workers.jobs.plan_project",
+    "workers.jobs.plan_projects",
+    "workers.jobs.plan_and_publish",
+    "workers.jobs.plan_pr",
+)
 
 
 def plan_jobs(conn: redis.Redis, sha: str) -> list[Job]:
@@ -138,14 +144,17 @@ def plan_jobs(conn: redis.Redis, sha: str) -> list[Job]:
     return [j for j in found if j.func_name != "workers.jobs.plan_pr" or isinstance(j.return_value(), ProjectResult)]
 
 
-def planned_dir(job: Job) -> str:
-    """The directory of the project a plan job planned (a dispatch's is in its result)."""
+def planned_dirs(job: Job) -> list[str]:
+    """The directories of the projects a plan job planned itself (a dispatch's is in its result; a
+    batch's are those it did not hand on to a job of their own)."""
     project = job.kwargs.get("project")
     if project is not None:
-        return str(project.dir)
+        return [str(project.dir)]
     result = job.return_value()
+    if isinstance(result, BatchResult):
+        return [r.dir for r in result.results.values()]
     assert isinstance(result, ProjectResult)
-    return result.dir
+    return [result.dir]
 
 
 def finished_jobs(conn: redis.Redis, sha: str, funcs: tuple[str, ...]) -> list[Job]:

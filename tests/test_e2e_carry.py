@@ -10,7 +10,7 @@ import pytest
 import redis
 
 from standin.stack import running_stack
-from tests.e2e import applied_state, bot_bodies, comment_and_wait, infra_repo, plan_jobs, planned, planned_dir, status
+from tests.e2e import applied_state, bot_bodies, comment_and_wait, infra_repo, plan_jobs, planned, planned_dirs, status
 from tests.tfproject import main_tf, state_addresses
 
 pytestmark = pytest.mark.e2e
@@ -19,7 +19,7 @@ OTHER = 'resource "terraform_data" "one" {\n  input = "1"\n}\n'
 
 
 def _plans_run(conn: redis.Redis, sha: str) -> list[str]:
-    return sorted(planned_dir(j) for j in plan_jobs(conn, sha))
+    return sorted(d for j in plan_jobs(conn, sha) for d in planned_dirs(j))
 
 
 def test_a_push_replans_what_changed_and_the_carried_destroy_is_approved_again(
@@ -44,7 +44,7 @@ def test_a_push_replans_what_changed_and_the_carried_destroy_is_approved_again(
         assert f"carried from `{first[:7]}`" in comment and "terraform_data.doomed" in comment
 
         # RQ no longer holds the carried plan (its result outlived its TTL): it is made again.
-        (infra_job,) = [j for j in plan_jobs(redis_conn, first) if planned_dir(j) == "infra"]
+        (infra_job,) = [j for j in plan_jobs(redis_conn, first) if planned_dirs(j) == ["infra"]]
         infra_job.delete()
         third = gh.push_pr(pr, {"README.md": "words\n"})
         planned(stack, repo, third)

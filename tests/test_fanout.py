@@ -1,10 +1,13 @@
-"""A publish waits for every plan of a PR of hundreds of projects, through a tree of joins: RQ reads
-the status of all of a job's dependencies each time one of them ends, so one wide join is O(N²)."""
+"""A PR of hundreds of projects: its plans go in batches, and the publish waits for every one through a
+tree of joins (RQ reads the status of all of a job's dependencies each time one of them ends, so one
+wide join is O(N²))."""
 
 from __future__ import annotations
 
 import pytest
 import redis
+from hypothesis import given
+from hypothesis import strategies as st
 from rq import Queue, SimpleWorker
 from rq.job import Job, JobStatus
 
@@ -99,3 +102,21 @@ def test_a_backstop_is_enqueued_once_per_run_of_its_planner(redis_conn: redis.Re
     assert Job.fetch(fixed, connection=redis_conn).get_status() == JobStatus.FINISHED
     publish(3)  # the same planner id, run again much later: an ended backstop is not one
     assert Job.fetch(fixed, connection=redis_conn).kwargs == {"version": 3}
+
+
+@given(projects=st.integers(min_value=0, max_value=3000), workers=st.integers(min_value=0, max_value=64))
+def test_batches_cover_every_project_once_large_first_and_end_small(projects: int, workers: int) -> None:
+    sizes = fanout.batch_sizes(projects, workers)
+    assert sum(sizes) == projects
+    assert all(1 <= size <= fanout.MAX_BATCH for size in sizes)
+    assert sizes == sorted(sizes, reverse=True)  # the last jobs are the smallest: the workers end together
+    if projects > 2 * max(1, workers):
+        assert sizes[-1] == 1
+    if projects <= 2 * max(1, workers):
+        assert sizes == [1] * projects  # as many jobs as projects: each worker gets some
+
+
+def test_two_hundred_projects_on_two_workers_take_a_tenth_of_the_jobs() -> None:
+    sizes = fanout.batch_sizes(200, 2)
+    assert len(sizes) <= 25, sizes  # one job per project would pay RQ's hop between jobs 200 times
+    assert fanout.batch_sizes(3, 1) == [2, 1]

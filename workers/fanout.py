@@ -1,14 +1,16 @@
-"""How one dispatch becomes many jobs: a job per project (one at a time per project across all workers,
-by RQ's RateLimit), then the job that reports them all, which waits for every one of them."""
+"""How one dispatch becomes many jobs: the projects in batches, each batch a job (a lone project a job
+of its own under RQ's RateLimit, one at a time per project across all workers), then the job that
+reports them all, which waits for every one of them."""
 
 from __future__ import annotations
 
 import hashlib
+import math
 from collections.abc import Sequence
 from typing import Any
 
 import redis
-from rq import Callback, Queue, RateLimit, Retry
+from rq import Callback, Queue, RateLimit, Retry, Worker
 from rq.job import Dependency, Job, JobStatus
 from rq.utils import as_text
 
@@ -37,12 +39,28 @@ PUBLISH_TIMEOUT = 600  # rendering and writing one plan comment and its statuses
 FAN_IN = 32
 JOIN_TIMEOUT = 60  # seconds; a join does nothing but end
 ENDED = frozenset({JobStatus.FINISHED, JobStatus.FAILED, JobStatus.CANCELED, JobStatus.STOPPED})
+# The most projects one job plans in turn: a retry after its worker died plans them all again.
+MAX_BATCH = 16
 
 
 def project_rate_limit(repo_id: int, project: Project) -> RateLimit:
     """One job at a time per (repo, dir, workspace) across all workers: two never share a state lock."""
     slug = hashlib.sha256(f"{project.dir}\0{project.workspace}".encode()).hexdigest()[:16]
     return RateLimit(key=f"project-{repo_id}-{slug}", concurrency=1)
+
+
+def batch_sizes(projects: int, workers: int) -> list[int]:
+    """How many projects each job plans, in queue order: a job per project pays RQ's hop between jobs
+    (~30 ms) for each, so the projects go in batches, large first and shrinking (guided self-scheduling:
+    each takes a 2×`workers`-th of what is left), so that the last jobs are small and the workers end
+    together. `workers`: how many take from the queue (at least one is assumed)."""
+    sizes = []
+    left = projects
+    while left > 0:
+        size = min(MAX_BATCH, max(1, math.ceil(left / (2 * max(1, workers)))))
+        sizes.append(size)
+        left -= size
+    return sizes
 
 
 def plans(
@@ -55,11 +73,37 @@ def plans(
     publish_request: Any,
     carried: Sequence[Carried] = (),
 ) -> list[str]:
-    """One plan job per project, re-run if its worker dies, then `publish` (with its own request and the
-    plans `carried` forward, which no job makes again)."""
+    """The projects' plan jobs (batches; a lone project under its RateLimit), each re-run if its worker
+    dies, then `publish` (with its own request and the plans `carried` forward, which no job makes again)."""
     queue = Queue(PLANS_QUEUE, connection=conn)
-    ids = [
-        queue.enqueue(
+    ids = []
+    start = 0
+    for size in batch_sizes(len(projects), Worker.count(connection=conn, queue=queue)):
+        batch = list(projects[start : start + size])
+        start += size
+        if size == 1:
+            ids.append(plan_job(conn, request, batch[0], tf_timeout=tf_timeout))
+            continue
+        ids.append(
+            queue.enqueue(
+                "workers.jobs.plan_projects",
+                kwargs={"request": request, "projects": batch},
+                job_timeout=int((tf_timeout * 4 + STEP_MARGIN) * size),
+                result_ttl=keys.PLAN_RESULT_TTL,
+                retry=RERUN,
+                on_failure=ABANDONED,
+            ).id
+        )
+    extra = {"carried": list(carried)} if carried else {}
+    _publish_after(queue, ids, publish, {"request": publish_request, "job_ids": ids, **extra})
+    return ids
+
+
+def plan_job(conn: redis.Redis, request: PlanRequest, project: Project, *, tf_timeout: float) -> str:
+    """One project's plan job, under its project's RateLimit (it waits its turn if the slot is busy)."""
+    return (
+        Queue(PLANS_QUEUE, connection=conn)
+        .enqueue(
             "workers.jobs.plan_project",
             kwargs={"request": request, "project": project},
             rate_limit=project_rate_limit(request.repo_id, project),
@@ -67,19 +111,22 @@ def plans(
             result_ttl=keys.PLAN_RESULT_TTL,
             retry=RERUN,
             on_failure=ABANDONED,
-        ).id
-        for project in projects
-    ]
-    extra = {"carried": list(carried)} if carried else {}
-    _publish_after(queue, ids, publish, {"request": publish_request, "job_ids": ids, **extra})
-    return ids
+        )
+        .id
+    )
+
+
+def publish_later(conn: redis.Redis, waiting: list[str], publish: str, kwargs: dict[str, Any], *, after: str) -> None:
+    """Publish job `after` found plans still to come (`waiting`, jobs its batches handed a busy project
+    to): the same publish once they have ended, however often `after` runs."""
+    _publish_after(Queue(PLANS_QUEUE, connection=conn), waiting, publish, kwargs, fixed_id=f"{after}-then")
 
 
 def _publish_after(
     queue: Queue, ids: list[str], publish: str, kwargs: dict[str, Any], *, fixed_id: str | None = None
 ) -> None:
     """`publish` once every job of `ids` has ended, however it ended (re-run if its worker dies)."""
-    if fixed_id is not None and _waiting(queue.connection, fixed_id):
+    if fixed_id is not None and not_ended(queue.connection, fixed_id):
         return  # enqueued by an earlier run of the same job, and waiting for this one
     queue.enqueue(
         publish,
@@ -92,7 +139,7 @@ def _publish_after(
     )
 
 
-def _waiting(conn: redis.Redis, job_id: str) -> bool:
+def not_ended(conn: redis.Redis, job_id: str) -> bool:
     """Is job `job_id` there and not yet ended? (An ended one is enqueued again under its id.)"""
     status = conn.hget(Job.key_for(job_id), "status")
     return status is not None and JobStatus(as_text(status)) not in ENDED

@@ -6,6 +6,7 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Sequence
 from datetime import UTC, datetime
+from typing import Any
 
 from rq import Queue, get_current_job
 from rq.exceptions import NoSuchJobError
@@ -24,7 +25,7 @@ from core.contract import (
 from core.drift_schedule import DriftTarget
 from core.enqueue import enqueue_once
 from core.projects import Project
-from core.results import ProjectResult
+from core.results import BatchResult, ProjectResult
 from workers import fanout, slots
 from workers.adapters.store import applies as apply_store
 from workers.adapters.terraform import pipeline
@@ -36,7 +37,7 @@ from workers.rescheduling import reschedulable
 
 @reschedulable
 def plan_pr(request: PlanRequest) -> list[str] | ProjectResult:
-    """Dispatch: find the PR's projects, enqueue one plan per project and the publish job after them
+    """Dispatch: find the PR's projects, enqueue their plans (in batches) and the publish job after them
     (their ids); a PR's only project is planned and published here when it can be (its result)."""
     ctx = context()
     dispatched = asyncio.run(pr_plan.dispatch(ctx, request))
@@ -90,6 +91,31 @@ def plan_project(request: PlanRequest, project: Project) -> ProjectResult:
 
 
 @reschedulable
+def plan_projects(request: PlanRequest, projects: list[Project]) -> BatchResult:
+    """Several of a PR's projects, planned in turn by one job (workers.fanout.batch_sizes), each while
+    this job holds its project's RateLimit slot. A project whose slot stays busy (another plan, apply
+    or drift of it runs or waits) gets a job of its own that waits its turn, which the publish awaits."""
+    ctx, this = context(), get_current_job()
+    assert this is not None, "runs as an RQ job"
+    results: dict[str, ProjectResult] = {}
+
+    def planned_unless_busy(todo: list[Project]) -> list[Project]:
+        busy = []
+        for project in todo:
+            with slots.held(ctx.redis, fanout.project_rate_limit(request.repo_id, project), this.id) as mine:
+                if mine:
+                    results[project.identity] = asyncio.run(pr_plan.plan_project(ctx, request, project))
+                else:
+                    busy.append(project)
+        return busy
+
+    busy = planned_unless_busy(planned_unless_busy(projects))  # the busy ones tried once more at the end
+    tf_timeout = ctx.settings.tf_timeout
+    delegated = {p.identity: fanout.plan_job(ctx.redis, request, p, tf_timeout=tf_timeout) for p in busy}
+    return BatchResult(results, delegated)
+
+
+@reschedulable
 def plan_and_publish(request: PlanRequest, project: Project) -> ProjectResult:
     """A PR's only plan, published by the job that made it (one job hop fewer). RQ keeps the result under
     this job's id, as it keeps a plan_project's, so the next push can carry it forward."""
@@ -107,15 +133,34 @@ def _finished(job_id: str) -> bool:
     return Job.fetch(job_id, connection=context().redis).get_status() == JobStatus.FINISHED
 
 
-def _result_of(job_id: str, request: PlanRequest, project: Project | None = None) -> ProjectResult:
-    """A plan job's result; a job that failed (its worker died twice) is a failed plan, not a lost one.
-    `project`: what the job planned, when its arguments do not say (a dispatch that planned in place)."""
+def _planned(job_id: str, request: PlanRequest, project: Project | None = None) -> list[tuple[str, ProjectResult]]:
+    """Each result of plan job `job_id`, with the id of the job that made it. `project`: what the job
+    planned, when its arguments do not say (a dispatch that planned in place)."""
     job = Job.fetch(job_id, connection=context().redis)
-    if job.get_status() == JobStatus.FINISHED:
-        value = job.return_value()
+    projects = job.kwargs["projects"] if "projects" in job.kwargs else [project or job.kwargs["project"]]
+    return _made_by(job, request, projects)
+
+
+def _made_by(job: Job, request: PlanRequest, projects: list[Project]) -> list[tuple[str, ProjectResult]]:
+    """`projects`' results from plan job `job`, each with the id of the job that made it (a batch hands
+    a busy project to a job of its own); a job that failed (its worker died on every try) made failed
+    plans, not lost ones."""
+    value = job.return_value() if job.get_status() == JobStatus.FINISHED else None
+    made: list[tuple[str, ProjectResult]] = []
+    for project in projects:
         if isinstance(value, ProjectResult):
-            return value
-    project = project or job.kwargs["project"]
+            made.append((job.id, value))
+        elif isinstance(value, BatchResult) and project.identity in value.results:
+            made.append((job.id, value.results[project.identity]))
+        elif isinstance(value, BatchResult) and project.identity in value.delegated:
+            delegate = Job.fetch(value.delegated[project.identity], connection=job.connection)
+            made += _made_by(delegate, request, [project])
+        else:
+            made.append((job.id, _died(job, request, project)))
+    return made
+
+
+def _died(job: Job, request: PlanRequest, project: Project) -> ProjectResult:
     failure = job.latest_result()
     detail = (failure.exc_string or "").strip().splitlines()[-1:] if failure else []
     why = "the plan job died: " + (detail[0] if detail else str(job.get_status()))
@@ -130,13 +175,37 @@ def _result_of(job_id: str, request: PlanRequest, project: Project | None = None
     )
 
 
+def _still_to_come(job_ids: list[str]) -> list[str]:
+    """The jobs that batches among `job_ids` handed a busy project to, and that have not ended yet."""
+    conn = context().redis
+    waiting: list[str] = []
+    for job in Job.fetch_many(job_ids, connection=conn):
+        if job is None or job.func_name != "workers.jobs.plan_projects" or job.get_status() != JobStatus.FINISHED:
+            continue
+        value = job.return_value()
+        if isinstance(value, BatchResult):
+            waiting += [i for i in value.delegated.values() if fanout.not_ended(conn, i)]
+    return waiting
+
+
+def _published_later(job_ids: list[str], publish: str, kwargs: dict[str, Any]) -> bool:
+    """Are plans still to come (a batch handed them on)? Then `publish` runs again once they end."""
+    waiting = _still_to_come(job_ids)
+    if waiting:
+        this = get_current_job()
+        assert this is not None, "runs as an RQ job"
+        fanout.publish_later(context().redis, waiting, publish, kwargs, after=this.id)
+    return bool(waiting)
+
+
 def _carried_result(kept: carry.Carried, request: PlanRequest) -> ProjectResult:
     """A plan carried forward from an earlier SHA of the PR, shown at this one."""
     try:
-        result = _result_of(kept.last.job_id, request, kept.project)
+        job = Job.fetch(kept.last.job_id, connection=context().redis)
     except NoSuchJobError:
         why = f"the plan carried from {kept.last.planned_at[:7]} has expired: comment `/plan` to plan again"
         return pipeline.failure(kept.project, request.sha, why)
+    ((_, result),) = _made_by(job, request, [kept.project])
     return carry.shown_at(result, request, kept)
 
 
@@ -152,8 +221,12 @@ def publish_plan(
     publishes the PR's only `project`, only when that job did not finish (it published itself if it did)."""
     if backstop and all(_finished(i) for i in job_ids):
         return
-    results = [_result_of(i, request, project) for i in job_ids]
-    made = {r.identity: (i, request.sha) for i, r in zip(job_ids, results, strict=True)}
+    again = {"request": request, "job_ids": job_ids, "carried": list(carried)}
+    if _published_later(job_ids, "workers.jobs.publish_plan", again):
+        return
+    planned = [m for i in job_ids for m in _planned(i, request, project)]
+    results = [r for _, r in planned]
+    made = {r.identity: (i, request.sha) for i, r in planned}
     for kept in carried:
         results.append(_carried_result(kept, request))
         made[kept.project.identity] = (kept.last.job_id, kept.last.planned_at)
@@ -162,7 +235,7 @@ def publish_plan(
 
 @reschedulable
 def plan_merge_group(request: GroupRequest) -> list[str]:
-    """A merge group's required checks: one plan per affected project, then the group's publish job."""
+    """A merge group's required checks: the affected projects' plans (in batches), then the group's publish."""
     ctx = context()
     projects = asyncio.run(merge_queue.dispatch(ctx, request))
     if not projects:
@@ -179,7 +252,9 @@ def plan_merge_group(request: GroupRequest) -> list[str]:
 
 @reschedulable
 def publish_merge_group(request: GroupRequest, job_ids: list[str]) -> None:
-    results = [_result_of(i, request.as_plan()) for i in job_ids]
+    if _published_later(job_ids, "workers.jobs.publish_merge_group", {"request": request, "job_ids": job_ids}):
+        return
+    results = [r for i in job_ids for _, r in _planned(i, request.as_plan())]
     asyncio.run(merge_queue.publish(context(), request, results))
 
 

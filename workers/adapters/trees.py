@@ -1,7 +1,7 @@
 """A commit's files, checked out once per host and shared read-only by the jobs that plan it.
 
-A PR that touches many projects of a monorepo runs one plan job per project, and a private checkout
-per job writes the whole tree every time (on a small VM, ~0.5 s of kernel time for 200 project
+A PR that touches many projects of a monorepo runs many plans, and a private checkout per plan
+writes the whole tree every time (on a small VM, ~0.5 s of kernel time for 200 project
 directories: more than terraform takes to plan one of them). Instead the first job on a host checks
 the commit out under `trees/<repo>/<sha>`; the PR's dispatch reads it, and each plan job's sandbox
 shows it read-only with the job's own copy of its project directory mounted on top, so the plan can

@@ -1,9 +1,10 @@
 """Plan a pull request: dispatch one job per affected project, then publish (pr_publish.py).
 
 Flow (Atlantis's controller → project finder → runner → VCS output):
-`plan_pr` (dispatch) checks out the head once to find projects, enqueues one `plan_project`
-job per project (serialized per project by an RQ RateLimit) and a `publish_plan` job that
-depends on all of them; `publish_plan` renders the comment and sets the combined statuses.
+`plan_pr` (dispatch) checks out the head once to find projects, enqueues their plans in batches
+(`plan_projects`, a lone project a `plan_project` job; one at a time per project, by its RQ
+RateLimit slot) and a `publish_plan` job that depends on all of them; `publish_plan` renders the
+comment and sets the combined statuses.
 A PR with a single project to plan (and none carried) is planned and published by its dispatch job
 when the project's RateLimit slot is free (workers/slots.py), else by one `plan_and_publish` job.
 """
