@@ -15,7 +15,7 @@ from rq.rate_limit import RateLimitRegistry
 from core.contract import PLANS_QUEUE
 from core.projects import Project
 from standin.stack import running_stack
-from tests.e2e import bot_bodies, plan_jobs, planned, planned_dirs
+from tests.e2e import bot_bodies, finished_jobs, plan_jobs, planned, planned_dirs, status
 from tests.jobs.holders import running_job
 from workers import fanout, slots
 
@@ -72,3 +72,17 @@ def test_a_batch_hands_a_busy_project_on_the_publish_waits_for_it_and_a_push_car
         (comment,) = bot_bodies(stack, repo, pr.number)
         assert comment.count(f"carried from `{head[:7]}`") == 3, comment  # p1 and p2 (the batch's), p4
         assert all(f"`{n}`" in comment for n in NAMES) and "expired" not in comment and "died" not in comment
+
+
+def test_a_merge_groups_checks_come_from_its_batches(tmp_path: Path, redis_url: str, redis_conn: redis.Redis) -> None:
+    names = NAMES[:3]  # on one worker: p1 and p2 in a batch, p3 in a job of its own
+    with running_stack(tmp_path, redis_url) as stack:
+        gh = stack.gh
+        repo = gh.create_repo("acme", "infra", {f"{n}/main.tf": _one("1") for n in names})
+        pr = gh.open_pr(repo, "all", "alice", "Change every project", {f"{n}/main.tf": _one("2") for n in names})
+        planned(stack, repo, pr.head_sha)
+        group = gh.queue_merge_group(repo, [pr])
+        assert status(stack, repo, group.head_sha, "plangate/destroy", "success")
+        assert status(stack, repo, group.head_sha, "plangate/plan", "success")
+        (batch,) = finished_jobs(redis_conn, group.head_sha, ("workers.jobs.plan_projects",))
+        assert sorted(planned_dirs(batch)) == ["p1", "p2"]
