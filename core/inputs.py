@@ -17,7 +17,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import astuple, dataclass
 
 from core.config import DEFAULT_WHEN_MODIFIED
-from core.projects import Project, matches_any, normalize_path, under
+from core.projects import Project, matches_any, normalize_path
 
 CONFIG_FILE = ".plangate.yml"
 
@@ -35,6 +35,40 @@ def module_dirs(project_dir: str, module_sources: Mapping[str, list[str]]) -> se
     return seen
 
 
+class FileIndex:
+    """A repository's files by every directory they lie in, built once: each of a monorepo's projects
+    then looks up its own directories instead of testing every file of the repository."""
+
+    def __init__(self, all_files: Iterable[str]) -> None:
+        unique = set(all_files)
+        self.files = sorted(unique)
+        self.has_config = CONFIG_FILE in unique
+        self._beneath: dict[str, list[str]] = {}
+        for path in self.files:
+            parts = path.split("/")
+            for depth in range(1, len(parts) + 1):
+                self._beneath.setdefault("/".join(parts[:depth]), []).append(path)
+
+    def beneath(self, directory: str) -> list[str]:
+        """The files `under` `directory` (everything is under `.`)."""
+        return self.files if directory == "." else self._beneath.get(directory, [])
+
+    def input_paths(
+        self,
+        project: Project,
+        module_sources: Mapping[str, list[str]],
+        when_modified: tuple[str, ...] = DEFAULT_WHEN_MODIFIED,
+    ) -> list[str]:
+        """The repository files whose change can change `project`'s plan, sorted."""
+        found = {path for d in module_dirs(project.dir, module_sources) for path in self.beneath(d)}
+        if self.has_config:
+            found.add(CONFIG_FILE)
+        climbing = [p for p in when_modified if ".." in p.split("/")]  # the others match inside the dir only
+        if climbing:
+            found.update(f for f in self.files if matches_any(project.dir, climbing, f))
+        return sorted(found)
+
+
 def input_paths(
     project: Project,
     all_files: Iterable[str],
@@ -42,13 +76,7 @@ def input_paths(
     when_modified: tuple[str, ...] = DEFAULT_WHEN_MODIFIED,
 ) -> list[str]:
     """The repository files whose change can change `project`'s plan, sorted."""
-    dirs = module_dirs(project.dir, module_sources)
-    climbing = [p for p in when_modified if ".." in p.split("/")]  # the others match inside the dir only
-    return sorted(
-        f
-        for f in all_files
-        if f == CONFIG_FILE or any(under(f, d) for d in dirs) or (climbing and matches_any(project.dir, climbing, f))
-    )
+    return FileIndex(all_files).input_paths(project, module_sources, when_modified)
 
 
 @dataclass(frozen=True)

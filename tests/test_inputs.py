@@ -8,8 +8,8 @@ from pathlib import Path
 from hypothesis import given
 from hypothesis import strategies as st
 
-from core.inputs import Footing, LastPlan, carried, fingerprint, input_paths, module_dirs
-from core.projects import Project
+from core.inputs import FileIndex, Footing, LastPlan, carried, fingerprint, input_paths, module_dirs
+from core.projects import Project, matches_any, under
 from workers.flows.carry import digest_all
 
 FILES = [
@@ -133,3 +133,32 @@ def test_a_symlinked_input_is_read_through_the_link_only_inside_the_checkout(tmp
     outside.write_text("y")  # outside the checkout: never read, so never part of the digest
     assert digests()["infra/leak.txt"] == after["infra/leak.txt"] == f"link:{outside}:"
     assert after["infra/loop.tf"] == "link:loop.tf:"
+
+
+_PART = st.sampled_from(["a", "b", "ab", "a.b", ".plangate.yml", "main.tf", ""])
+_PATH = st.lists(_PART, min_size=1, max_size=4).map("/".join)
+
+
+@given(
+    files=st.lists(_PATH, max_size=30),
+    project_dir=st.one_of(st.just("."), _PATH),
+    sources=st.dictionaries(_PATH, st.lists(st.sampled_from(["../a", "../../b", "./ab", "a"]), max_size=2), max_size=4),
+    when=st.lists(st.sampled_from(["*.tf", "../*.tf", "../../a/*", "**/*.tfvars"]), max_size=2).map(tuple),
+)
+def test_the_file_index_finds_exactly_what_testing_every_file_finds(
+    files: list[str], project_dir: str, sources: dict[str, list[str]], when: tuple[str, ...]
+) -> None:
+    """The index (built once per commit for all of a monorepo's projects) against the definition."""
+    project = Project("p", project_dir)
+    dirs = module_dirs(project_dir, sources)
+    climbing = [p for p in when if ".." in p.split("/")]
+    expected = sorted(
+        {
+            f
+            for f in files
+            if f == ".plangate.yml"
+            or any(under(f, d) for d in dirs)
+            or (climbing and matches_any(project_dir, climbing, f))
+        }
+    )
+    assert FileIndex(files).input_paths(project, sources, when) == expected

@@ -24,6 +24,17 @@ def test_a_sealed_record_reads_back_and_only_under_its_own_key(redis_conn: redis
     assert records.get("plangate:absent") is None
 
 
+def test_many_records_read_at_once_each_under_its_own_key(redis_conn: redis.Redis) -> None:
+    records = Records(redis_conn, KEY)
+    records.set("plangate:applied:1:a", "sha-a")
+    records.set("plangate:applied:1:b", "sha-b")
+    redis_conn.set("plangate:applied:1:forged", "sha-x")  # unsigned, as anyone with Redis access would write it
+    redis_conn.copy("plangate:applied:1:a", "plangate:applied:1:moved")
+    names = ["plangate:applied:1:b", "plangate:absent", "plangate:applied:1:forged", "plangate:applied:1:moved"]
+    assert records.get_many([*names, "plangate:applied:1:a"]) == ["sha-b", None, None, None, "sha-a"]
+    assert records.get_many([]) == []
+
+
 @pytest.mark.parametrize(
     "raw",
     [

@@ -14,7 +14,7 @@ from pathlib import Path
 
 from core.config import DEFAULT_WHEN_MODIFIED
 from core.contract import PlanRequest
-from core.inputs import Footing, LastPlan, carried, fingerprint, input_paths
+from core.inputs import FileIndex, Footing, LastPlan, carried, fingerprint
 from core.projects import Project
 from core.results import ProjectResult
 from workers.adapters.store import applies as apply_store
@@ -54,18 +54,15 @@ def fingerprints(ctx: WorkerContext, req: PlanRequest, work: Path, found: Discov
     digests: dict[str, str] = {}
     tools: dict[str | None, str] = {}
     out: dict[str, str] = {}
-    for project in found.selection.projects:
-        paths = input_paths(
-            project,
-            found.snapshot.all_files,
-            found.snapshot.module_sources,
-            when.get(project.name, DEFAULT_WHEN_MODIFIED),
-        )
+    index = FileIndex(found.snapshot.all_files)
+    projects = found.selection.projects
+    applied = apply_store.last_applied_each(ctx.records, req.repo_id, [p.identity for p in projects])
+    for project, last in zip(projects, applied, strict=True):
+        paths = index.input_paths(project, found.snapshot.module_sources, when.get(project.name, DEFAULT_WHEN_MODIFIED))
         digest_all(work, paths, digests)
         if project.tool not in tools:
             tools[project.tool] = _tool_identity(project.tool)
-        applied = apply_store.last_applied(ctx.records, req.repo_id, project.identity) or ""
-        out[project.identity] = fingerprint(project, digests, paths, Footing(code, tools[project.tool], applied))
+        out[project.identity] = fingerprint(project, digests, paths, Footing(code, tools[project.tool], last or ""))
     return out
 
 

@@ -113,6 +113,11 @@ def last_applied(records: Records, repo_id: int, project: str) -> str | None:
     return records.get(keys.applied(repo_id, project))
 
 
+def last_applied_each(records: Records, repo_id: int, projects: list[str]) -> list[str | None]:
+    """`last_applied` of each project identity, in one round trip (a monorepo's hundreds at once)."""
+    return records.get_many([keys.applied(repo_id, p) for p in projects])
+
+
 def set_applied(records: Records, repo_id: int, project: str, sha: str) -> None:
     records.set(keys.applied(repo_id, project), sha)
 
