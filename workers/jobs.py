@@ -9,7 +9,6 @@ from datetime import UTC, datetime
 from typing import Any
 
 from rq import Queue, get_current_job
-from rq.exceptions import NoSuchJobError
 from rq.job import Job, JobStatus
 
 from core import keys
@@ -198,15 +197,25 @@ def _published_later(job_ids: list[str], publish: str, kwargs: dict[str, Any]) -
     return bool(waiting)
 
 
-def _carried_result(kept: carry.Carried, request: PlanRequest) -> ProjectResult:
-    """A plan carried forward from an earlier SHA of the PR, shown at this one."""
-    try:
-        job = Job.fetch(kept.last.job_id, connection=context().redis)
-    except NoSuchJobError:
-        why = f"the plan carried from {kept.last.planned_at[:7]} has expired: comment `/plan` to plan again"
-        return pipeline.failure(kept.project, request.sha, why)
-    ((_, result),) = _made_by(job, request, [kept.project])
-    return carry.shown_at(result, request, kept)
+def _carried_results(carried: Sequence[carry.Carried], request: PlanRequest) -> list[ProjectResult]:
+    """The plans carried forward from earlier SHAs of the PR, shown at this one; each job that holds
+    some is read once (a batch holds many)."""
+    ids = list(dict.fromkeys(kept.last.job_id for kept in carried))
+    made: dict[tuple[str, str], ProjectResult] = {}
+    for held, job in zip(ids, Job.fetch_many(ids, connection=context().redis), strict=True):
+        if job is not None:
+            mine = [kept.project for kept in carried if kept.last.job_id == held]
+            for project, (_, result) in zip(mine, _made_by(job, request, mine), strict=True):
+                made[held, project.identity] = result
+    shown = []
+    for kept in carried:
+        found = made.get((kept.last.job_id, kept.project.identity))
+        if found is None:
+            why = f"the plan carried from {kept.last.planned_at[:7]} has expired: comment `/plan` to plan again"
+            shown.append(pipeline.failure(kept.project, request.sha, why))
+        else:
+            shown.append(carry.shown_at(found, request, kept))
+    return shown
 
 
 @reschedulable
@@ -227,8 +236,8 @@ def publish_plan(
     planned = [m for i in job_ids for m in _planned(i, request, project)]
     results = [r for _, r in planned]
     made = {r.identity: (i, request.sha) for i, r in planned}
+    results += _carried_results(carried, request)
     for kept in carried:
-        results.append(_carried_result(kept, request))
         made[kept.project.identity] = (kept.last.job_id, kept.last.planned_at)
     asyncio.run(pr_publish.publish(context(), request, results, made))
 
