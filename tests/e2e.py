@@ -144,6 +144,17 @@ def plan_jobs(conn: redis.Redis, sha: str) -> list[Job]:
     return [j for j in found if j.func_name != "workers.jobs.plan_pr" or isinstance(j.return_value(), ProjectResult)]
 
 
+def plans_ended(stack: Stack, conn: redis.Redis, sha: str, count: int) -> list[Job]:
+    """The plan jobs at `sha`, once `count` of them have ended: a job that publishes ends just after its
+    statuses and comment show, and RQ records it then."""
+
+    def probe() -> list[Job] | None:
+        found = plan_jobs(conn, sha)
+        return found if len(found) >= count else None
+
+    return stack.wait_for(f"{count} plan job(s) of {sha[:7]} to end", probe)
+
+
 def planned_dirs(job: Job) -> list[str]:
     """The directories of the projects a plan job planned itself (a dispatch's is in its result; a
     batch's are those it did not hand on to a job of their own)."""

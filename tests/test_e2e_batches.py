@@ -15,7 +15,7 @@ from rq.rate_limit import RateLimitRegistry
 from core.contract import PLANS_QUEUE
 from core.projects import Project
 from standin.stack import running_stack
-from tests.e2e import bot_bodies, finished_jobs, plan_jobs, planned, planned_dirs, status
+from tests.e2e import bot_bodies, finished_jobs, planned, planned_dirs, plans_ended, status
 from tests.jobs.holders import running_job
 from workers import fanout, slots
 
@@ -53,12 +53,7 @@ def test_a_batch_hands_a_busy_project_on_the_publish_waits_for_it_and_a_push_car
         slots.give_back(redis_conn, busy, applying.id)
         assert planned(stack, repo, pr.head_sha) == {"plangate/plan": "success", "plangate/destroy": "success"}
         head = pr.head_sha
-
-        def all_ended() -> list[Job] | None:  # a job ends just after the publish read it: RQ records it then
-            found = plan_jobs(redis_conn, head)
-            return found if len(found) == 4 else None
-
-        jobs = stack.wait_for("the plan jobs to end", all_ended)
+        jobs = plans_ended(stack, redis_conn, head, 4)
         funcs = sorted(str(j.func_name) for j in jobs)
         assert funcs == ["workers.jobs.plan_project"] * 3 + ["workers.jobs.plan_projects"]
         by_job = sorted(planned_dirs(j) for j in jobs)
@@ -68,7 +63,7 @@ def test_a_batch_hands_a_busy_project_on_the_publish_waits_for_it_and_a_push_car
 
         second = gh.push_pr(pr, {"p3/main.tf": _one("3")})
         assert planned(stack, repo, second)["plangate/plan"] == "success"
-        assert [d for j in plan_jobs(redis_conn, second) for d in planned_dirs(j)] == ["p3"]
+        assert [d for j in plans_ended(stack, redis_conn, second, 1) for d in planned_dirs(j)] == ["p3"]
         (comment,) = bot_bodies(stack, repo, pr.number)
         assert comment.count(f"carried from `{head[:7]}`") == 3, comment  # p1 and p2 (the batch's), p4
         assert all(f"`{n}`" in comment for n in NAMES) and "expired" not in comment and "died" not in comment

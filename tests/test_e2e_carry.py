@@ -9,8 +9,18 @@ from pathlib import Path
 import pytest
 import redis
 
-from standin.stack import running_stack
-from tests.e2e import applied_state, bot_bodies, comment_and_wait, infra_repo, plan_jobs, planned, planned_dirs, status
+from standin.stack import Stack, running_stack
+from tests.e2e import (
+    applied_state,
+    bot_bodies,
+    comment_and_wait,
+    infra_repo,
+    plan_jobs,
+    planned,
+    planned_dirs,
+    plans_ended,
+    status,
+)
 from tests.tfproject import main_tf, state_addresses
 
 pytestmark = pytest.mark.e2e
@@ -18,8 +28,8 @@ pytestmark = pytest.mark.e2e
 OTHER = 'resource "terraform_data" "one" {\n  input = "1"\n}\n'
 
 
-def _plans_run(conn: redis.Redis, sha: str) -> list[str]:
-    return sorted(d for j in plan_jobs(conn, sha) for d in planned_dirs(j))
+def _plans_run(stack: Stack, conn: redis.Redis, sha: str, count: int) -> list[str]:
+    return sorted(d for j in plans_ended(stack, conn, sha, count) for d in planned_dirs(j))
 
 
 def test_a_push_replans_what_changed_and_the_carried_destroy_is_approved_again(
@@ -37,9 +47,11 @@ def test_a_push_replans_what_changed_and_the_carried_destroy_is_approved_again(
 
         second = gh.push_pr(pr, {"other/main.tf": OTHER.replace('"1"', '"3"')})
         assert planned(stack, repo, second)["plangate/destroy"] == "failure"  # the approval was for `first`
-        assert _plans_run(redis_conn, first) == ["infra", "other"] and _plans_run(redis_conn, second) == ["other"]
-        ran = {j.func_name for sha in (first, second) for j in plan_jobs(redis_conn, sha)}
-        assert ran == {"workers.jobs.plan_project"}  # with another plan to publish, each plan is a job of its own
+        assert _plans_run(stack, redis_conn, first, 2) == ["infra", "other"]
+        assert _plans_run(stack, redis_conn, second, 1) == ["other"]
+        assert {j.func_name for j in plan_jobs(redis_conn, first)} == {"workers.jobs.plan_project"}
+        # the push's one plan to make: its dispatch made it and published it with the carried one
+        assert [j.func_name for j in plan_jobs(redis_conn, second)] == ["workers.jobs.plan_pr"]
         (comment,) = [b for b in bot_bodies(stack, repo, pr.number) if "plangate:plan" in b]
         assert f"carried from `{first[:7]}`" in comment and "terraform_data.doomed" in comment
 
@@ -48,7 +60,7 @@ def test_a_push_replans_what_changed_and_the_carried_destroy_is_approved_again(
         infra_job.delete()
         third = gh.push_pr(pr, {"README.md": "words\n"})
         planned(stack, repo, third)
-        assert _plans_run(redis_conn, third) == ["infra"]
+        assert _plans_run(stack, redis_conn, third, 1) == ["infra"]
 
         assert "Approved by @bob" in comment_and_wait(stack, repo, pr.number, "bob", "/approve-destroy")
         status(stack, repo, third, "plangate/destroy", "success")

@@ -11,7 +11,11 @@ from hypothesis import strategies as st
 from rq import Queue, SimpleWorker
 from rq.job import Job, JobStatus
 
+from core.contract import PLANS_QUEUE, PlanRequest
+from core.inputs import LastPlan
+from core.projects import Project
 from workers import fanout
+from workers.flows.carry import Carried
 
 
 def _waits_on(job: Job) -> list[Job]:
@@ -120,3 +124,19 @@ def test_two_hundred_projects_on_two_workers_take_a_tenth_of_the_jobs() -> None:
     sizes = fanout.batch_sizes(200, 2)
     assert len(sizes) <= 25, sizes  # one job per project would pay RQ's hop between jobs 200 times
     assert fanout.batch_sizes(3, 1) == [2, 1]
+
+
+def test_a_backstop_publishes_the_plans_its_planner_carries_forward(redis_conn: redis.Redis) -> None:
+    planner = Queue(PLANS_QUEUE, connection=redis_conn).enqueue("builtins.len", "x")
+    target = (1, 2, "acme/infra", "https://example.test/acme/infra.git", "main")
+    request = PlanRequest(*target, pr=3, sha="b" * 40, author="a")
+    kept = [Carried(Project("other", "other"), LastPlan("f", "job-1", "c" * 40))]
+    try:
+        fanout.backstop(redis_conn, request, planner.id, Project("infra", "infra"), kept)
+        backstop = Job.fetch(f"{planner.id}-backstop", connection=redis_conn)
+        assert backstop.kwargs["carried"] == kept and backstop.kwargs["backstop"] is True  # if the planner dies
+        assert backstop.kwargs["project"] == Project("infra", "infra")
+    finally:
+        for job in Job.fetch_many([planner.id, f"{planner.id}-backstop"], connection=redis_conn):
+            if job is not None:
+                job.delete()

@@ -183,14 +183,23 @@ def plan_alone(conn: redis.Redis, request: PlanRequest, project: Project, *, tf_
     return planned
 
 
-def backstop(conn: redis.Redis, request: PlanRequest, planner: str, project: Project | None = None) -> None:
+def backstop(
+    conn: redis.Redis,
+    request: PlanRequest,
+    planner: str,
+    project: Project | None = None,
+    carried: Sequence[Carried] = (),
+) -> None:
     """A publish after job `planner` (the PR's only plan, which publishes itself), that publishes only
     if that job failed for good (its worker killed on every try): the PR never stays pending. One per
-    planner, however often it runs. `project`: what it plans, when its own arguments do not say."""
+    planner, however often it runs. `project`: what it plans, when its own arguments do not say;
+    `carried`: the plans it publishes with its own."""
     queue = Queue(PLANS_QUEUE, connection=conn)
     kwargs: dict[str, Any] = {"request": request, "job_ids": [planner], "backstop": True}
     if project is not None:
         kwargs["project"] = project
+    if carried:
+        kwargs["carried"] = list(carried)
     _publish_after(queue, [planner], "workers.jobs.publish_plan", kwargs, fixed_id=f"{planner}-backstop")
 
 

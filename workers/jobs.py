@@ -44,11 +44,12 @@ def plan_pr(request: PlanRequest) -> list[str] | ProjectResult:
         return []
     kept = _still_held(dispatched.carried)
     projects = dispatched.projects + [c.project for c in dispatched.carried if c not in kept]
-    if len(projects) == 1 and not kept:
-        in_place = _plan_in_place(dispatched.request, projects[0])
+    if len(projects) == 1:
+        in_place = _plan_in_place(dispatched.request, projects[0], kept)
         if in_place is not None:
             return in_place
-        return [fanout.plan_alone(ctx.redis, dispatched.request, projects[0], tf_timeout=ctx.settings.tf_timeout)]
+        if not kept:
+            return [fanout.plan_alone(ctx.redis, dispatched.request, projects[0], tf_timeout=ctx.settings.tf_timeout)]
     return fanout.plans(
         ctx.redis,
         dispatched.request,
@@ -60,9 +61,10 @@ def plan_pr(request: PlanRequest) -> list[str] | ProjectResult:
     )
 
 
-def _plan_in_place(request: PlanRequest, project: Project) -> ProjectResult | None:
-    """The PR's only plan, made and published by this dispatch job (one job hop fewer), when the
-    project's RateLimit slot is free now and this job's timeout leaves a plan job's; else None."""
+def _plan_in_place(request: PlanRequest, project: Project, kept: list[carry.Carried]) -> ProjectResult | None:
+    """The PR's only plan to make, made and published (with the plans `kept` from earlier SHAs) by this
+    dispatch job, two job hops fewer, when the project's RateLimit slot is free now and this job's
+    timeout leaves a plan job's; else None."""
     ctx, this = context(), get_current_job()
     assert this is not None and this.started_at is not None, "runs as an RQ job"
     needs = ctx.settings.tf_timeout * 4 + fanout.STEP_MARGIN + fanout.PUBLISH_TIMEOUT
@@ -72,8 +74,10 @@ def _plan_in_place(request: PlanRequest, project: Project) -> ProjectResult | No
         if not mine:
             return None
         this.result_ttl = keys.PLAN_RESULT_TTL  # kept as a plan job's, so the next push may carry it
-        fanout.backstop(ctx.redis, request, this.id, project)
-        return asyncio.run(pr_plan.plan_and_publish(ctx, request, project, this.id))
+        fanout.backstop(ctx.redis, request, this.id, project, kept)
+        carried = _carried_results(kept, request)
+        made = {c.project.identity: (c.last.job_id, c.last.planned_at) for c in kept}
+        return asyncio.run(pr_plan.plan_and_publish(ctx, request, project, this.id, carried, made))
 
 
 def _still_held(carried: list[carry.Carried]) -> list[carry.Carried]:

@@ -1,12 +1,13 @@
-"""Plan a pull request: dispatch one job per affected project, then publish (pr_publish.py).
+"""Plan a pull request: find the affected projects, plan them in jobs (or in place), then publish (pr_publish.py).
 
 Flow (Atlantis's controller → project finder → runner → VCS output):
 `plan_pr` (dispatch) checks out the head once to find projects, enqueues their plans in batches
 (`plan_projects`, a lone project a `plan_project` job; one at a time per project, by its RQ
 RateLimit slot) and a `publish_plan` job that depends on all of them; `publish_plan` renders the
 comment and sets the combined statuses.
-A PR with a single project to plan (and none carried) is planned and published by its dispatch job
-when the project's RateLimit slot is free (workers/slots.py), else by one `plan_and_publish` job.
+A PR with a single project to plan is planned and published (with the plans it carries forward) by
+its dispatch job when the project's RateLimit slot is free (workers/slots.py), else by one
+`plan_and_publish` job (by a plan job and the publish job when it carries some).
 """
 
 from __future__ import annotations
@@ -16,7 +17,7 @@ import contextlib
 import functools
 import json
 import logging
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 
@@ -232,8 +233,16 @@ async def plan_project(ctx: WorkerContext, req: PlanRequest, project: Project) -
         return pipeline.failure(project, req.sha, f"{type(exc).__name__}: {exc}", ours=isinstance(exc, SandboxError))
 
 
-async def plan_and_publish(ctx: WorkerContext, req: PlanRequest, project: Project, job_id: str) -> ProjectResult:
-    """The PR's only project: plan it, then publish it as the plan of job `job_id` (the caller's)."""
+async def plan_and_publish(
+    ctx: WorkerContext,
+    req: PlanRequest,
+    project: Project,
+    job_id: str,
+    carried: Sequence[ProjectResult] = (),
+    carried_made: Mapping[str, tuple[str, str]] | None = None,
+) -> ProjectResult:
+    """The PR's only project to plan: plan it, then publish it as the plan of job `job_id` (the
+    caller's), with the plans `carried` forward from earlier SHAs (`carried_made`: who made them, when)."""
     result = await plan_project(ctx, req, project)
-    await publish(ctx, req, [result], {result.identity: (job_id, req.sha)})
+    await publish(ctx, req, [result, *carried], {result.identity: (job_id, req.sha), **(carried_made or {})})
     return result
