@@ -13,6 +13,8 @@ import json
 from dataclasses import dataclass, field
 from typing import Any
 
+import orjson
+
 # Action classes a resource change is sorted into. "unknown" fails closed: it counts as a destroy.
 ACTION_CLASSES = ("create", "update", "delete", "replace", "read", "no-op", "forget", "unknown")
 
@@ -195,17 +197,26 @@ def _reject_constant(name: str) -> Any:
 
 
 def _load(text: str) -> dict[str, Any]:
+    """orjson reads a large plan ~3× faster; whatever it refuses (integers over 64 bits, lone
+    surrogates, deep nesting, any error) the standard library reads, or explains, as before."""
     if not text.strip():
         raise PlanError("plan is empty: expected `terraform show -json` output")
     try:
-        doc = json.loads(text, parse_constant=_reject_constant)
+        doc = orjson.loads(text)
+    except orjson.JSONDecodeError:
+        doc = _load_stdlib(text)
+    if not isinstance(doc, dict):
+        raise PlanError(f"plan must be a JSON object, not {type(doc).__name__}")
+    return doc
+
+
+def _load_stdlib(text: str) -> Any:
+    try:
+        return json.loads(text, parse_constant=_reject_constant)
     except json.JSONDecodeError as e:
         raise PlanError(f"plan is not valid JSON: {e.msg} at line {e.lineno} column {e.colno}") from e
     except RecursionError as e:
         raise PlanError("plan is not valid JSON: nested too deeply") from e
-    if not isinstance(doc, dict):
-        raise PlanError(f"plan must be a JSON object, not {type(doc).__name__}")
-    return doc
 
 
 def _list(doc: dict[str, Any], key: str) -> list[Any]:

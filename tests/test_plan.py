@@ -11,7 +11,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from core.plan import KNOWN_ACTIONS, Plan, PlanError, parse_plan, summary_line
+from core.plan import KNOWN_ACTIONS, Plan, PlanError, _load, parse_plan, summary_line
 
 PLANS = Path(__file__).parent / "fixtures" / "terraform" / "plans"
 INDEX = {entry["file"]: entry for entry in json.loads((PLANS / "INDEX.json").read_text())["plans"]}
@@ -287,3 +287,28 @@ def test_destroy_iff_delete_or_unknown(actions: list[str], mode: str) -> None:
     known = tuple(actions) in KNOWN_ACTIONS
     expected = not known or (mode == "managed" and "delete" in actions)
     assert change.is_destroy is expected
+
+
+_JSON = st.recursive(
+    st.none()
+    | st.booleans()
+    | st.integers(min_value=-(2**80), max_value=2**80)
+    | st.floats(allow_nan=False, allow_infinity=False)
+    | st.text()
+    | st.just("a\ud800"),  # a lone surrogate: the standard library's
+    lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=5), inner, max_size=4),
+    max_leaves=20,
+)
+
+
+@given(extra=_JSON)
+def test_the_fast_reader_reads_exactly_what_the_standard_one_does(extra: object) -> None:
+    """orjson first, the standard library for whatever orjson refuses: the same document either way."""
+    text = json.dumps({"format_version": "1.2", "resource_changes": [], "extra": extra})
+    assert _load(text) == json.loads(text)
+
+
+def test_what_the_fast_reader_refuses_is_still_read() -> None:
+    big = '{"format_version": "1.2", "resource_changes": [{"address": "a.b", "change": {"actions": ["delete"]}}]'
+    for extra in (', "n": 123456789012345678901234567890}', ', "s": "\\ud800"}'):  # a long int, a lone surrogate
+        assert parse_plan(big + extra).destroys[0].address == "a.b"
