@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import base64
 import os
+import re
 import shutil
 import subprocess
 import threading
@@ -224,6 +225,16 @@ def test_the_object_cache_fetches_each_commit_once(
         assert TOKEN.encode() not in data and BASIC.encode() not in data
     checkout(url, shas[2], tmp_path / "next", TOKEN, timeout=60, cache=cache)
     assert len(seen) > fetched and (tmp_path / "next" / "main.tf").read_text() == "# version 3\n"
+
+
+def test_a_fetch_keeps_its_pack_instead_of_a_file_per_object(origin: tuple[Path, list[str]], tmp_path: Path) -> None:
+    repos, shas = origin
+    cache = object_cache(tmp_path / "checkouts", 42)
+    checkout(f"file://{repos / 'infra.git'}", shas[1], tmp_path / "dest", None, timeout=60, cache=cache)
+    objects = cache / "objects"
+    assert list((objects / "pack").glob("*.pack")), "the fetched objects are one pack"
+    assert not [d for d in objects.iterdir() if re.fullmatch(r"[0-9a-f]{2}", d.name)], "no loose objects"
+    assert (tmp_path / "dest" / "main.tf").read_text() == "# version 2\n"
 
 
 def test_a_commit_never_fetched_here_is_fetched_without_asking_the_cache_first(

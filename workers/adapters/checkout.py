@@ -29,8 +29,11 @@ from workers.adapters.terraform.runner import RunResult, run
 log = logging.getLogger("plangate.checkout")
 _SHA = re.compile(r"[0-9a-f]{40}|[0-9a-f]{64}")
 # A fetch into a cache runs git's automatic maintenance (`git maintenance run --auto`, a process of
-# its own, ~4 ms on a PR's path) at most this often; it packs the loose objects small fetches leave.
+# its own, ~4 ms on a PR's path) at most this often; it consolidates the packs fetches leave.
 MAINTENANCE_EVERY = 3600.0
+# Every fetch keeps its pack (`index-pack`) instead of writing each object as a file of its own
+# (`unpack-objects`, git's way for fewer than 100): ~8 ms less per fetch of a small commit.
+KEEP_PACKS = {"fetch.unpackLimit": "1"}
 NO_MAINTENANCE = {"maintenance.auto": "false", "gc.auto": "0"}  # gc.auto: for gits before 2.29
 _SAFE = re.compile(r"[^A-Za-z0-9._-]+")
 
@@ -68,7 +71,7 @@ def _git_env(home: Path, config: dict[str, str]) -> dict[str, str]:
         "GIT_CONFIG_NOSYSTEM": "1",
         "GIT_CONFIG_GLOBAL": os.devnull,
     }
-    return _with_config(env, {"protocol.ext.allow": "never", **config})
+    return _with_config(env, {"protocol.ext.allow": "never", **KEEP_PACKS, **config})
 
 
 def _with_config(env: dict[str, str], settings: dict[str, str]) -> dict[str, str]:
