@@ -1,9 +1,7 @@
-"""How the publish reads the plans it carries forward (workers.jobs): from RQ's results, each job read
+"""How the publish reads the plans it carries forward (workers.plan_results): from RQ's results, each job read
 once however many of the PR's projects it planned, and an expired one named as such."""
 
 from __future__ import annotations
-
-from types import SimpleNamespace
 
 import pytest
 import redis
@@ -13,7 +11,7 @@ from rq.job import Job
 from core.contract import PlanRequest
 from core.inputs import LastPlan
 from core.projects import Project
-from workers import jobs
+from workers import plan_results
 from workers.flows.carry import Carried
 
 REQUEST = PlanRequest(1, 2, "acme/infra", "https://example.test/acme/infra.git", "main", pr=3, sha="b" * 40, author="a")
@@ -26,7 +24,6 @@ def test_carried_plans_are_read_once_per_job_and_an_expired_one_says_so(
     batch = queue.enqueue("tests.jobs.made.batch", ["p1", "p2", "p3"])
     lone = queue.enqueue("tests.jobs.made.lone", "p4")
     SimpleWorker([queue], connection=redis_conn).work(burst=True)
-    monkeypatch.setattr(jobs, "context", lambda: SimpleNamespace(redis=redis_conn))
     reads: list[str] = []
     real = Job.return_value
 
@@ -39,7 +36,7 @@ def test_carried_plans_are_read_once_per_job_and_an_expired_one_says_so(
         Carried(Project(n, n), LastPlan("f", job, "c" * 40))
         for n, job in [("p3", batch.id), ("p1", batch.id), ("p4", lone.id), ("p5", "gone"), ("p2", batch.id)]
     ]
-    shown = jobs._carried_results(carried, REQUEST)
+    shown = plan_results.carried_results(redis_conn, carried, REQUEST)
 
     assert [r.name for r in shown] == ["p3", "p1", "p4", "p5", "p2"]
     assert sorted(reads) == sorted([batch.id, lone.id])  # not once per project

@@ -25,9 +25,8 @@ from core.drift_schedule import DriftTarget
 from core.enqueue import enqueue_once
 from core.projects import Project
 from core.results import BatchResult, ProjectResult
-from workers import fanout, slots
+from workers import fanout, plan_results, slots
 from workers.adapters.store import applies as apply_store
-from workers.adapters.terraform import pipeline
 from workers.context import context
 from workers.flows import apply_project as apply_flow
 from workers.flows import carry, commands, drift, merge_queue, pr_plan, pr_publish, push_apply
@@ -75,7 +74,7 @@ def _plan_in_place(request: PlanRequest, project: Project, kept: list[carry.Carr
             return None
         this.result_ttl = keys.PLAN_RESULT_TTL  # kept as a plan job's, so the next push may carry it
         fanout.backstop(ctx.redis, request, this.id, project, kept)
-        carried = _carried_results(kept, request)
+        carried = plan_results.carried_results(ctx.redis, kept, request)
         made = {c.project.identity: (c.last.job_id, c.last.planned_at) for c in kept}
         return asyncio.run(pr_plan.plan_and_publish(ctx, request, project, this.id, carried, made))
 
@@ -132,94 +131,14 @@ def joined() -> None:
     instead of hundreds of plans (workers.fanout.FAN_IN)."""
 
 
-def _finished(job_id: str) -> bool:
-    return Job.fetch(job_id, connection=context().redis).get_status() == JobStatus.FINISHED
-
-
-def _planned(job_id: str, request: PlanRequest, project: Project | None = None) -> list[tuple[str, ProjectResult]]:
-    """Each result of plan job `job_id`, with the id of the job that made it. `project`: what the job
-    planned, when its arguments do not say (a dispatch that planned in place)."""
-    job = Job.fetch(job_id, connection=context().redis)
-    projects = job.kwargs["projects"] if "projects" in job.kwargs else [project or job.kwargs["project"]]
-    return _made_by(job, request, projects)
-
-
-def _made_by(job: Job, request: PlanRequest, projects: list[Project]) -> list[tuple[str, ProjectResult]]:
-    """`projects`' results from plan job `job`, each with the id of the job that made it (a batch hands
-    a busy project to a job of its own); a job that failed (its worker died on every try) made failed
-    plans, not lost ones."""
-    value = job.return_value() if job.get_status() == JobStatus.FINISHED else None
-    made: list[tuple[str, ProjectResult]] = []
-    for project in projects:
-        if isinstance(value, ProjectResult):
-            made.append((job.id, value))
-        elif isinstance(value, BatchResult) and project.identity in value.results:
-            made.append((job.id, value.results[project.identity]))
-        elif isinstance(value, BatchResult) and project.identity in value.delegated:
-            delegate = Job.fetch(value.delegated[project.identity], connection=job.connection)
-            made += _made_by(delegate, request, [project])
-        else:
-            made.append((job.id, _died(job, request, project)))
-    return made
-
-
-def _died(job: Job, request: PlanRequest, project: Project) -> ProjectResult:
-    failure = job.latest_result()
-    detail = (failure.exc_string or "").strip().splitlines()[-1:] if failure else []
-    why = "the plan job died: " + (detail[0] if detail else str(job.get_status()))
-    return ProjectResult(
-        name=project.name,
-        dir=project.dir,
-        workspace=project.workspace,
-        tool=project.tool or "terraform",
-        sha=request.sha,
-        plan=None,
-        error=why,
-    )
-
-
-def _still_to_come(job_ids: list[str]) -> list[str]:
-    """The jobs that batches among `job_ids` handed a busy project to, and that have not ended yet."""
-    conn = context().redis
-    waiting: list[str] = []
-    for job in Job.fetch_many(job_ids, connection=conn):
-        if job is None or job.func_name != "workers.jobs.plan_projects" or job.get_status() != JobStatus.FINISHED:
-            continue
-        value = job.return_value()
-        if isinstance(value, BatchResult):
-            waiting += [i for i in value.delegated.values() if fanout.not_ended(conn, i)]
-    return waiting
-
-
 def _published_later(job_ids: list[str], publish: str, kwargs: dict[str, Any]) -> bool:
     """Are plans still to come (a batch handed them on)? Then `publish` runs again once they end."""
-    waiting = _still_to_come(job_ids)
+    waiting = plan_results.still_to_come(context().redis, job_ids)
     if waiting:
         this = get_current_job()
         assert this is not None, "runs as an RQ job"
         fanout.publish_later(context().redis, waiting, publish, kwargs, after=this.id)
     return bool(waiting)
-
-
-def _carried_results(carried: Sequence[carry.Carried], request: PlanRequest) -> list[ProjectResult]:
-    """The plans carried forward from earlier SHAs of the PR, shown at this one; each job that holds
-    some is read once (a batch holds many)."""
-    ids = list(dict.fromkeys(kept.last.job_id for kept in carried))
-    made: dict[tuple[str, str], ProjectResult] = {}
-    for held, job in zip(ids, Job.fetch_many(ids, connection=context().redis), strict=True):
-        if job is not None:
-            mine = [kept.project for kept in carried if kept.last.job_id == held]
-            for project, (_, result) in zip(mine, _made_by(job, request, mine), strict=True):
-                made[held, project.identity] = result
-    shown = []
-    for kept in carried:
-        found = made.get((kept.last.job_id, kept.project.identity))
-        if found is None:
-            why = f"the plan carried from {kept.last.planned_at[:7]} has expired: comment `/plan` to plan again"
-            shown.append(pipeline.failure(kept.project, request.sha, why))
-        else:
-            shown.append(carry.shown_at(found, request, kept))
-    return shown
 
 
 @reschedulable
@@ -232,15 +151,16 @@ def publish_plan(
 ) -> None:
     """The PR's comment and statuses from its plan jobs. As the `backstop` of a job that plans and
     publishes the PR's only `project`, only when that job did not finish (it published itself if it did)."""
-    if backstop and all(_finished(i) for i in job_ids):
+    conn = context().redis
+    if backstop and all(plan_results.finished(conn, i) for i in job_ids):
         return
     again = {"request": request, "job_ids": job_ids, "carried": list(carried)}
     if _published_later(job_ids, "workers.jobs.publish_plan", again):
         return
-    planned = [m for i in job_ids for m in _planned(i, request, project)]
+    planned = [m for i in job_ids for m in plan_results.planned(conn, i, request, project)]
     results = [r for _, r in planned]
     made = {r.identity: (i, request.sha) for i, r in planned}
-    results += _carried_results(carried, request)
+    results += plan_results.carried_results(conn, carried, request)
     for kept in carried:
         made[kept.project.identity] = (kept.last.job_id, kept.last.planned_at)
     asyncio.run(pr_publish.publish(context(), request, results, made))
@@ -267,7 +187,8 @@ def plan_merge_group(request: GroupRequest) -> list[str]:
 def publish_merge_group(request: GroupRequest, job_ids: list[str]) -> None:
     if _published_later(job_ids, "workers.jobs.publish_merge_group", {"request": request, "job_ids": job_ids}):
         return
-    results = [r for i in job_ids for _, r in _planned(i, request.as_plan())]
+    conn = context().redis
+    results = [r for i in job_ids for _, r in plan_results.planned(conn, i, request.as_plan())]
     asyncio.run(merge_queue.publish(context(), request, results))
 
 

@@ -1,0 +1,100 @@
+"""What a PR's publish reads: the results RQ keeps of the jobs that planned its projects (a lone
+project's job, a dispatch that planned in place, a batch and the jobs it handed busy projects to), and
+of the jobs that hold the plans it carries forward. A job that failed for good made failed plans,
+never lost ones."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import redis
+from rq.job import Job, JobStatus
+
+from core.contract import PlanRequest
+from core.projects import Project
+from core.results import BatchResult, ProjectResult
+from workers import fanout
+from workers.adapters.terraform import pipeline
+from workers.flows.carry import Carried, shown_at
+
+
+def finished(conn: redis.Redis, job_id: str) -> bool:
+    """Did job `job_id` finish (a backstop publishes only for a planner that did not)?"""
+    return Job.fetch(job_id, connection=conn).get_status() == JobStatus.FINISHED
+
+
+def planned(
+    conn: redis.Redis, job_id: str, request: PlanRequest, project: Project | None = None
+) -> list[tuple[str, ProjectResult]]:
+    """Each result of plan job `job_id`, with the id of the job that made it. `project`: what the job
+    planned, when its arguments do not say (a dispatch that planned in place)."""
+    job = Job.fetch(job_id, connection=conn)
+    projects = job.kwargs["projects"] if "projects" in job.kwargs else [project or job.kwargs["project"]]
+    return _made_by(job, request, projects)
+
+
+def _made_by(job: Job, request: PlanRequest, projects: list[Project]) -> list[tuple[str, ProjectResult]]:
+    """`projects`' results from plan job `job`, each with the id of the job that made it (a batch hands
+    a busy project to a job of its own); a job that failed (its worker died on every try) made failed
+    plans, not lost ones."""
+    value = job.return_value() if job.get_status() == JobStatus.FINISHED else None
+    made: list[tuple[str, ProjectResult]] = []
+    for project in projects:
+        if isinstance(value, ProjectResult):
+            made.append((job.id, value))
+        elif isinstance(value, BatchResult) and project.identity in value.results:
+            made.append((job.id, value.results[project.identity]))
+        elif isinstance(value, BatchResult) and project.identity in value.delegated:
+            delegate = Job.fetch(value.delegated[project.identity], connection=job.connection)
+            made += _made_by(delegate, request, [project])
+        else:
+            made.append((job.id, _died(job, request, project)))
+    return made
+
+
+def _died(job: Job, request: PlanRequest, project: Project) -> ProjectResult:
+    failure = job.latest_result()
+    detail = (failure.exc_string or "").strip().splitlines()[-1:] if failure else []
+    why = "the plan job died: " + (detail[0] if detail else str(job.get_status()))
+    return ProjectResult(
+        name=project.name,
+        dir=project.dir,
+        workspace=project.workspace,
+        tool=project.tool or "terraform",
+        sha=request.sha,
+        plan=None,
+        error=why,
+    )
+
+
+def still_to_come(conn: redis.Redis, job_ids: list[str]) -> list[str]:
+    """The jobs that batches among `job_ids` handed a busy project to, and that have not ended yet."""
+    waiting: list[str] = []
+    for job in Job.fetch_many(job_ids, connection=conn):
+        if job is None or job.func_name != "workers.jobs.plan_projects" or job.get_status() != JobStatus.FINISHED:
+            continue
+        value = job.return_value()
+        if isinstance(value, BatchResult):
+            waiting += [i for i in value.delegated.values() if fanout.not_ended(conn, i)]
+    return waiting
+
+
+def carried_results(conn: redis.Redis, carried: Sequence[Carried], request: PlanRequest) -> list[ProjectResult]:
+    """The plans carried forward from earlier SHAs of the PR, shown at this one; each job that holds
+    some is read once (a batch holds many)."""
+    ids = list(dict.fromkeys(kept.last.job_id for kept in carried))
+    made: dict[tuple[str, str], ProjectResult] = {}
+    for held, job in zip(ids, Job.fetch_many(ids, connection=conn), strict=True):
+        if job is not None:
+            mine = [kept.project for kept in carried if kept.last.job_id == held]
+            for project, (_, result) in zip(mine, _made_by(job, request, mine), strict=True):
+                made[held, project.identity] = result
+    shown = []
+    for kept in carried:
+        found = made.get((kept.last.job_id, kept.project.identity))
+        if found is None:
+            why = f"the plan carried from {kept.last.planned_at[:7]} has expired: comment `/plan` to plan again"
+            shown.append(pipeline.failure(kept.project, request.sha, why))
+        else:
+            shown.append(shown_at(found, request, kept))
+    return shown
