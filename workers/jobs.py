@@ -75,7 +75,7 @@ def _plan_in_place(request: PlanRequest, project: Project, kept: list[carry.Carr
         this.result_ttl = keys.PLAN_RESULT_TTL  # kept as a plan job's, so the next push may carry it
         fanout.backstop(ctx.redis, request, this.id, project, kept)
         carried = plan_results.carried_results(ctx.redis, kept, request)
-        made = {c.project.identity: (c.last.job_id, c.last.planned_at) for c in kept}
+        made = plan_results.made_at(kept)
         return asyncio.run(pr_plan.plan_and_publish(ctx, request, project, this.id, carried, made))
 
 
@@ -131,9 +131,9 @@ def joined() -> None:
     instead of hundreds of plans (workers.fanout.FAN_IN)."""
 
 
-def _published_later(job_ids: list[str], publish: str, kwargs: dict[str, Any]) -> bool:
+def _published_later(planners: list[Job], publish: str, kwargs: dict[str, Any]) -> bool:
     """Are plans still to come (a batch handed them on)? Then `publish` runs again once they end."""
-    waiting = plan_results.still_to_come(context().redis, job_ids)
+    waiting = plan_results.still_to_come(planners)
     if waiting:
         this = get_current_job()
         assert this is not None, "runs as an RQ job"
@@ -154,15 +154,13 @@ def publish_plan(
     conn = context().redis
     if backstop and all(plan_results.finished(conn, i) for i in job_ids):
         return
+    planners = plan_results.fetched(conn, job_ids)
     again = {"request": request, "job_ids": job_ids, "carried": list(carried)}
-    if _published_later(job_ids, "workers.jobs.publish_plan", again):
+    if _published_later(planners, "workers.jobs.publish_plan", again):
         return
-    planned = [m for i in job_ids for m in plan_results.planned(conn, i, request, project)]
-    results = [r for _, r in planned]
-    made = {r.identity: (i, request.sha) for i, r in planned}
-    results += plan_results.carried_results(conn, carried, request)
-    for kept in carried:
-        made[kept.project.identity] = (kept.last.job_id, kept.last.planned_at)
+    planned = [m for job in planners for m in plan_results.planned(job, request, project)]
+    results = [r for _, r in planned] + plan_results.carried_results(conn, carried, request)
+    made = {r.identity: (i, request.sha) for i, r in planned} | plan_results.made_at(carried)
     asyncio.run(pr_publish.publish(context(), request, results, made))
 
 
@@ -185,10 +183,10 @@ def plan_merge_group(request: GroupRequest) -> list[str]:
 
 @reschedulable
 def publish_merge_group(request: GroupRequest, job_ids: list[str]) -> None:
-    if _published_later(job_ids, "workers.jobs.publish_merge_group", {"request": request, "job_ids": job_ids}):
+    planners = plan_results.fetched(context().redis, job_ids)
+    if _published_later(planners, "workers.jobs.publish_merge_group", {"request": request, "job_ids": job_ids}):
         return
-    conn = context().redis
-    results = [r for i in job_ids for _, r in plan_results.planned(conn, i, request.as_plan())]
+    results = [r for job in planners for _, r in plan_results.planned(job, request.as_plan())]
     asyncio.run(merge_queue.publish(context(), request, results))
 
 

@@ -8,6 +8,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 import redis
+from rq.exceptions import NoSuchJobError
 from rq.job import Job, JobStatus
 
 from core.contract import PlanRequest
@@ -23,12 +24,19 @@ def finished(conn: redis.Redis, job_id: str) -> bool:
     return Job.fetch(job_id, connection=conn).get_status() == JobStatus.FINISHED
 
 
-def planned(
-    conn: redis.Redis, job_id: str, request: PlanRequest, project: Project | None = None
-) -> list[tuple[str, ProjectResult]]:
-    """Each result of plan job `job_id`, with the id of the job that made it. `project`: what the job
+def fetched(conn: redis.Redis, job_ids: list[str]) -> list[Job]:
+    """The plan jobs `job_ids`, read once for everything a publish asks of them (a job keeps its result
+    once loaded); NoSuchJobError if one is gone."""
+    jobs = Job.fetch_many(job_ids, connection=conn)
+    for job_id, job in zip(job_ids, jobs, strict=True):
+        if job is None:
+            raise NoSuchJobError(f"No such job: {job_id}")
+    return [job for job in jobs if job is not None]
+
+
+def planned(job: Job, request: PlanRequest, project: Project | None = None) -> list[tuple[str, ProjectResult]]:
+    """Each result of plan job `job`, with the id of the job that made it. `project`: what the job
     planned, when its arguments do not say (a dispatch that planned in place)."""
-    job = Job.fetch(job_id, connection=conn)
     projects = job.kwargs["projects"] if "projects" in job.kwargs else [project or job.kwargs["project"]]
     return _made_by(job, request, projects)
 
@@ -37,7 +45,7 @@ def _made_by(job: Job, request: PlanRequest, projects: list[Project]) -> list[tu
     """`projects`' results from plan job `job`, each with the id of the job that made it (a batch hands
     a busy project to a job of its own); a job that failed (its worker died on every try) made failed
     plans, not lost ones."""
-    value = job.return_value() if job.get_status() == JobStatus.FINISHED else None
+    value = job.return_value() if job.get_status(refresh=False) == JobStatus.FINISHED else None
     made: list[tuple[str, ProjectResult]] = []
     for project in projects:
         if isinstance(value, ProjectResult):
@@ -67,16 +75,21 @@ def _died(job: Job, request: PlanRequest, project: Project) -> ProjectResult:
     )
 
 
-def still_to_come(conn: redis.Redis, job_ids: list[str]) -> list[str]:
-    """The jobs that batches among `job_ids` handed a busy project to, and that have not ended yet."""
+def still_to_come(jobs: list[Job]) -> list[str]:
+    """The jobs that batches among `jobs` handed a busy project to, and that have not ended yet."""
     waiting: list[str] = []
-    for job in Job.fetch_many(job_ids, connection=conn):
-        if job is None or job.func_name != "workers.jobs.plan_projects" or job.get_status() != JobStatus.FINISHED:
+    for job in jobs:
+        if job.func_name != "workers.jobs.plan_projects" or job.get_status(refresh=False) != JobStatus.FINISHED:
             continue
         value = job.return_value()
         if isinstance(value, BatchResult):
-            waiting += [i for i in value.delegated.values() if fanout.not_ended(conn, i)]
+            waiting += [i for i in value.delegated.values() if fanout.not_ended(job.connection, i)]
     return waiting
+
+
+def made_at(carried: Sequence[Carried]) -> dict[str, tuple[str, str]]:
+    """Who made each carried plan, and at which SHA: what the next push carries them forward from."""
+    return {kept.project.identity: (kept.last.job_id, kept.last.planned_at) for kept in carried}
 
 
 def carried_results(conn: redis.Redis, carried: Sequence[Carried], request: PlanRequest) -> list[ProjectResult]:
