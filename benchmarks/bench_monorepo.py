@@ -10,6 +10,8 @@ resource and adds another, so every project has a destroy. Measured in one run:
   the worker count (target ≤ 1.3×);
 * the same steps W at a time, bare and through plangate's runner (bubblewrap and the memory cap,
   no bot): this machine's floor with and without the sandbox;
+* all three floors once before the bot's run and once after it, since these machines drift by a
+  third within minutes: each ratio is against the mean of the two, and the drift is printed;
 * the GitHub requests the workers made, the plan comment's parts apart from the rest;
 * the RSS of each worker process (the parent, which outlives every job) before and after, and the
   largest sampled while the PR was planned (work horses included);
@@ -29,6 +31,7 @@ import time
 from collections import Counter
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
 from pathlib import Path
 
 import redis
@@ -108,6 +111,23 @@ def _at_a_time(workers: int, step: Callable[[str], float], texts: list[str]) -> 
     return time.perf_counter() - started
 
 
+@dataclass(frozen=True)
+class Floors:
+    """One measurement of the floors (seconds): bare one after another, bare and sandboxed W at a time."""
+
+    bare: list[float]
+    parallel: float
+    boxed: float
+
+
+def _floors(tool: str, root: Path, texts: list[str], workers: int) -> Floors:
+    bare = [_bare(tool, text, root) for text in texts]
+    parallel = _at_a_time(workers, lambda text: _bare(tool, text, root), texts)
+    sandbox = prepare("bwrap", (), root / "probe")
+    boxed = _at_a_time(workers, lambda t: _boxed(sandbox, root, t, root / "state"), texts)
+    return Floors(bare, parallel, boxed)
+
+
 def main() -> int:
     opts = argparse.ArgumentParser()
     opts.add_argument("--projects", type=int, default=200)
@@ -127,11 +147,7 @@ def main() -> int:
         before = {f"{n}/main.tf": main_tf(states[n], {"old": "x"}) for n in names}
         after = {f"{n}/main.tf": main_tf(states[n], {"new": "x"}) for n in names}
         print(f"bare init+plan+show of {args.projects} projects, one after another ...", flush=True)
-        bare = [_bare(tool, text, root) for text in after.values()]
-        floor = sum(bare) / args.workers
-        parallel = _at_a_time(args.workers, lambda text: _bare(tool, text, root), list(after.values()))
-        sandbox = prepare("bwrap", (), root / "probe")
-        boxed = _at_a_time(args.workers, lambda t: _boxed(sandbox, root, t, root / "state"), list(after.values()))
+        first_floors = _floors(tool, root, list(after.values()), args.workers)
         with running_stack(root, redis_url, workers=args.workers) as stack:
             gh = stack.gh
             repo = gh.create_repo("acme", "monorepo", before)
@@ -156,10 +172,22 @@ def main() -> int:
             plans_ended(stack, conn, sha, 1)  # a dispatch that plans in place ends just after the statuses
             time.sleep(1)  # and any other plan job of the push, had one run
             replanned = len(plan_jobs(conn, sha))
+        print("the floors again, after the bot's run ...", flush=True)
+        floors = (first_floors, _floors(tool, root, list(after.values()), args.workers))
+    bare = [statistics.mean(pair) for pair in zip(*(f.bare for f in floors), strict=True)]
+    floor = sum(bare) / args.workers
+    parallel = statistics.mean(f.parallel for f in floors)
+    boxed = statistics.mean(f.boxed for f in floors)
     kinds = Counter(f"{r.method} {_shape(r.path)}" for r in requests)
     comment_calls = sum(n for kind, n in kinds.items() if "/comments" in kind)
     print(f"{args.projects} projects, {args.workers} workers, {Path(tool).name}")
     print(f"bare init+plan+show: sum {sum(bare):.1f} s (median {statistics.median(bare):.2f} s per project)")
+    early, late = floors
+    print(
+        f"  the floors before and after the bot's run (the machine's drift): bare sum {sum(early.bare):.1f} and "
+        f"{sum(late.bare):.1f} s, bare {args.workers} at a time {early.parallel:.1f} and {late.parallel:.1f} s, "
+        f"sandboxed {early.boxed:.1f} and {late.boxed:.1f} s; every ratio below is against their mean"
+    )
     print(
         f"bare, {args.workers} at a time: {parallel:.1f} s = {parallel / floor:.2f}× sum/workers "
         "(terraform alone: this machine's floor)"
