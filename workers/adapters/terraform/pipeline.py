@@ -9,6 +9,7 @@ differ between plan, apply and drift. Errors are values, never exceptions, so ev
 from __future__ import annotations
 
 import contextlib
+import gc
 import shutil
 from collections.abc import Iterator
 from dataclasses import dataclass, replace
@@ -147,13 +148,28 @@ def plan(tf: Terraform, project: Project, dirs: JobDirs) -> Planned:
             raw, text = tf.show_both(root, planfile)
         else:
             raw = tf.show_json(root, planfile)
-        return Planned(parse_plan(raw), text, None, planfile, step.digest)
+        with gc_paused():
+            parsed = parse_plan(raw)
+        return Planned(parsed, text, None, planfile, step.digest)
     except UnsafePathError as exc:
         return Planned(None, "", f"project dir refused: {exc}", planfile)
     except SandboxError as exc:
         return Planned(None, "", str(exc), planfile, ours=True)
     except (TerraformError, PlanError) as exc:
         return Planned(None, str(exc), str(exc), planfile)
+
+
+@contextlib.contextmanager
+def gc_paused() -> Iterator[None]:
+    """No cyclic collection while a plan's JSON becomes objects: every container it makes stays alive,
+    so the collections its allocations set off find nothing, and cost ~20 % of a large plan's parse."""
+    was_enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if was_enabled:
+            gc.enable()
 
 
 def apply(tf: Terraform, project: Project, dirs: JobDirs, planned: Planned) -> StepResult:
