@@ -30,7 +30,7 @@ def runner(sandbox: Sandbox, root: Path, *writable: Path) -> Terraform:
     cache = root / "cache"
     cache.mkdir(exist_ok=True)
     env = build_env(passthrough=[], source_env=os.environ, home=sandbox.home(root), plugin_cache=cache)
-    return Terraform(tool, env, timeout=300, sandbox=sandbox, writable=(cache, *writable))
+    return Terraform(tool, env, timeout=300, sandbox=sandbox, writable=writable, plugin_cache=cache)
 
 
 def _project(root: Path, n: int = 20) -> Path:

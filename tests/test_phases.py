@@ -37,7 +37,8 @@ def test_plan_and_apply_credentials_and_caches_are_kept_apart(
     assert {k: plan.env[k] for k in ("AWS_REGION", "AWS_RO_KEY")} == {"AWS_REGION": "eu", "AWS_RO_KEY": "ro"}
     assert "AWS_RW_KEY" not in plan.env and "AWS_RW_KEY" not in drift.env
     assert apply.env["AWS_RW_KEY"] == "rw" and "AWS_RO_KEY" not in apply.env
-    assert plan.writable != apply.writable and drift.writable == apply.writable
+    assert plan.plugin_cache != apply.plugin_cache and drift.plugin_cache == apply.plugin_cache
+    assert not {plan.plugin_cache, apply.plugin_cache} & {*plan.writable, *apply.writable}  # an init's turn opens it
     assert plan.env["TF_PLUGIN_CACHE_DIR"].endswith("untrusted")
     for tf in (plan, drift, apply):  # a plan's code holding the lock would stall every init on the host
         assert tf.init_lock is not None

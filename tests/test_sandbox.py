@@ -30,7 +30,7 @@ def _terraform(sandbox: Sandbox, tmp: Path, *writable: Path) -> Terraform:
     cache = tmp / "cache"
     cache.mkdir(exist_ok=True)
     env = build_env(passthrough=[], source_env=os.environ, home=sandbox.home(tmp / "home"), plugin_cache=cache)
-    return Terraform(TOOL, env, timeout=120, sandbox=sandbox, writable=(cache, *writable))
+    return Terraform(TOOL, env, timeout=120, sandbox=sandbox, writable=writable, plugin_cache=cache)
 
 
 def _dirs(tmp: Path, main_tf: str) -> JobDirs:

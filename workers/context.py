@@ -75,8 +75,8 @@ class WorkerContext:
             timeout=self.settings.tf_timeout,
             memory_limit_bytes=self.settings.tf_memory_mb * 1024 * 1024,
             init_lock=locks / f"plugin-cache-{trust}.lock",
+            plugin_cache=cache_dir,
             sandbox=self.sandbox,
-            writable=(cache_dir,),
         )
 
     @property

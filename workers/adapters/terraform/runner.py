@@ -286,8 +286,11 @@ class StepResult:
 class Terraform:
     """The terraform/tofu steps plangate runs, each under the same env, timeout, memory cap and sandbox.
 
-    `writable` are the paths every step may write inside the sandbox (the job's checkout, the plugin
-    cache); the plan file's directory is writable for `plan` only, read-only for `show` and `apply`.
+    `writable` are the paths every step may write inside the sandbox (the job's checkout); the plan
+    file's directory is writable for `plan` only, read-only for `show` and `apply`. The plugin cache
+    is read-only to every step but an init that holds `init_lock`: a plan's code cannot swap a
+    provider binary under another job's feet, and an init that finds what it needs in the cache
+    (a locked, warm cache, or no provider to install) takes no turn.
     """
 
     tool: str  # "tofu" | "terraform" (or a path to either)
@@ -297,7 +300,8 @@ class Terraform:
     grace: float = 10.0
     max_output: int = DEFAULT_MAX_OUTPUT
     max_json: int = 512 * 1024 * 1024  # show -json must be read whole, or not at all
-    init_lock: Path | None = None  # held around `init`: the shared plugin cache is unsafe for concurrent inits
+    init_lock: Path | None = None  # held by an init that writes the plugin cache (unsafe for concurrent inits)
+    plugin_cache: Path | None = None
     sandbox: Sandbox = field(default_factory=Sandbox)
     writable: tuple[Path, ...] = ()
     readable: tuple[Path, ...] = ()  # shown read-only to every step (a shared tree of the commit)
@@ -313,11 +317,12 @@ class Terraform:
         readable: tuple[Path, ...] = (),
     ) -> RunResult:
         exe = resolve_executable(self.tool, self.env)
+        cache = () if self.plugin_cache is None or self.plugin_cache in writable else (self.plugin_cache,)
         argv = self.sandbox.wrap(
             [exe, *args],
             cwd=workdir,
             writable=[*self.writable, *writable],
-            readable=[*self.readable, *readable],
+            readable=[*self.readable, *cache, *readable],
             mounts=self.mounts,
         )
         result = run(
@@ -336,12 +341,19 @@ class Terraform:
         return replace(result, argv=tuple([self.tool, *args]))
 
     def init(self, workdir: Path) -> StepResult:
+        """init with the plugin cache read-only first (sandboxed, nothing else can make it so); only an
+        init that had to install into it runs again, its turn taken, with the cache writable."""
         args = ["init", "-input=false", "-no-color"]
+        cache = () if self.plugin_cache is None else (self.plugin_cache,)
         if self.init_lock is None:
-            return StepResult("init", self._run(workdir, args))
+            return StepResult("init", self._run(workdir, args, writable=cache))
+        if self.sandbox.enabled and self.plugin_cache is not None:
+            first = self._run(workdir, args)
+            if first.ok or first.timed_out or not _cache_in_the_way(first, self.plugin_cache):
+                return StepResult("init", first)
         with self.init_lock.open("a") as lock:
             fcntl.flock(lock, fcntl.LOCK_EX)  # released when the file closes, even if the job dies
-            return StepResult("init", self._run(workdir, args))
+            return StepResult("init", self._run(workdir, args, writable=cache))
 
     def plan(self, workdir: Path, out: Path, *, destroy: bool = False) -> StepResult:
         """`plan -detailed-exitcode`: 0 no changes, 2 changes, anything else (1) an error.
@@ -393,6 +405,13 @@ class Terraform:
         result = self._run(workdir, args, readable=(planfile.parent,))
         stale = not result.ok and b"Saved plan is stale" in result.stdout + result.stderr
         return StepResult("apply", result, stale_plan=stale)
+
+
+def _cache_in_the_way(result: RunResult, cache: Path) -> bool:
+    """Did this init fail on the plugin cache: writing it (terraform and tofu name the path), or an
+    entry another init was still writing ("... from the shared cache directory: ...")?"""
+    said = result.stdout + result.stderr
+    return str(cache).encode() in said or b"shared cache" in said
 
 
 def file_digest(path: Path) -> str:
