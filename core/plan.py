@@ -196,15 +196,25 @@ def _reject_constant(name: str) -> Any:
     raise PlanError(f"plan is not valid JSON: {name} is not a JSON value")
 
 
+# Digits to "1", every other byte to "0": 19 digits in a row may be an integer beyond 64 bits, which
+# orjson reads as a (rounded) float. Found by a substring search, 3× faster than a regex's.
+_DIGITS = bytes(0x31 if 0x30 <= b <= 0x39 else 0x30 for b in range(256))
+_LONG_NUMBER = b"1" * 19
+
+
 def _load(text: str) -> dict[str, Any]:
-    """orjson reads a large plan ~3× faster; whatever it refuses (integers over 64 bits, lone
-    surrogates, deep nesting, any error) the standard library reads, or explains, as before."""
+    """orjson reads a large plan ~3× faster; the standard library reads, or explains, what orjson
+    refuses (lone surrogates, deep nesting, any error) and every document with a number it would
+    round (an integer beyond 64 bits), so each value is read exactly as before."""
     if not text.strip():
         raise PlanError("plan is empty: expected `terraform show -json` output")
-    try:
-        doc = orjson.loads(text)
-    except orjson.JSONDecodeError:
+    if _LONG_NUMBER in text.encode("utf-8", "surrogatepass").translate(_DIGITS):
         doc = _load_stdlib(text)
+    else:
+        try:
+            doc = orjson.loads(text)
+        except orjson.JSONDecodeError:
+            doc = _load_stdlib(text)
     if not isinstance(doc, dict):
         raise PlanError(f"plan must be a JSON object, not {type(doc).__name__}")
     return doc

@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from hypothesis import given
+from hypothesis import example, given
 from hypothesis import strategies as st
 
 from core.plan import KNOWN_ACTIONS, Plan, PlanError, _load, parse_plan, summary_line
@@ -302,6 +302,9 @@ _JSON = st.recursive(
 
 
 @given(extra=_JSON)
+@example(extra=-(2**63) - 1)  # orjson reads these as floats: what hypothesis found
+@example(extra=2**64)
+@example(extra=[10**30, "x"])
 def test_the_fast_reader_reads_exactly_what_the_standard_one_does(extra: object) -> None:
     """orjson first, the standard library for whatever orjson refuses: the same document either way."""
     text = json.dumps({"format_version": "1.2", "resource_changes": [], "extra": extra})
