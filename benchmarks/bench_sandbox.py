@@ -19,8 +19,8 @@ from collections.abc import Callable
 from pathlib import Path
 
 from workers.adapters.terraform.env import build_env
-from workers.adapters.terraform.runner import Terraform
 from workers.adapters.terraform.sandbox import Sandbox, prepare
+from workers.adapters.terraform.steps import Terraform
 
 
 def runner(sandbox: Sandbox, root: Path, *writable: Path) -> Terraform:

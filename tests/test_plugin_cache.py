@@ -15,8 +15,8 @@ from pathlib import Path
 import pytest
 
 from workers.adapters.terraform.env import build_env
-from workers.adapters.terraform.runner import Terraform
 from workers.adapters.terraform.sandbox import Sandbox, prepare
+from workers.adapters.terraform.steps import Terraform
 
 TOOL = shutil.which("tofu") or shutil.which("terraform")
 NO_SANDBOX = Sandbox()

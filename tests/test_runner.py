@@ -24,7 +24,8 @@ from workers.adapters.terraform.env import (
     parse_passthrough,
     passed_names,
 )
-from workers.adapters.terraform.runner import Terraform, TerraformError, run
+from workers.adapters.terraform.runner import run
+from workers.adapters.terraform.steps import Terraform, TerraformError
 
 FAKES = Path(__file__).parent / "fakes"
 MiB = 1024 * 1024

@@ -14,8 +14,9 @@ from core.projects import Project
 from core.sandbox_paths import Grant, parse_grants
 from workers.adapters.terraform.env import build_env
 from workers.adapters.terraform.pipeline import JobDirs, UnsafePathError, inside, plan
-from workers.adapters.terraform.runner import Terraform, run
+from workers.adapters.terraform.runner import run
 from workers.adapters.terraform.sandbox import Sandbox, SandboxError, describe, prepare
+from workers.adapters.terraform.steps import Terraform
 
 TOOL = shutil.which("tofu") or shutil.which("terraform")
 

@@ -17,7 +17,6 @@ from core.settings import Settings
 from workers.adapters.github.auth import TokenCache
 from workers.adapters.store.records import Records
 from workers.adapters.terraform.env import build_env, detect_tool
-from workers.adapters.terraform.runner import Terraform
 from workers.adapters.terraform.sandbox import (
     SANDBOX_KEY_PREFIX,
     SANDBOX_RECORD_TTL,
@@ -26,6 +25,7 @@ from workers.adapters.terraform.sandbox import (
     describe,
     prepare,
 )
+from workers.adapters.terraform.steps import Terraform
 
 # plan: a PR's code (read-only credentials, its own plugin cache); apply: the merged code (write
 # credentials); drift: the default branch's code, planned only.

@@ -34,7 +34,7 @@ from workers.adapters.store import applies as apply_store
 from workers.adapters.store import audit
 from workers.adapters.store.applies import BlockedApply
 from workers.adapters.terraform import pipeline
-from workers.adapters.terraform.runner import Terraform
+from workers.adapters.terraform.steps import Terraform
 from workers.context import WorkerContext
 from workers.flows.apply_approvals import Standing, standing
 from workers.flows.push_apply import record_outcome

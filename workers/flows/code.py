@@ -12,7 +12,7 @@ from core.projects import Project
 from workers.adapters.checkout import checkout, job_workdir, object_cache
 from workers.adapters.terraform import pipeline
 from workers.adapters.terraform.pipeline import CHECKOUT_TIMEOUT
-from workers.adapters.terraform.runner import Terraform
+from workers.adapters.terraform.steps import Terraform
 from workers.adapters.trees import shared_tree
 from workers.context import WorkerContext
 

@@ -39,7 +39,7 @@ from workers.adapters.github.auth import app_client, installation_client
 from workers.adapters.github.client import RateLimited
 from workers.adapters.github.repo_config import base_config, mask_patterns
 from workers.adapters.terraform import pipeline
-from workers.adapters.terraform.runner import Terraform
+from workers.adapters.terraform.steps import Terraform
 from workers.context import WorkerContext
 from workers.flows.discovery import discover_at
 

@@ -20,8 +20,8 @@ from core.plan_output import rendered_plan
 from core.projects import Project
 from core.results import ProjectResult
 from workers.adapters.checkout import checkout, job_workdir, object_cache
-from workers.adapters.terraform.runner import StepResult, Terraform, TerraformError
 from workers.adapters.terraform.sandbox import SandboxError
+from workers.adapters.terraform.steps import StepResult, Terraform, TerraformError
 
 CHECKOUT_TIMEOUT = 600.0
 PLANFILE = "plangate.tfplan"

@@ -1,0 +1,195 @@
+"""The terraform/tofu steps plangate runs (init, plan, show, apply), each through the one runner.
+
+Every step gets the same env, timeout, memory cap and sandbox (workers/adapters/terraform/runner.py
+runs the process); what differs is which paths a step may write: the plan file's directory for
+`plan` only, the plugin cache for an init in its turn only.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import hashlib
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+
+from workers.adapters.terraform.runner import DEFAULT_MAX_OUTPUT, RunResult, resolve_executable, run
+from workers.adapters.terraform.sandbox import Sandbox, SandboxError
+
+
+class TerraformError(RuntimeError):
+    """A terraform step whose output the caller needs (show) failed; `result` says how."""
+
+    def __init__(self, message: str, result: RunResult) -> None:
+        super().__init__(message)
+        self.result = result
+
+
+@dataclass(frozen=True)
+class StepResult:
+    """One terraform step: the run, plus what plangate reads from it."""
+
+    step: str  # "init" | "plan" | "apply"
+    result: RunResult
+    has_changes: bool | None = None  # plan only: exit code 2 of -detailed-exitcode
+    stale_plan: bool = False  # apply only: "Saved plan is stale" (state moved since the plan)
+    digest: str | None = None  # plan only: SHA-256 of the saved plan file
+
+    @property
+    def ok(self) -> bool:
+        if self.step == "plan":
+            return not self.result.timed_out and self.result.returncode in (0, 2)
+        return self.result.ok
+
+    @property
+    def output(self) -> str:
+        return self.result.output
+
+
+@dataclass(frozen=True)
+class Terraform:
+    """The terraform/tofu steps plangate runs, each under the same env, timeout, memory cap and sandbox.
+
+    `writable` are the paths every step may write inside the sandbox (the job's checkout); the plan
+    file's directory is writable for `plan` only, read-only for `show` and `apply`. The plugin cache
+    is read-only to every step but an init that holds `init_lock`: a plan's code cannot swap a
+    provider binary under another job's feet, and an init that finds what it needs in the cache
+    (a locked, warm cache, or no provider to install) takes no turn.
+    """
+
+    tool: str  # "tofu" | "terraform" (or a path to either)
+    env: dict[str, str]
+    timeout: float = 1800.0
+    memory_limit_bytes: int | None = 4096 * 1024 * 1024
+    grace: float = 10.0
+    max_output: int = DEFAULT_MAX_OUTPUT
+    max_json: int = 512 * 1024 * 1024  # show -json must be read whole, or not at all
+    init_lock: Path | None = None  # held by an init that writes the plugin cache (unsafe for concurrent inits)
+    plugin_cache: Path | None = None
+    sandbox: Sandbox = field(default_factory=Sandbox)
+    writable: tuple[Path, ...] = ()
+    readable: tuple[Path, ...] = ()  # shown read-only to every step (a shared tree of the commit)
+    mounts: tuple[tuple[Path, Path], ...] = ()  # (source, target): writable over what `readable` shows
+
+    def _run(
+        self,
+        workdir: Path,
+        args: list[str],
+        max_output: int | None = None,
+        *,
+        writable: tuple[Path, ...] = (),
+        readable: tuple[Path, ...] = (),
+    ) -> RunResult:
+        exe = resolve_executable(self.tool, self.env)
+        cache = () if self.plugin_cache is None or self.plugin_cache in writable else (self.plugin_cache,)
+        argv = self.sandbox.wrap(
+            [exe, *args],
+            cwd=workdir,
+            writable=[*self.writable, *writable],
+            readable=[*self.readable, *cache, *readable],
+            mounts=self.mounts,
+        )
+        result = run(
+            argv,
+            cwd=workdir,
+            env=self.env,
+            timeout=self.timeout,
+            memory_limit_bytes=self.memory_limit_bytes,
+            grace=self.grace,
+            max_output=max_output or self.max_output,
+            spare_leader=self.sandbox.enabled,
+        )
+        if self.sandbox.enabled and result.returncode != 0 and result.stderr.startswith(b"bwrap: "):
+            why = result.stderr.decode("utf-8", "replace").strip().splitlines()[0]
+            raise SandboxError(f"setting PLANGATE_SANDBOX: the sandbox could not start ({why})")
+        return replace(result, argv=tuple([self.tool, *args]))
+
+    def init(self, workdir: Path) -> StepResult:
+        """init with the plugin cache read-only first (sandboxed, nothing else can make it so); only an
+        init that had to install into it runs again, its turn taken, with the cache writable."""
+        args = ["init", "-input=false", "-no-color"]
+        cache = () if self.plugin_cache is None else (self.plugin_cache,)
+        if self.init_lock is None:
+            return StepResult("init", self._run(workdir, args, writable=cache))
+        if self.sandbox.enabled and self.plugin_cache is not None:
+            first = self._run(workdir, args)
+            if first.ok or first.timed_out or not _cache_in_the_way(first, self.plugin_cache):
+                return StepResult("init", first)
+        with self.init_lock.open("a") as lock:
+            fcntl.flock(lock, fcntl.LOCK_EX)  # released when the file closes, even if the job dies
+            return StepResult("init", self._run(workdir, args, writable=cache))
+
+    def plan(self, workdir: Path, out: Path, *, destroy: bool = False) -> StepResult:
+        """`plan -detailed-exitcode`: 0 no changes, 2 changes, anything else (1) an error.
+        `destroy`: plan the destruction of everything the configuration manages (a deleted project)."""
+        args = [
+            "plan",
+            "-input=false",
+            "-no-color",
+            "-detailed-exitcode",
+            *(["-destroy"] if destroy else []),
+            f"-out={out}",
+        ]
+        result = self._run(workdir, args, writable=(out.parent,))
+        changes = None if result.timed_out or result.returncode not in (0, 2) else result.returncode == 2
+        digest = file_digest(out) if changes is not None and out.is_file() else None
+        return StepResult("plan", result, has_changes=changes, digest=digest)
+
+    def show_json(self, workdir: Path, planfile: Path) -> bytes:
+        """The saved plan as JSON; TerraformError if it failed or was too big to keep whole."""
+        args = ["show", "-json", str(planfile)]
+        result = self._run(workdir, args, max_output=self.max_json, readable=(planfile.parent,))
+        _require(result, "show -json")
+        if result.truncated:
+            raise TerraformError(f"show -json output exceeds {self.max_json} bytes", result)
+        return result.stdout
+
+    def show_text(self, workdir: Path, planfile: Path) -> str:
+        """The saved plan as terraform prints it (for the PR comment)."""
+        result = self._run(workdir, ["show", "-no-color", str(planfile)], readable=(planfile.parent,))
+        _require(result, "show")
+        return result.stdout.decode("utf-8", "replace")
+
+    def show_both(self, workdir: Path, planfile: Path) -> tuple[bytes, str]:
+        """JSON and text of the saved plan, read concurrently (`show` takes no lock): on a large
+        plan the text rendering would otherwise add its whole time to every job."""
+        with ThreadPoolExecutor(max_workers=2) as pool:
+            as_json = pool.submit(self.show_json, workdir, planfile)
+            as_text = pool.submit(self.show_text, workdir, planfile)
+            return as_json.result(), as_text.result()
+
+    def apply(self, workdir: Path, planfile: Path, digest: str | None) -> StepResult:
+        """Apply exactly the saved plan that was checked: its digest must not have changed since."""
+        if digest is None or not planfile.is_file() or file_digest(planfile) != digest:
+            refused = RunResult(
+                ("apply",), 1, b"", b"the plan file changed after it was checked", False, None, 0.0, False
+            )
+            return StepResult("apply", refused)
+        args = ["apply", "-input=false", "-no-color", str(planfile)]
+        result = self._run(workdir, args, readable=(planfile.parent,))
+        stale = not result.ok and b"Saved plan is stale" in result.stdout + result.stderr
+        return StepResult("apply", result, stale_plan=stale)
+
+
+def _cache_in_the_way(result: RunResult, cache: Path) -> bool:
+    """Did this init fail on the plugin cache: writing it (terraform and tofu name the path), or an
+    entry another init was still writing ("... from the shared cache directory: ...")?"""
+    said = result.stdout + result.stderr
+    return str(cache).encode() in said or b"shared cache" in said
+
+
+def file_digest(path: Path) -> str:
+    """SHA-256 of a file: the saved plan applied must be the one whose JSON was checked."""
+    digest = hashlib.sha256()
+    with path.open("rb") as f:
+        for chunk in iter(lambda: f.read(1 << 20), b""):
+            digest.update(chunk)
+    return digest.hexdigest()
+
+
+def _require(result: RunResult, what: str) -> None:
+    if result.timed_out:
+        raise TerraformError(f"terraform {what} timed out after {result.duration:.0f}s", result)
+    if result.returncode != 0:
+        tail = result.stderr.decode("utf-8", "replace").strip()[-2000:]
+        raise TerraformError(f"terraform {what} failed (exit {result.returncode}): {tail}", result)
