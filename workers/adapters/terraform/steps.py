@@ -180,11 +180,8 @@ def _cache_in_the_way(result: RunResult, cache: Path) -> bool:
 
 def file_digest(path: Path) -> str:
     """SHA-256 of a file: the saved plan applied must be the one whose JSON was checked."""
-    digest = hashlib.sha256()
     with path.open("rb") as f:
-        for chunk in iter(lambda: f.read(1 << 20), b""):
-            digest.update(chunk)
-    return digest.hexdigest()
+        return hashlib.file_digest(f, "sha256").hexdigest()
 
 
 def _require(result: RunResult, what: str) -> None:
