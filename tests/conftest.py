@@ -1,4 +1,4 @@
-"""Shared fixtures: a real Redis for the whole run, flushed per test."""
+"""Shared fixtures: a real Redis for the whole run, flushed per test; the bubblewrap sandbox this host runs."""
 
 from __future__ import annotations
 
@@ -10,6 +10,7 @@ import redis
 
 from standin.local_redis import private_redis
 from tests.standin_client import api, gh, key, receiver, repo  # noqa: F401  (fixtures for the stand-in's tests)
+from workers.adapters.terraform.sandbox import Sandbox, prepare
 
 
 @pytest.fixture(scope="session")
@@ -37,3 +38,9 @@ def _fresh_redis(request: pytest.FixtureRequest) -> None:
     (the stand-in numbers repositories and comments the same way each time)."""
     if "redis_url" in request.fixturenames:
         redis.Redis.from_url(request.getfixturevalue("redis_url")).flushdb()
+
+
+@pytest.fixture(scope="session")
+def sandbox(tmp_path_factory: pytest.TempPathFactory) -> Sandbox:
+    """The sandbox `plangate worker` would run terraform in here (probed once, as at start-up)."""
+    return prepare("bwrap", (), tmp_path_factory.mktemp("probe"))

@@ -12,19 +12,12 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
-import pytest
-
 from workers.adapters.terraform.env import build_env
-from workers.adapters.terraform.sandbox import Sandbox, prepare
+from workers.adapters.terraform.sandbox import Sandbox
 from workers.adapters.terraform.steps import Terraform
 
 TOOL = shutil.which("tofu") or shutil.which("terraform")
 NO_SANDBOX = Sandbox()
-
-
-@pytest.fixture(scope="module")
-def sandbox(tmp_path_factory: pytest.TempPathFactory) -> Sandbox:
-    return prepare("bwrap", (), tmp_path_factory.mktemp("probe"))
 
 
 def _fake_tool(tmp: Path, body: str, sandbox: Sandbox = NO_SANDBOX) -> tuple[Terraform, Path]:

@@ -21,11 +21,6 @@ from workers.adapters.terraform.steps import Terraform
 TOOL = shutil.which("tofu") or shutil.which("terraform")
 
 
-@pytest.fixture(scope="module")
-def sandbox(tmp_path_factory: pytest.TempPathFactory) -> Sandbox:
-    return prepare("bwrap", (), tmp_path_factory.mktemp("probe"))
-
-
 def _terraform(sandbox: Sandbox, tmp: Path, *writable: Path) -> Terraform:
     assert TOOL is not None, "these tests need terraform or tofu on PATH"
     cache = tmp / "cache"
