@@ -64,15 +64,7 @@ def _died(job: Job, request: PlanRequest, project: Project) -> ProjectResult:
     failure = job.latest_result()
     detail = (failure.exc_string or "").strip().splitlines()[-1:] if failure else []
     why = "the plan job died: " + (detail[0] if detail else str(job.get_status()))
-    return ProjectResult(
-        name=project.name,
-        dir=project.dir,
-        workspace=project.workspace,
-        tool=project.tool or "terraform",
-        sha=request.sha,
-        plan=None,
-        error=why,
-    )
+    return pipeline.failure(project, request.sha, why)
 
 
 def still_to_come(jobs: list[Job]) -> list[str]:
