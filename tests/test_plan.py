@@ -11,7 +11,8 @@ import pytest
 from hypothesis import example, given
 from hypothesis import strategies as st
 
-from core.plan import KNOWN_ACTIONS, Plan, PlanError, _load, parse_plan, summary_line
+from core.plan import KNOWN_ACTIONS, Plan, PlanError, parse_plan, summary_line
+from core.plan_json import _load
 
 PLANS = Path(__file__).parent / "fixtures" / "terraform" / "plans"
 INDEX = {entry["file"]: entry for entry in json.loads((PLANS / "INDEX.json").read_text())["plans"]}

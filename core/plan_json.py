@@ -1,0 +1,76 @@
+"""Reading a plan's JSON (pure): the bytes as terraform or a shell wrote them, into one object, or the
+error that refuses them. Shared by classifying changes (core/plan.py) and whatever else reads a plan."""
+
+from __future__ import annotations
+
+import codecs
+import json
+from typing import Any
+
+import orjson
+
+
+class PlanError(ValueError):
+    """The bytes are not a plan this code can trust (encoding, JSON, version or shape)."""
+
+
+def load_document(data: bytes | str) -> dict[str, Any]:
+    """The JSON object in `data`, decoded as terraform or a shell's redirect wrote it; PlanError if none."""
+    return _load(_decode(data))
+
+
+def _decode(data: bytes | str) -> str:
+    """UTF-8 (BOM or not) or UTF-16 as PowerShell's `>` writes it (with BOM, or recognisably without)."""
+    if isinstance(data, str):
+        return data.removeprefix("\ufeff")
+    if data.startswith(codecs.BOM_UTF8):
+        codec = "utf-8-sig"
+    elif data.startswith((codecs.BOM_UTF16_LE, codecs.BOM_UTF16_BE)):
+        codec = "utf-16"
+    elif len(data) >= 2 and data[0] != 0 and data[1] == 0:
+        codec = "utf-16-le"
+    elif len(data) >= 2 and data[0] == 0 and data[1] != 0:
+        codec = "utf-16-be"
+    else:
+        codec = "utf-8"
+    try:
+        return data.decode(codec)
+    except UnicodeDecodeError as e:
+        raise PlanError(f"plan is not valid {codec} text: {e.reason} at byte {e.start}") from e
+
+
+def _reject_constant(name: str) -> Any:
+    raise PlanError(f"plan is not valid JSON: {name} is not a JSON value")
+
+
+# Digits to "1", every other byte to "0": 19 digits in a row may be an integer beyond 64 bits, which
+# orjson reads as a (rounded) float. Found by a substring search, 3× faster than a regex's.
+_DIGITS = bytes(0x31 if 0x30 <= b <= 0x39 else 0x30 for b in range(256))
+_LONG_NUMBER = b"1" * 19
+
+
+def _load(text: str) -> dict[str, Any]:
+    """orjson reads a large plan ~3× faster; the standard library reads, or explains, what orjson
+    refuses (lone surrogates, deep nesting, any error) and every document with a number it would
+    round (an integer beyond 64 bits), so each value is read exactly as before."""
+    if not text.strip():
+        raise PlanError("plan is empty: expected `terraform show -json` output")
+    if _LONG_NUMBER in text.encode("utf-8", "surrogatepass").translate(_DIGITS):
+        doc = _load_stdlib(text)
+    else:
+        try:
+            doc = orjson.loads(text)
+        except orjson.JSONDecodeError:
+            doc = _load_stdlib(text)
+    if not isinstance(doc, dict):
+        raise PlanError(f"plan must be a JSON object, not {type(doc).__name__}")
+    return doc
+
+
+def _load_stdlib(text: str) -> Any:
+    try:
+        return json.loads(text, parse_constant=_reject_constant)
+    except json.JSONDecodeError as e:
+        raise PlanError(f"plan is not valid JSON: {e.msg} at line {e.lineno} column {e.colno}") from e
+    except RecursionError as e:
+        raise PlanError("plan is not valid JSON: nested too deeply") from e
