@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from core.plan_json import PlanError as PlanError
-from core.plan_json import load_document
+from core.plan_json import digest, load_document, masked
 
 # Action classes a resource change is sorted into. "unknown" fails closed: it counts as a destroy.
 ACTION_CLASSES = ("create", "update", "delete", "replace", "read", "no-op", "forget", "unknown")
@@ -56,6 +56,7 @@ class ResourceChange:
     importing: bool = False
     replace_paths: tuple[str, ...] = ()
     sensitive_values: tuple[str, ...] = field(default=(), compare=False)  # plain values to mask
+    object_digest: str = ""  # the real object acted on (object_digest()): what an approval is bound to
 
     @property
     def is_destroy(self) -> bool:
@@ -222,7 +223,23 @@ def _change(entry: Any, where: str) -> ResourceChange:
         importing=change.get("importing") is not None,
         replace_paths=tuple(_path_text(p) for p in change.get("replace_paths") or () if isinstance(p, list)),
         sensitive_values=_sensitive_of(change),
+        object_digest=object_digest(entry.get("provider_name"), rtype, change),
     )
+
+
+def object_digest(provider: Any, rtype: Any, change: dict[str, Any]) -> str:
+    """32 hex naming the object a change acts on: its provider, type, `before` (sensitive values masked:
+    the digest is published) and `before_identity` when terraform writes one. Equal for the same object
+    planned twice; another `id`, account or region in it gives another digest. For a deposed object,
+    `before` is that object's."""
+    facts = {
+        "provider_name": provider,
+        "type": rtype,
+        "before": masked(change.get("before"), change.get("before_sensitive")),
+    }
+    if change.get("before_identity") is not None:
+        facts["before_identity"] = change["before_identity"]
+    return digest(facts)
 
 
 def _path_text(path: list[Any]) -> str:

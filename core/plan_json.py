@@ -1,13 +1,19 @@
 """Reading a plan's JSON (pure): the bytes as terraform or a shell wrote them, into one object, or the
-error that refuses them. Shared by classifying changes (core/plan.py) and whatever else reads a plan."""
+error that refuses them; and digests of its values that are safe to publish. Shared by classifying
+changes (core/plan.py) and walking the configuration (core/plan_code.py)."""
 
 from __future__ import annotations
 
 import codecs
+import hashlib
 import json
 from typing import Any
 
 import orjson
+
+# Stands for every value a plan marks sensitive before it is digested. Digests appear in PR comments:
+# with the value itself inside, anyone could test guesses of a secret against them.
+SENSITIVE = "(sensitive value hidden by plangate)"
 
 
 class PlanError(ValueError):
@@ -74,3 +80,22 @@ def _load_stdlib(text: str) -> Any:
         raise PlanError(f"plan is not valid JSON: {e.msg} at line {e.lineno} column {e.colno}") from e
     except RecursionError as e:
         raise PlanError("plan is not valid JSON: nested too deeply") from e
+
+
+def digest(value: Any) -> str:
+    """32 hex of SHA-256 over canonical JSON (sorted keys, no whitespace, ASCII): equal values, equal
+    digests, whatever order terraform wrote the keys in."""
+    text = json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=True)
+    return hashlib.sha256(text.encode("ascii")).hexdigest()[:32]
+
+
+def masked(value: Any, marks: Any) -> Any:
+    """`value` with everything `marks` (a `*_sensitive` mirror of its shape) calls sensitive replaced by
+    SENSITIVE; a `true` mark covers everything beneath it, whatever its shape."""
+    if marks is True:
+        return SENSITIVE
+    if isinstance(marks, dict) and isinstance(value, dict):
+        return {key: masked(sub, marks.get(key)) for key, sub in value.items()}
+    if isinstance(marks, list) and isinstance(value, list):
+        return [masked(sub, marks[i] if i < len(marks) else None) for i, sub in enumerate(value)]
+    return value
