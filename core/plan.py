@@ -12,6 +12,8 @@ import json
 from dataclasses import dataclass, field
 from typing import Any
 
+from core.plan_code import CodeRun as CodeRun
+from core.plan_code import code_runs
 from core.plan_json import PlanError as PlanError
 from core.plan_json import digest, load_document, masked
 
@@ -91,6 +93,7 @@ class Plan:
     applyable: bool | None
     complete: bool | None
     unknown_actions: tuple[str, ...] = ()  # `actions` lists (JSON text) this code does not know
+    code_runs: tuple[CodeRun, ...] = ()  # code an apply would run beyond the changes (core/plan_code.py)
 
     @property
     def destroys(self) -> tuple[ResourceChange, ...]:
@@ -152,7 +155,8 @@ def parse_plan(data: bytes | str) -> Plan:
         raise PlanError(f"unsupported plan format_version {version!r}: this plangate reads 0.x and 1.x")
     if not _PLAN_KEYS & doc.keys():
         raise PlanError("this JSON has no planned changes: is it a state file instead of a saved plan?")
-    changes = tuple(_change(e, f"resource_changes[{i}]") for i, e in enumerate(_list(doc, "resource_changes")))
+    entries = _list(doc, "resource_changes")
+    changes = tuple(_change(e, f"resource_changes[{i}]") for i, e in enumerate(entries))
     drift = tuple(_change(e, f"resource_drift[{i}]") for i, e in enumerate(_list(doc, "resource_drift")))
     unknown = dict.fromkeys(json.dumps(list(c.actions)) for c in changes if c.action_class == "unknown")
     terraform_version = doc.get("terraform_version")
@@ -166,6 +170,9 @@ def parse_plan(data: bytes | str) -> Plan:
         applyable=_flag(doc, "applyable"),
         complete=_flag(doc, "complete"),
         unknown_actions=tuple(unknown),
+        code_runs=code_runs(
+            doc.get("configuration"), [(c, e["change"]) for c, e in zip(changes, entries, strict=True)]
+        ),
     )
 
 
