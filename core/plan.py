@@ -15,7 +15,7 @@ from typing import Any
 from core.plan_code import CodeRun as CodeRun
 from core.plan_code import code_runs
 from core.plan_json import PlanError as PlanError
-from core.plan_json import digest, load_document, masked
+from core.plan_json import any_marked, digest, load_document, masked, sensitive_of
 
 # Action classes a resource change is sorted into. "unknown" fails closed: it counts as a destroy.
 ACTION_CLASSES = ("create", "update", "delete", "replace", "read", "no-op", "forget", "unknown")
@@ -229,7 +229,7 @@ def _change(entry: Any, where: str) -> ResourceChange:
         previous_address=_optional_str(entry, "previous_address", where),
         importing=change.get("importing") is not None,
         replace_paths=tuple(_path_text(p) for p in change.get("replace_paths") or () if isinstance(p, list)),
-        sensitive_values=_sensitive_of(change),
+        sensitive_values=sensitive_of(change),
         object_digest=object_digest(entry.get("provider_name"), rtype, change),
     )
 
@@ -265,49 +265,6 @@ def _outputs(raw: Any) -> tuple[OutputChange, ...]:
     outputs = []
     for name, raw_change in raw.items():
         change, actions = _change_object(raw_change, f"output_changes.{name}")
-        sensitive = _any_true(change.get("before_sensitive")) or _any_true(change.get("after_sensitive"))
-        outputs.append(OutputChange(name, actions, sensitive, _sensitive_of(change)))
+        sensitive = any_marked(change.get("before_sensitive")) or any_marked(change.get("after_sensitive"))
+        outputs.append(OutputChange(name, actions, sensitive, sensitive_of(change)))
     return tuple(outputs)
-
-
-def _sensitive_of(change: dict[str, Any]) -> tuple[str, ...]:
-    found: dict[str, None] = {}
-    for side in ("before", "after"):
-        _collect(change.get(side), change.get(f"{side}_sensitive"), found)
-    return tuple(found)
-
-
-def _collect(value: Any, marks: Any, found: dict[str, None]) -> None:
-    """Walk value alongside its sensitivity marks; a `true` mark covers everything beneath it."""
-    if marks is True:
-        _leaves(value, found)
-    elif isinstance(marks, dict) and isinstance(value, dict):
-        for key, sub in marks.items():
-            _collect(value.get(key), sub, found)
-    elif isinstance(marks, list) and isinstance(value, list):
-        for sub_value, sub_marks in zip(value, marks, strict=False):
-            _collect(sub_value, sub_marks, found)
-
-
-def _leaves(value: Any, found: dict[str, None]) -> None:
-    """Plain text of each leaf as a renderer would show it; booleans and nulls reveal nothing worth masking."""
-    if isinstance(value, dict):
-        for sub in value.values():
-            _leaves(sub, found)
-    elif isinstance(value, list):
-        for sub in value:
-            _leaves(sub, found)
-    elif isinstance(value, str) and value:
-        found[value] = None
-    elif isinstance(value, int | float) and not isinstance(value, bool):
-        found[str(int(value)) if isinstance(value, float) and value.is_integer() else str(value)] = None
-
-
-def _any_true(marks: Any) -> bool:
-    if marks is True:
-        return True
-    if isinstance(marks, dict):
-        return any(_any_true(m) for m in marks.values())
-    if isinstance(marks, list):
-        return any(_any_true(m) for m in marks)
-    return False

@@ -1,6 +1,6 @@
 """Reading a plan's JSON (pure): the bytes as terraform or a shell wrote them, into one object, or the
-error that refuses them; and digests of its values that are safe to publish. Shared by classifying
-changes (core/plan.py) and walking the configuration (core/plan_code.py)."""
+error that refuses them; the values it marks sensitive; digests of its values that are safe to publish.
+Shared by classifying changes (core/plan.py) and walking the configuration (core/plan_code.py)."""
 
 from __future__ import annotations
 
@@ -99,3 +99,48 @@ def masked(value: Any, marks: Any) -> Any:
     if isinstance(marks, list) and isinstance(value, list):
         return [masked(sub, marks[i] if i < len(marks) else None) for i, sub in enumerate(value)]
     return value
+
+
+def sensitive_of(change: dict[str, Any]) -> tuple[str, ...]:
+    """Every plain value either side of a change marks sensitive, to be masked wherever it is shown."""
+    found: dict[str, None] = {}
+    for side in ("before", "after"):
+        _collect(change.get(side), change.get(f"{side}_sensitive"), found)
+    return tuple(found)
+
+
+def _collect(value: Any, marks: Any, found: dict[str, None]) -> None:
+    """Walk value alongside its sensitivity marks; a `true` mark covers everything beneath it."""
+    if marks is True:
+        _leaves(value, found)
+    elif isinstance(marks, dict) and isinstance(value, dict):
+        for key, sub in marks.items():
+            _collect(value.get(key), sub, found)
+    elif isinstance(marks, list) and isinstance(value, list):
+        for sub_value, sub_marks in zip(value, marks, strict=False):
+            _collect(sub_value, sub_marks, found)
+
+
+def _leaves(value: Any, found: dict[str, None]) -> None:
+    """Plain text of each leaf as a renderer would show it; booleans and nulls reveal nothing worth masking."""
+    if isinstance(value, dict):
+        for sub in value.values():
+            _leaves(sub, found)
+    elif isinstance(value, list):
+        for sub in value:
+            _leaves(sub, found)
+    elif isinstance(value, str) and value:
+        found[value] = None
+    elif isinstance(value, int | float) and not isinstance(value, bool):
+        found[str(int(value)) if isinstance(value, float) and value.is_integer() else str(value)] = None
+
+
+def any_marked(marks: Any) -> bool:
+    """Does a `*_sensitive` mirror mark anything at all?"""
+    if marks is True:
+        return True
+    if isinstance(marks, dict):
+        return any(any_marked(m) for m in marks.values())
+    if isinstance(marks, list):
+        return any(any_marked(m) for m in marks)
+    return False
