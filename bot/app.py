@@ -15,7 +15,7 @@ from starlette.responses import JSONResponse, PlainTextResponse, RedirectRespons
 from starlette.routing import Route
 from starlette.types import Receive, Scope, Send
 
-from bot import setup, signin, status_page
+from bot import setup, setup_code, signin, status_page
 from bot.enqueue import Enqueuer
 from bot.metrics import GateDecisions, GitHubHealth
 from bot.status_auth import metrics_access
@@ -89,12 +89,19 @@ def _log_status_access(settings: Settings) -> None:
 
 
 def create_setup_app(settings: Settings) -> Starlette:
-    """Setup-only mode: no App yet, so no webhook and no Redis, just the manifest flow."""
+    """Setup-only mode: no App yet, so no webhook and no Redis, just the manifest flow behind a code
+    made and logged as the server starts (a restart makes a new one)."""
+
+    @asynccontextmanager
+    async def lifespan(app: Starlette) -> AsyncIterator[None]:
+        app.state.setup_code = setup_code.new()
+        setup_code.announce(app.state.setup_code)
+        yield
 
     async def root(request: Request) -> Response:
         return RedirectResponse(request.url_for("setup_page"))
 
-    app = Starlette(routes=[*setup.routes, Route("/healthz", healthz), Route("/", root)])
+    app = Starlette(routes=[*setup.routes, Route("/healthz", healthz), Route("/", root)], lifespan=lifespan)
     app.state.settings = settings
     return app
 

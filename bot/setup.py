@@ -1,7 +1,9 @@
 """GitHub App manifest flow: `/setup` offers a button that creates the App, `/setup/callback` stores its credentials.
 
-Served only while no App is configured (and until one callback succeeded in this process). It is the one
-place where the web tier calls GitHub: once, driven by the operator, to turn the code into credentials.
+Served only while no App is configured (and until one callback succeeded in this process), and only to
+whoever enters the one-time code this process logged at start-up (bot/setup_code.py): the App created here
+is the one plangate trusts. It is the one place where the web tier calls GitHub: once, driven by the
+operator, to turn GitHub's code into credentials.
 """
 
 from __future__ import annotations
@@ -10,7 +12,6 @@ import base64
 import logging
 import os
 import re
-import secrets
 import time
 from pathlib import Path
 from typing import Any
@@ -22,7 +23,7 @@ from starlette.requests import Request
 from starlette.responses import PlainTextResponse, Response
 from starlette.routing import Route
 
-from bot import envfile, setup_pages, signing
+from bot import envfile, setup_code, setup_pages, signing
 from bot.urls import github_web_url, public_base_url
 from core import settings as settings_module
 from core.settings import Settings, SettingsError
@@ -31,7 +32,6 @@ log = logging.getLogger(__name__)
 
 STATE_COOKIE = "plangate_setup_state"
 STATE_TTL = 3600  # GitHub's manifest codes live one hour too
-_STATE_KEY = secrets.token_bytes(32)  # per process: a state is valid only on the process that issued it
 _ORG = re.compile(r"[A-Za-z0-9](?:[A-Za-z0-9-]{0,38})")
 _CODE = re.compile(r"[A-Za-z0-9._-]{1,256}")
 
@@ -70,14 +70,19 @@ def _fill(value: Any, base_url: str) -> Any:
     return value
 
 
-def issue_state(now: float) -> tuple[str, str]:
-    """A fresh state and its signed cookie, valid only on this process (setup has no secret to derive from)."""
-    return signing.issue_state(_STATE_KEY, now)
+def _state_key(code: str) -> bytes:
+    """States are signed with a key derived from the setup code: only a browser that entered it holds one."""
+    return signing.derive_key(code, "setup state")
 
 
-def check_state(cookie: str | None, state: str | None, now: float) -> bool:
-    """The callback's state is the one this process issued to this browser, less than STATE_TTL ago."""
-    return signing.check_state(_STATE_KEY, cookie, state, now, STATE_TTL)
+def issue_state(code: str, now: float) -> tuple[str, str]:
+    """A fresh state and its signed cookie, valid only while `code` is this process's setup code."""
+    return signing.issue_state(_state_key(code), now)
+
+
+def check_state(code: str, cookie: str | None, state: str | None, now: float) -> bool:
+    """The callback's state is one issued to this browser after it entered `code`, less than STATE_TTL ago."""
+    return signing.check_state(_state_key(code), cookie, state, now, STATE_TTL)
 
 
 class ExchangeError(Exception):
@@ -145,6 +150,12 @@ def _serving(request: Request) -> bool:
     return setup_active(settings) and not getattr(request.app.state, "setup_done", False)
 
 
+def _expected_code(request: Request) -> str | None:
+    """The code this process logged at start-up; None where it logged none, and then nothing opens."""
+    code: str | None = getattr(request.app.state, "setup_code", None)
+    return code
+
+
 def _existing_app(env_file: Path) -> Response | None:
     """The refusal page when the .env already names an App (or cannot be read); None to go on."""
     try:
@@ -158,9 +169,15 @@ def _not_found() -> Response:
 
 
 async def setup_page(request: Request) -> Response:
-    """The "Create GitHub App" button: a form POSTing the filled manifest to GitHub, with a fresh state."""
+    """The setup code's form (403) until the right code is POSTed; then the "Create GitHub App" button,
+    a form POSTing the filled manifest to GitHub, with a fresh state signed under that code."""
     if not _serving(request):
         return _not_found()
+    expected, given = _expected_code(request), await setup_code.submitted(request)
+    if expected is None or not setup_code.matches(expected, given):
+        if given is not None:
+            log.warning("setup: refused a wrong setup code")
+        return setup_pages.code_needed(wrong=given is not None)
     settings: Settings = request.app.state.settings
     env_file = env_file_path()
     existing = _existing_app(env_file)
@@ -175,7 +192,7 @@ async def setup_page(request: Request) -> Response:
         filled = manifest(base)
     except (OSError, ValueError, yaml.YAMLError) as exc:
         return setup_pages.error(500, f"The App manifest cannot be read: {exc}")
-    state, cookie = issue_state(time.time())
+    state, cookie = issue_state(expected, time.time())
     target = f"{web}/organizations/{quote(org)}/settings/apps/new" if org else f"{web}/settings/apps/new"
     page = setup_pages.create(
         action=f"{target}?{urlencode({'state': state})}",
@@ -204,9 +221,12 @@ async def setup_callback(request: Request) -> Response:
     code, state = request.query_params.get("code"), request.query_params.get("state")
     if not code or not _CODE.fullmatch(code):
         return setup_pages.error(400, "The callback has no valid code. Open /setup and start again.")
-    if not check_state(request.cookies.get(STATE_COOKIE), state, time.time()):
+    expected = _expected_code(request)
+    if expected is None or not check_state(expected, request.cookies.get(STATE_COOKIE), state, time.time()):
         return setup_pages.error(
-            400, "The state does not match the one this browser got from /setup (or it expired). Open /setup again."
+            400,
+            "The state does not match one this browser got from /setup with this process's setup code (or it "
+            "expired). Open /setup again.",
         )
     env_file = env_file_path()
     existing = _existing_app(env_file)
@@ -233,6 +253,6 @@ async def setup_callback(request: Request) -> Response:
 
 
 routes: list[Route] = [
-    Route("/setup", setup_page, methods=["GET"]),
+    Route("/setup", setup_page, methods=["GET", "POST"]),
     Route("/setup/callback", setup_callback, methods=["GET"]),
 ]

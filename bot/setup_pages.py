@@ -66,5 +66,10 @@ def orphaned(app_url: str, reason: str, status: int) -> HTMLResponse:
     return _page("setup_orphaned.html", status, app_url=app_url, reason=reason)
 
 
+def code_needed(*, wrong: bool) -> HTMLResponse:
+    """403 until the setup code from the log is entered; `wrong` when one was entered and is not it."""
+    return _page("setup_code.html", 403, wrong=wrong)
+
+
 def error(status: int, reason: str) -> HTMLResponse:
     return _page("setup_error.html", status, reason=reason)

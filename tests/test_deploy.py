@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import copy
 import hashlib
+import ipaddress
 import json
 import re
 import shutil
@@ -23,6 +24,7 @@ import sys
 import time
 import tomllib
 from collections.abc import Iterator, Mapping
+from dataclasses import dataclass, field, replace
 from functools import cache
 from pathlib import Path
 from typing import Any
@@ -614,6 +616,184 @@ def test_redis_admits_only_plangate_and_keda() -> None:
         assert all(labels.get(e["key"]) in e["values"] for e in pods["matchExpressions"]), doc["metadata"]["name"]
     others = [f for f in rule["from"] if "podSelector" not in f]
     assert others == [{"namespaceSelector": {"matchLabels": {"kubernetes.io/metadata.name": "keda"}}}]
+
+
+# --- Kubernetes: where plangate's pods may connect (terraform shares the worker's network) --------
+
+
+@dataclass
+class Peer:
+    """One end of a connection: an address and port, and for a pod its namespace and labels."""
+
+    ip: str
+    port: int
+    protocol: str = "TCP"
+    namespace: str | None = None  # None: an address outside the cluster
+    labels: Mapping[str, str] = field(default_factory=dict)
+
+
+def _selects(selector: Doc, labels: Mapping[str, str]) -> bool:
+    """A Kubernetes label selector (matchLabels and matchExpressions) against a set of labels."""
+    if not selector.get("matchLabels", {}).items() <= labels.items():
+        return False
+    for expression in selector.get("matchExpressions", []):
+        key, values = expression["key"], expression.get("values", [])
+        found = {
+            "In": labels.get(key) in values,
+            "NotIn": labels.get(key) not in values,
+            "Exists": key in labels,
+            "DoesNotExist": key not in labels,
+        }[expression["operator"]]
+        if not found:
+            return False
+    return True
+
+
+def _in_block(block: Doc, ip: str) -> bool:
+    address = ipaddress.ip_address(ip)
+
+    def within(cidr: str) -> bool:
+        network = ipaddress.ip_network(cidr)
+        return network.version == address.version and address in network
+
+    return within(block["cidr"]) and not any(within(cidr) for cidr in block.get("except", []))
+
+
+def _is_peer(peer: Doc, other: Peer) -> bool:
+    """Whether a rule's `to`/`from` entry covers `other` (a selector only ever names pods)."""
+    if "ipBlock" in peer:
+        return _in_block(peer["ipBlock"], other.ip)
+    if other.namespace is None:
+        return False
+    namespaces = peer.get("namespaceSelector")
+    in_namespace = (
+        other.namespace == "plangate"
+        if namespaces is None
+        else _selects(namespaces, {"kubernetes.io/metadata.name": other.namespace})
+    )
+    return in_namespace and _selects(peer.get("podSelector", {}), other.labels)
+
+
+def _on_port(ports: list[Doc] | None, target: Peer) -> bool:
+    if not ports:
+        return True
+    return any(p.get("protocol", "TCP") == target.protocol and p.get("port") in (None, target.port) for p in ports)
+
+
+def _allowed(docs: tuple[Doc, ...], labels: Mapping[str, str], other: Peer, direction: str) -> bool:
+    """NetworkPolicy's rule: a pod of plangate's namespace that no policy of `direction` selects is open;
+    otherwise only what one of those policies' rules allows (policies add up)."""
+    policies = [
+        d["spec"]
+        for d in docs
+        if d["kind"] == "NetworkPolicy"
+        and _selects(d["spec"]["podSelector"], labels)
+        and direction in d["spec"]["policyTypes"]
+    ]
+    if not policies:
+        return True
+    rules, peers = ("egress", "to") if direction == "Egress" else ("ingress", "from")
+    return any(
+        (not rule.get(peers) or any(_is_peer(peer, other) for peer in rule[peers]))
+        and _on_port(rule.get("ports"), other)
+        for policy in policies
+        for rule in policy.get(rules, [])
+    )
+
+
+def _pod_labels(docs: tuple[Doc, ...], kind: str, name: str) -> dict[str, str]:
+    labels: dict[str, str] = _one(docs, kind, name)["spec"]["template"]["metadata"]["labels"]
+    return labels
+
+
+def _reachable(docs: tuple[Doc, ...], pod: str, target: Peer) -> bool:
+    return _allowed(docs, _pod_labels(docs, "Deployment", pod), target, "Egress")
+
+
+# Outside the cluster: what no plangate pod may reach, on any port.
+METADATA = ["169.254.169.254", "fd00:ec2::254", "100.100.100.200", "64:ff9b::a9fe:a9fe"]
+PRIVATE = [
+    "10.0.0.1", "10.96.0.1", "172.16.0.1", "172.31.255.254", "192.168.1.1", "100.64.0.1",
+    "fd12:3456::1", "fe80::1", "64:ff9b::a00:1", "64:ff9b::c0a8:101",
+]  # fmt: skip
+GITHUB = ["140.82.112.3", "2606:50c0:8000::154", "64:ff9b::8c52:7003"]  # the last: GitHub through NAT64
+
+
+def _cluster_peers(docs: tuple[Doc, ...]) -> dict[str, Peer]:
+    """Pods the plangate pods may or may not reach, with pod addresses of a usual cluster."""
+    redis_pod = _one(docs, "StatefulSet", "plangate-redis")["spec"]["template"]
+    (redis_port,) = redis_pod["spec"]["containers"][0]["ports"]
+    dns, redis_labels = {"k8s-app": "kube-dns"}, redis_pod["metadata"]["labels"]
+    return {
+        "redis": Peer("10.244.0.5", redis_port["containerPort"], namespace="plangate", labels=redis_labels),
+        "redis-other-port": Peer("10.244.0.5", 6380, namespace="plangate", labels=redis_labels),
+        "dns-udp": Peer("10.244.0.2", 53, "UDP", namespace="kube-system", labels=dns),
+        "dns-tcp": Peer("10.244.0.2", 53, "TCP", namespace="kube-system", labels=dns),
+        "dns-lookalike": Peer("10.244.3.9", 53, "UDP", namespace="tenant", labels=dns),
+        "web": Peer("10.244.1.4", 8000, namespace="plangate", labels=_pod_labels(docs, "Deployment", "plangate-web")),
+        "other-app": Peer("10.244.2.8", 443, namespace="default", labels={"app": "billing"}),
+    }  # fmt: skip
+
+
+def test_every_plangate_pod_has_an_egress_policy() -> None:
+    docs = _base()
+    for doc, _ in _plangate_containers(docs):
+        labels = doc["spec"]["template"]["metadata"]["labels"]
+        assert not _allowed(docs, labels, Peer("203.0.113.7", 8080), "Egress"), doc["metadata"]["name"]
+
+
+@pytest.mark.parametrize("pod", ["plangate-worker", "plangate-cron", "plangate-web"])
+def test_no_plangate_pod_reaches_the_metadata_address_or_private_networks(pod: str) -> None:
+    """The node's cloud credentials sit behind the metadata address; the cluster and the private networks
+    hold services that trust their neighbours. Plan code runs on the worker's network."""
+    docs = _base()
+    for ip in METADATA + PRIVATE:
+        for port, protocol in ((80, "TCP"), (443, "TCP"), (53, "UDP"), (6379, "TCP")):
+            assert not _reachable(docs, pod, Peer(ip, port, protocol)), (ip, port)
+    peers = _cluster_peers(docs)
+    for name in ("redis-other-port", "dns-lookalike", "web", "other-app"):
+        assert not _reachable(docs, pod, peers[name]), name
+
+
+@pytest.mark.parametrize("pod", ["plangate-worker", "plangate-cron", "plangate-web"])
+def test_every_plangate_pod_reaches_redis_and_dns(pod: str) -> None:
+    docs = _base()
+    peers = _cluster_peers(docs)
+    url = urlparse(_one(docs, "ConfigMap", "plangate-config")["data"]["REDIS_URL"])
+    assert peers["redis"].port == url.port
+    for name in ("redis", "dns-udp", "dns-tcp"):
+        assert _reachable(docs, pod, peers[name]), name
+
+
+def test_worker_and_web_reach_public_https_only_and_cron_nothing_outside() -> None:
+    docs = _base()
+    for ip in GITHUB:
+        assert _reachable(docs, "plangate-worker", Peer(ip, 443)) and _reachable(docs, "plangate-web", Peer(ip, 443))
+        assert not _reachable(docs, "plangate-cron", Peer(ip, 443))
+        for pod in ("plangate-worker", "plangate-web", "plangate-cron"):
+            for port, protocol in ((80, "TCP"), (22, "TCP"), (443, "UDP"), (8443, "TCP")):
+                assert not _reachable(docs, pod, Peer(ip, port, protocol)), (pod, ip, port, protocol)
+
+
+def test_nothing_connects_to_a_worker_or_the_cron_pod() -> None:
+    docs = _base()
+    callers = [*_cluster_peers(docs).values(), Peer("140.82.112.3", 0), Peer("10.0.0.1", 0)]
+    for pod in ("plangate-worker", "plangate-cron"):
+        labels = _pod_labels(docs, "Deployment", pod)
+        for caller in callers:
+            for port in (8000, 8080, 9090):
+                assert not _allowed(docs, labels, replace(caller, port=port), "Ingress"), (pod, caller)
+
+
+def test_the_example_overlay_opens_its_destinations_to_workers_only() -> None:
+    """An operator's extra policy adds destinations; everything the base closes stays closed."""
+    docs = _render(str(OVERLAY))
+    proxy, registry = Peer("10.20.0.15", 3128), Peer("10.20.8.40", 443)
+    assert _reachable(docs, "plangate-worker", proxy) and _reachable(docs, "plangate-worker", registry)
+    assert not _reachable(docs, "plangate-worker", Peer("10.20.0.15", 22))
+    assert not _reachable(docs, "plangate-web", proxy) and not _reachable(docs, "plangate-cron", proxy)
+    for ip in METADATA:
+        assert not _reachable(docs, "plangate-worker", Peer(ip, 80)), ip
 
 
 # --- Custom resources: KEDA and Argo CD -----------------------------------------------------------

@@ -1,4 +1,5 @@
-"""The README's process table and `plangate --help` describe the same commands and options."""
+"""The README's process table and `plangate --help` describe the same commands and options; the README and
+docs/security.md name only settings, modules and files that exist."""
 
 from __future__ import annotations
 
@@ -8,7 +9,10 @@ from pathlib import Path
 
 from plangate import parser
 
-README = (Path(__file__).parent.parent / "README.md").read_text()
+ROOT = Path(__file__).parent.parent
+README = (ROOT / "README.md").read_text()
+SECURITY = (ROOT / "docs" / "security.md").read_text()
+SETTING = re.compile(r"`((?:GITHUB|PLANGATE|REDIS)_[A-Z0-9_]+)(?:=[^`]*)?`")
 
 
 def _subparsers() -> dict[str, argparse.ArgumentParser]:
@@ -44,3 +48,25 @@ def test_every_module_the_readme_names_exists() -> None:
     assert len(named) > 30
     unmatched = {path: n for path in named if (n := sum(m == path or m.endswith("/" + path) for m in modules)) != 1}
     assert unmatched == {}
+
+
+def _documented_settings() -> set[str]:
+    """Every name in the first column of the README's Settings table."""
+    table = README.split("\n## Settings\n", 1)[1].split("\n## ", 1)[0]
+    return {
+        name for row in table.splitlines() if row.startswith("| `") for name in SETTING.findall(row.split(" | ")[0])
+    }
+
+
+def test_the_security_section_links_the_threat_model() -> None:
+    headings = re.findall(r"^## (.+)$", README, re.M)
+    assert headings[headings.index("Security") + 1] == "Operations"
+    section = README.split("\n## Security\n", 1)[1].split("\n## ", 1)[0]
+    assert "[docs/security.md](docs/security.md)" in section and "`plangate/destroy`" in section
+
+
+def test_the_security_doc_names_real_settings_and_files() -> None:
+    named = set(SETTING.findall(SECURITY))
+    assert named and named <= _documented_settings(), named - _documented_settings()
+    paths = re.findall(r"`(deploy/[\w./-]+)`", SECURITY)
+    assert paths and all((ROOT / path).exists() for path in paths), paths

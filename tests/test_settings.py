@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import base64
 import os
+import re
+import select
 import subprocess
 import sys
 from pathlib import Path
@@ -141,14 +143,25 @@ def test_unconfigured_web_serves_only_the_setup_flow(tmp_path: Path) -> None:
         env=base,
         stderr=subprocess.PIPE,
     )
+    logged = b""
     try:
         wait_http(f"http://127.0.0.1:{port}/healthz")
-        assert httpx.get(f"http://127.0.0.1:{port}/setup").status_code == 200
+        assert proc.stderr is not None
+        while not re.search(rb"setup code: .*\n", logged):  # logged as the server starts, before it answers
+            assert select.select([proc.stderr], [], [], 10)[0], logged
+            logged += os.read(proc.stderr.fileno(), 4096)
+        line = re.search(r".* setup code: .*", logged.decode())
+        assert line and re.search(r" plangate\.setup WARNING setup code: [A-Z2-9]{4}(-[A-Z2-9]{4}){4} \(", line[0])
+        code = line[0].split("setup code: ")[1].split()[0]
+        assert httpx.get(f"http://127.0.0.1:{port}/setup").status_code == 403
+        assert httpx.post(f"http://127.0.0.1:{port}/setup", data={"code": code}).status_code == 200
         assert httpx.post(f"http://127.0.0.1:{port}/webhook", content=b"{}").status_code == 404
     finally:
         proc.terminate()
-        _, err = proc.communicate(timeout=20)
-    assert b"no GitHub App configured" in err
+        _, rest = proc.communicate(timeout=20)
+    err = (logged + rest).decode()
+    assert "no GitHub App configured" in err
+    assert err.count(code) == 1, "the code is logged once, and the rest of the log never repeats it"
 
 
 def test_secrets_can_come_from_files_and_leave_the_environment(tmp_path: Path) -> None:

@@ -1,10 +1,12 @@
-"""The App manifest flow against the GitHub stand-in: the button, the state check, the code exchange, the .env."""
+"""The App manifest flow against the GitHub stand-in: the setup code, the button, the state check, the code
+exchange, the .env."""
 
 from __future__ import annotations
 
 import datetime as dt
 import html
 import json
+import logging
 import os
 import re
 import socket
@@ -19,7 +21,8 @@ from hypothesis import strategies as st
 from starlette.applications import Starlette
 from starlette.testclient import TestClient
 
-from bot import envfile, setup, setup_pages, urls
+from bot import envfile, setup, setup_code, setup_pages, urls
+from bot.app import create_setup_app
 from core import settings
 from standin import StandIn, start
 from tests.keys import rsa_pem
@@ -30,9 +33,10 @@ HOSTILE = '"><script>alert(1)</script>'
 QUOTED = """acme's "ops" <b>team</b>"""
 PAGE_TAGS = {
     "html", "head", "meta", "title", "style", "body", "h1", "p", "strong", "a", "code", "ol", "li",
-    "table", "tr", "th", "td", "form", "input", "button",
+    "table", "tr", "th", "td", "form", "input", "button", "label",
 }  # fmt: skip
 CONVERSIONS = "/app-manifests/"
+CODE = setup_code.new()  # what this test process's setup "logged"
 
 
 @pytest.fixture(scope="module")
@@ -52,15 +56,22 @@ def env_file(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
 
 
 def client(env: dict[str, str] | None = None) -> TestClient:
-    """A small app built from the setup routes only, with settings as `plangate web` would load them."""
+    """A small app built from the setup routes only, with settings as `plangate web` would load them and
+    CODE as the setup code it logged."""
     app = Starlette(routes=setup.routes)
     app.state.settings = settings.load(env or {})
+    app.state.setup_code = CODE
     return TestClient(app)
 
 
+def enter_code(c: TestClient, query: str = "", code: str = CODE, **kwargs: Any) -> Any:
+    """POST /setup with the code, as the form on the 403 page does."""
+    return c.post(f"/setup{query}", data={"code": code}, **kwargs)
+
+
 def open_setup(c: TestClient, query: str = "", headers: dict[str, str] | None = None) -> tuple[str, dict[str, Any]]:
-    """GET /setup; the form's action and the manifest it posts."""
-    page = c.get(f"/setup{query}", headers=headers)
+    """/setup with the right code; the "Create GitHub App" form's action and the manifest it posts."""
+    page = enter_code(c, query, headers=headers)
     assert page.status_code == 200, page.text
     assert "Create GitHub App" in page.text and page.headers["cache-control"] == "no-store"
     action = re.search(r'<form method="post" action="([^"]*)">', page.text)
@@ -86,6 +97,110 @@ def closed_port() -> int:
 def read_env(path: Path) -> dict[str, str]:
     lines = [line for line in path.read_text().splitlines() if line and not line.startswith("#")]
     return dict(line.split("=", 1) for line in lines)
+
+
+# -- the setup code -------------------------------------------------------------------------------
+
+
+def _asks_for_the_code(page: Any) -> Parsed:
+    """A 403 page with the code's form, no state cookie and no way on to GitHub."""
+    assert page.status_code == 403, page.text
+    assert page.headers["cache-control"] == "no-store" and "set-cookie" not in page.headers
+    parsed = Parsed(page.text)
+    assert parsed.attrs("form", "method") == ["post"] and parsed.attrs("form", "action") == [None]
+    assert parsed.attrs("input", "name") == [setup_code.FIELD]
+    assert "Create GitHub App" not in page.text and "setup code: " in page.text
+    return parsed
+
+
+def test_setup_asks_for_the_code_and_never_takes_it_from_the_url(gh: StandIn, env_file: Path) -> None:
+    c = client({"GITHUB_API_URL": gh.base_url})
+    for page in (c.get("/setup"), c.get("/setup", params={"code": CODE}), c.get("/setup", params={"org": "acme"})):
+        assert "not the setup code" not in _asks_for_the_code(page).joined()
+    assert not env_file.exists()
+
+
+@pytest.mark.parametrize(
+    "wrong",
+    ["", "WRONG", CODE + "A", CODE[:-1], setup_code.new(), f"{CODE}\n{CODE}"],
+    ids=["empty", "word", "longer", "shorter", "another-process", "twice"],
+)
+def test_a_wrong_code_is_a_403_and_nothing_else(
+    gh: StandIn, env_file: Path, caplog: pytest.LogCaptureFixture, wrong: str
+) -> None:
+    c = client({"GITHUB_API_URL": gh.base_url})
+    before = gh.state.count_requests("POST", CONVERSIONS)
+    assert "That is not the setup code." in _asks_for_the_code(enter_code(c, code=wrong)).joined()
+    assert gh.state.count_requests("POST", CONVERSIONS) == before and not env_file.exists()
+    assert [r.getMessage() for r in caplog.records] == ["setup: refused a wrong setup code"]  # never the value
+
+
+@pytest.mark.parametrize(
+    ("body", "content_type"),
+    [
+        (f"code={CODE}&code={CODE}", "application/x-www-form-urlencoded"),
+        (f"code={CODE}&" + "x=" + "y" * 1100, "application/x-www-form-urlencoded"),
+        (f"code={CODE}&a=1&b=2&c=3&d=4", "application/x-www-form-urlencoded"),
+        (json.dumps({"code": CODE}), "application/json"),
+        (f"code={CODE}", "text/plain"),
+    ],
+    ids=["two-codes", "too-long", "too-many-fields", "json", "text"],
+)
+def test_only_a_plain_form_with_one_code_counts(env_file: Path, body: str, content_type: str) -> None:
+    _asks_for_the_code(client().post("/setup", content=body, headers={"Content-Type": content_type}))
+
+
+def test_the_code_may_be_typed_in_lower_case_without_dashes(env_file: Path) -> None:
+    for typed in (CODE.lower(), CODE.replace("-", ""), " " + CODE.replace("-", " ") + "\n"):
+        assert enter_code(client(), code=typed).status_code == 200, typed
+
+
+def test_no_code_logged_means_setup_never_opens(gh: StandIn, env_file: Path) -> None:
+    app = Starlette(routes=setup.routes)
+    app.state.settings = settings.load({"GITHUB_API_URL": gh.base_url})
+    c = TestClient(app)
+    for code in (CODE, ""):
+        _asks_for_the_code(enter_code(c, code=code))
+    state, cookie = setup.issue_state(CODE, dt.datetime.now().timestamp())
+    c.cookies.set(setup.STATE_COOKIE, cookie)
+    assert c.get("/setup/callback", params={"code": gh.manifest_code(), "state": state}).status_code == 400
+    assert not env_file.exists()
+
+
+def test_the_callback_refuses_a_flow_that_skipped_the_code(gh: StandIn, env_file: Path) -> None:
+    """Only a browser that entered the code holds a state the callback accepts: one signed under any other
+    code (a guess, an earlier start of the process), or none at all, is refused before GitHub is asked."""
+    before = gh.state.count_requests("POST", CONVERSIONS)
+    now = dt.datetime.now().timestamp()
+    for forged in (setup.issue_state(setup_code.new(), now), setup.issue_state("", now), None):
+        c = client({"GITHUB_API_URL": gh.base_url})
+        params = {"code": gh.manifest_code(), "state": "x" * 32}
+        if forged is not None:
+            params["state"], cookie = forged
+            c.cookies.set(setup.STATE_COOKIE, cookie)
+        page = c.get("/setup/callback", params=params)
+        assert page.status_code == 400 and "setup code" in page.text and "Nothing was written" in page.text
+    assert gh.state.count_requests("POST", CONVERSIONS) == before
+    assert not env_file.exists()
+
+
+def test_the_setup_process_logs_its_code_in_one_line(env_file: Path, caplog: pytest.LogCaptureFixture) -> None:
+    with caplog.at_level(logging.INFO), TestClient(create_setup_app(settings.load({}))) as c:
+        (line,) = [r.getMessage() for r in caplog.records]
+        found = re.fullmatch(r"setup code: ([A-Z2-9]{4}(?:-[A-Z2-9]{4}){4}) \(enter it at /setup; [^\n]*\)", line)
+        assert found, line
+        _asks_for_the_code(c.get("/setup"))
+        assert enter_code(c, code=found[1]).status_code == 200
+    with TestClient(create_setup_app(settings.load({}))) as restarted:  # a restart: a new code, the old one refused
+        _asks_for_the_code(enter_code(restarted, code=found[1]))
+
+
+def test_codes_are_100_bit_and_compared_whole() -> None:
+    codes = {setup_code.new() for _ in range(1000)}
+    assert len(codes) == 1000
+    assert all(re.fullmatch(r"[A-HJ-NP-Z2-9]{4}(?:-[A-HJ-NP-Z2-9]{4}){4}", code) for code in codes)
+    assert setup_code.matches(CODE, CODE) and not setup_code.matches(CODE, None)
+    assert not setup_code.matches(CODE, CODE.replace("-", "_")) and not setup_code.matches(CODE, CODE[:4])
 
 
 # -- the page -------------------------------------------------------------------------------------
@@ -145,7 +260,7 @@ def test_org_variant(env_file: Path) -> None:
 
 
 def test_bad_org_is_refused_and_escaped(env_file: Path) -> None:
-    page = client().get("/setup", params={"org": "<script>x"})
+    page = enter_code(client(), "?org=%3Cscript%3Ex")
     assert page.status_code == 400
     assert "<script>" not in page.text and "&lt;script&gt;" in page.text
 
@@ -180,12 +295,13 @@ def test_hostile_values_stay_text_on_every_setup_page() -> None:
         setup_pages.already_created(env_file),
         setup_pages.orphaned(f"https://github.com/apps/{HOSTILE}", QUOTED, 500),
         setup_pages.error(400, f"{QUOTED} {HOSTILE}"),
+        setup_pages.code_needed(wrong=True),
     ]
-    assert [page.status_code for page in pages] == [200, 200, 409, 500, 400]
+    assert [page.status_code for page in pages] == [200, 200, 409, 500, 400, 403]
     for page in pages:
         assert {tag for tag, _ in Parsed(bytes(page.body).decode()).tags} <= PAGE_TAGS  # no script, no <b>
         assert page.headers["cache-control"] == "no-store"
-    create, done, exists, orphaned, failed = (Parsed(bytes(page.body).decode()) for page in pages)
+    create, done, exists, orphaned, failed, _ = (Parsed(bytes(page.body).decode()) for page in pages)
     assert create.attrs("form", "action") == [action]
     assert [json.loads(v or "") for v in create.attrs("input", "value")] == [manifest]
     assert f"for {QUOTED};" in create.joined() and f"asks {HOSTILE} to" in create.joined()
@@ -252,7 +368,7 @@ def test_existing_app_is_never_overwritten(gh: StandIn, env_file: Path) -> None:
     c = client({"GITHUB_API_URL": gh.base_url})
     state = state_of(open_setup(c)[0])
     env_file.write_text("GITHUB_APP_ID=7\n")  # someone finished setup meanwhile (another tab, another process)
-    assert c.get("/setup").status_code == 409
+    assert enter_code(c).status_code == 409
     before = gh.state.count_requests("POST", CONVERSIONS)
     refused = c.get("/setup/callback", params={"code": gh.manifest_code(), "state": state})
     assert refused.status_code == 409 and "already holds" in refused.text
@@ -288,7 +404,7 @@ def test_bad_or_expired_code_writes_nothing(gh: StandIn, env_file: Path, expired
     page = c.get("/setup/callback", params={"code": code, "state": state_of(open_setup(c)[0])})
     assert page.status_code == 400 and "expired" in page.text and "Nothing was written" in page.text
     assert not env_file.exists()
-    assert c.get("/setup").status_code == 200  # still open: the operator can try again
+    assert enter_code(c).status_code == 200  # still open: the operator can try again
 
 
 def test_unreachable_github_is_a_502(env_file: Path) -> None:
@@ -312,14 +428,15 @@ def test_bad_state_is_a_400_before_any_call(gh: StandIn, env_file: Path) -> None
 
 
 def test_state_check() -> None:
-    state, cookie = setup.issue_state(1_000_000)
-    assert setup.check_state(cookie, state, 1_000_000 + setup.STATE_TTL)
-    assert not setup.check_state(cookie, state, 1_000_000 + setup.STATE_TTL + 1)
-    assert not setup.check_state(cookie, state, 999_999)
+    state, cookie = setup.issue_state(CODE, 1_000_000)
+    assert setup.check_state(CODE, cookie, state, 1_000_000 + setup.STATE_TTL)
+    assert not setup.check_state(CODE, cookie, state, 1_000_000 + setup.STATE_TTL + 1)
+    assert not setup.check_state(CODE, cookie, state, 999_999)
     value, issued, signature = cookie.split(".")
-    assert not setup.check_state(f"{value}.{int(issued) + 3600}.{signature}", state, 1_000_000)
-    assert not setup.check_state(f"{value}.{issued}.{'0' * len(signature)}", state, 1_000_000)
-    assert not setup.check_state(cookie, None, 1_000_000)
+    assert not setup.check_state(CODE, f"{value}.{int(issued) + 3600}.{signature}", state, 1_000_000)
+    assert not setup.check_state(CODE, f"{value}.{issued}.{'0' * len(signature)}", state, 1_000_000)
+    assert not setup.check_state(CODE, cookie, None, 1_000_000)
+    assert not setup.check_state(setup_code.new(), cookie, state, 1_000_000)  # another process, or a restart
 
 
 @pytest.mark.parametrize(
