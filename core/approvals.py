@@ -1,13 +1,18 @@
 """What an `/approve-destroy` covers, recorded and read back (pure: data in, data out).
 
-An approval names exact (project, destroy key) pairs of the plan at one SHA, never "everything":
-a destroy that appears later (a new push, a re-plan that found more) is not covered. A project is
-named by its identity (name, workspace and dir: core.projects.project_identity), so approving a
-staging destroy never covers the same address in another workspace. An approval only covers a plan
-that was published before the comment was written (`timing_refusal`). GitHub is the system of
-record, so each approval is also written as a hidden marker in the bot's reply comment;
-`approvals_from_comments` rebuilds approvals from those markers when Redis has lost them, trusting
-only comments the App itself wrote.
+An approval names exact gated changes of the plan at one SHA, never "everything": each one by
+(project identity, key) *and* the object it saw (core.gated), so a change that appears later (a new
+push, a re-plan that found more) or the same address meaning another object is not covered. A
+project is named by its identity (name, workspace and dir: core.projects.project_identity), so
+approving a staging destroy never covers the same address in another workspace. An approval only
+covers a plan that was published before the comment was written (`timing_refusal`).
+
+GitHub is the system of record, so each approval is also written as a hidden marker in the bot's
+reply comment. Anyone with write access can edit the bot's comments, so the marker is sealed
+(core.render.marker.sealed_marker): a MAC over the repository, the PR or issue, the SHA, the plan's
+digest, the approver, every approved change with its object, and the comment it answers, keyed by a
+secret only the workers hold. `approvals_from_comments` rebuilds approvals only from markers that
+verify; no verifying marker means no approval.
 """
 
 from __future__ import annotations
@@ -16,40 +21,82 @@ import base64
 import binascii
 import json
 import zlib
-from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Collection, Iterable, Mapping, Sequence
+from dataclasses import dataclass, field, replace
 from typing import Any
 
+from core.gated import Gates
 from core.projects import identity_name
-from core.render.marker import marker, parse_marker
+from core.render.marker import open_sealed, sealed_marker
 from core.render.text import code
 
-Pair = tuple[str, str]  # (project identity, destroy key as in core.gate.destroy_key)
-Destroys = Mapping[str, Sequence[str]]  # project identity → destroy keys of its plan at one SHA
+Pair = tuple[str, str]  # (project identity, gated key as in core.gated)
+Seen = tuple[str, str, str]  # (project identity, gated key, the object the approver saw: its first OBJECT_LEN)
+
+# An approval keeps 64 bits of each object's digest: plenty to tell objects apart (finding another real
+# object that shares them is out of reach), and half the room of the whole digest in the marker, which
+# holds about 2,000 destroys.
+OBJECT_LEN = 16
 
 # The approval marker must leave room in a 65,536-character comment for the visible text.
 MAX_MARKER = 50_000
-# Addresses are stored as plain JSON when they fit, else zlib-compressed (terraform addresses
-# share long prefixes, so thousands of them compress well). Inflating stops here.
+_SEAL = 65  # " " and a 64-hex MAC
+# Changes are stored as plain JSON when they fit, else zlib-compressed (terraform addresses share long
+# prefixes, so thousands of them compress well). Inflating stops here.
 _MAX_INFLATED = 16 * 1024 * 1024
-MARKER_VERSION = 2  # 2: projects are identities (1 named them by name only, and counts for nothing now)
+MARKER_VERSION = 3  # 3: sealed, each change with its object (1 and 2 were unsealed and count for nothing)
 
 
 @dataclass(frozen=True)
 class Approval:
-    """One person's approval of exact destroy pairs at one SHA; comment_id: the bot reply holding it."""
+    """One person's approval of exact gated changes at one SHA; `plan`: the digest of the published plan
+    it was given on; comment_id: the bot reply holding it."""
 
     approver: str
     sha: str
-    pairs: frozenset[Pair]
+    seen: frozenset[Seen]
+    plan: str = ""
     comment_id: int | None = None
 
+    @property
+    def pairs(self) -> frozenset[Pair]:
+        return frozenset((project, key) for project, key, _ in self.seen)
+
     def addresses(self) -> dict[str, list[str]]:
-        """project → sorted destroy keys, projects sorted."""
+        """project → sorted keys, projects sorted."""
         out: dict[str, list[str]] = {}
-        for project, key in sorted(self.pairs):
+        for project, key, _ in sorted(self.seen):
             out.setdefault(project, []).append(key)
         return out
+
+    def objects(self) -> dict[str, dict[str, str]]:
+        """project → key → object, sorted: what the marker records."""
+        out: dict[str, dict[str, str]] = {}
+        for project, key, obj in sorted(self.seen):
+            out.setdefault(project, {})[key] = obj
+        return out
+
+    def bound(self, gates: Gates) -> Approval:
+        """This approval as far as it covers the plan `gates`: the changes it saw with the same object."""
+        kept = frozenset(s for s in self.seen if _object_of(gates, s[0], s[1]) == s[2])
+        return self if kept == self.seen else replace(self, seen=kept)
+
+
+def _object_of(gates: Gates, project: str, key: str) -> str | None:
+    gated = gates.get(project, {}).get(key)
+    return gated.object[:OBJECT_LEN] if gated is not None else None
+
+
+def voided(approvals: Iterable[Approval], gates: Gates) -> frozenset[Pair]:
+    """Changes an approval named that the plan `gates` still has, but on another object (or other code):
+    the approval given for the old one does not cover them."""
+    out = set()
+    for approval in approvals:
+        for project, key, obj in approval.seen:
+            now = _object_of(gates, project, key)
+            if now is not None and now != obj:
+                out.add((project, key))
+    return frozenset(out)
 
 
 @dataclass(frozen=True)
@@ -61,13 +108,14 @@ class Refusal:
 
 @dataclass(frozen=True)
 class Coverage:
-    """How far the approvals reach into one SHA's destroys."""
+    """How far the approvals reach into one SHA's gated changes."""
 
     approved_pairs: frozenset[Pair]
     unapproved_pairs: frozenset[Pair]
     approvers: list[str]  # logins whose approvals cover at least one pair, first approval first
     never: frozenset[Pair] = frozenset()  # destroys a `never` destroy rule holds: no approval unlocks them
     notes: Mapping[Pair, str] = field(default_factory=dict)  # per destroy: the rule and what it still needs
+    voided: frozenset[Pair] = frozenset()  # approved once, but the object (or code) changed since
 
     @property
     def total(self) -> int:
@@ -78,8 +126,8 @@ class Coverage:
         return not self.unapproved_pairs
 
 
-def _pairs(destroys: Destroys) -> frozenset[Pair]:
-    return frozenset((project, key) for project, keys in destroys.items() for key in keys)
+def _pairs(gates: Gates) -> frozenset[Pair]:
+    return frozenset((project, key) for project, keys in gates.items() for key in keys)
 
 
 def _names(names: Iterable[str]) -> str:
@@ -115,59 +163,75 @@ def timing_refusal(
     return None
 
 
-def approval_for(destroys: Destroys, sha: str, approver: str, projects: Sequence[str] = ()) -> Approval | Refusal:
-    """The approval of every destroy at `sha` (or only in `projects`), or why there is nothing to approve.
+def approval_for(
+    gates: Gates, sha: str, approver: str, projects: Sequence[str] = (), *, plan: str = ""
+) -> Approval | Refusal:
+    """The approval of every gated change at `sha` (or only in `projects`), or why there is nothing to approve.
 
-    `destroys` must hold every project planned at `sha` (by identity), with an empty list for those
-    without destroys, so that a name can be told apart from a typo. `projects` are names as people
-    write them (or identities): each selects every planned project of that name.
+    `gates` must hold every project planned at `sha` (by identity), with nothing for those without
+    gated changes, so that a name can be told apart from a typo. `projects` are names as people write
+    them (or identities): each selects every planned project of that name. `plan`: the published plan's
+    digest (core.gated.published_digest).
     """
     short = sha[:7]
     wanted = list(dict.fromkeys(projects))
-    selected = [p for p in destroys if not wanted or p in wanted or identity_name(p) in wanted]
-    unknown = [w for w in wanted if not any(w in (p, identity_name(p)) for p in destroys)]
+    selected = [p for p in gates if not wanted or p in wanted or identity_name(p) in wanted]
+    unknown = [w for w in wanted if not any(w in (p, identity_name(p)) for p in gates)]
     if unknown:
         noun = "project" if len(unknown) == 1 else "projects"
-        planned = _names(destroys) or "none"
+        planned = _names(gates) or "none"
         return Refusal(f"no {noun} named {_names(unknown)} in the latest plan at {short}; planned there: {planned}")
-    pairs = frozenset((p, key) for p in selected for key in destroys[p])
-    if not pairs:
-        if projects and _pairs(destroys):
-            with_destroys = [p for p, keys in destroys.items() if keys]
+    seen = frozenset((p, key, g.object[:OBJECT_LEN]) for p in selected for key, g in gates[p].items())
+    if not seen:
+        if projects and _pairs(gates):
+            with_destroys = [p for p, keys in gates.items() if keys]
             return Refusal(
                 f"the latest plan at {short} has no destroys in {_names(selected)}; "
                 f"the destroys are in {_names(with_destroys)}"
             )
         return Refusal(f"the latest plan at {short} has no destroys")
-    approval = Approval(approver, sha, pairs)
-    if len(approval_marker(approval, reply_to=2**63)) > MAX_MARKER:
+    approval = Approval(approver, sha, seen, plan)
+    if len(marker_text(_fields(approval, reply_to=2**63))) + _SEAL > MAX_MARKER:
         # Fail closed: an approval GitHub cannot hold would be lost with Redis.
         return Refusal(
-            f"{len(pairs):,} destroys at {short} are too many to record in one approval comment; "
+            f"{len(seen):,} destroys at {short} are too many to record in one approval comment; "
             "approve them one project at a time: /approve-destroy PROJECT"
         )
     return approval
 
 
-def approval_marker(approval: Approval, reply_to: int | None = None) -> str:
-    """The hidden `plangate:approval` marker: approver, sha, projects and every destroy key per project."""
-    addresses = approval.addresses()
+def context(repo_id: int, number: int) -> str:
+    """Where an approval marker belongs: it verifies on this repository's PR or issue only."""
+    return f"approval/{repo_id}/{number}"
+
+
+def _fields(approval: Approval, reply_to: int | None) -> dict[str, Any]:
+    objects = approval.objects()
     fields: dict[str, Any] = {
         "v": MARKER_VERSION,
         "approver": approval.approver,
         "sha": approval.sha,
-        "projects": list(addresses),
-        "addresses": addresses,
+        "plan": approval.plan,
+        "changes": objects,
+        "reply_to": reply_to,
     }
-    if reply_to is not None:
-        fields["reply_to"] = reply_to
-    plain = marker("approval", **fields)
-    if len(plain) <= MAX_MARKER:
-        return plain
-    packed = json.dumps(addresses, sort_keys=True, ensure_ascii=True).encode()
-    fields.pop("addresses")
-    fields["addresses_z"] = base64.b64encode(zlib.compress(packed, 9)).decode("ascii")
-    return marker("approval", **fields)
+    if len(marker_text(fields)) + _SEAL <= MAX_MARKER:
+        return fields
+    packed = json.dumps(objects, sort_keys=True, ensure_ascii=True).encode()
+    fields.pop("changes")
+    fields["changes_z"] = base64.b64encode(zlib.compress(packed, 9)).decode("ascii")
+    return fields
+
+
+def marker_text(fields: Mapping[str, Any]) -> str:
+    """The unsealed marker of `fields` (its length decides whether the changes are compressed)."""
+    return json.dumps(dict(fields), sort_keys=True, ensure_ascii=True)
+
+
+def approval_marker(approval: Approval, *, key: bytes, repo_id: int, number: int, reply_to: int | None) -> str:
+    """The sealed `plangate:approval` marker: approver, SHA, plan digest, every change with its object,
+    and the command it answers, bound to this repository's PR or issue `number`."""
+    return sealed_marker("approval", key, context(repo_id, number), **_fields(approval, reply_to))
 
 
 def _inflate(text: object) -> object:
@@ -184,97 +248,68 @@ def _inflate(text: object) -> object:
         return None
 
 
-def _address_map(fields: Mapping[str, Any]) -> dict[str, list[str]] | None:
-    """addresses (plain or compressed) when well-formed and consistent with `projects`, else None."""
-    if ("addresses" in fields) == ("addresses_z" in fields):
+def _seen_of(fields: Mapping[str, Any]) -> frozenset[Seen] | None:
+    """The approved changes (plain or compressed) when well-formed, else None."""
+    if ("changes" in fields) == ("changes_z" in fields):
         return None
-    raw = fields["addresses"] if "addresses" in fields else _inflate(fields["addresses_z"])
+    raw = fields["changes"] if "changes" in fields else _inflate(fields["changes_z"])
     if not isinstance(raw, dict) or not raw:
         return None
-    for project, keys in raw.items():
-        if not project or not isinstance(keys, list) or not keys:
+    seen: set[Seen] = set()
+    for project, changes in raw.items():
+        if not project or not isinstance(changes, dict) or not changes:
             return None
-        if not all(isinstance(k, str) and k for k in keys):
-            return None
-    projects = fields.get("projects")
-    if not isinstance(projects, list) or sorted(projects) != sorted(raw):
-        return None
-    return raw
+        for key, obj in changes.items():
+            if not key or not isinstance(obj, str):
+                return None
+            seen.add((project, key, obj))
+    return frozenset(seen)
 
 
-def approval_from_marker(body: object, sha: str) -> Approval | None:
-    """The approval in a comment body for `sha`; None when absent, malformed or for another SHA.
-
-    The caller must have checked who wrote the comment (see approvals_from_comments). The marker must
-    open the body, as the bot writes it: text the bot echoes later in a comment can never carry one.
-    """
-    if not isinstance(body, str) or not body.startswith("<!-- plangate:approval "):
+def approval_from_marker(body: object, *, key: bytes, repo_id: int, number: int, sha: str) -> Approval | None:
+    """The approval in a comment body for `sha`; None unless a sealed marker opens the body, verifies for
+    this repository's `number`, and is of `sha`."""
+    fields = open_sealed(body, "approval", key, context(repo_id, number))
+    if fields is None or fields.get("v") != MARKER_VERSION or fields.get("sha") != sha or not sha:
         return None
-    parsed = parse_marker(body)
-    if parsed is None or parsed[0] != "approval":
+    approver, plan = fields.get("approver"), fields.get("plan")
+    if not isinstance(approver, str) or not approver or not isinstance(plan, str):
         return None
-    fields = parsed[1]
-    approver = fields.get("approver")
-    if fields.get("v") != MARKER_VERSION or fields.get("sha") != sha or not sha:
-        return None
-    if not isinstance(approver, str) or not approver:
-        return None
-    addresses = _address_map(fields)
-    if addresses is None:
-        return None
-    pairs = frozenset((p, k) for p, keys in addresses.items() for k in keys)
-    return Approval(approver, sha, pairs)
+    seen = _seen_of(fields)
+    return Approval(approver, sha, seen, plan) if seen else None
 
 
-def approvals_from_comments(comments: Iterable[Mapping[str, Any]], bot_login: str, sha: str) -> list[Approval]:
-    """Approvals for `sha` recorded in the bot's own comments, oldest first; anyone else's markers never count."""
+def approvals_from_comments(
+    comments: Iterable[Mapping[str, Any]],
+    *,
+    bot_login: str,
+    key: bytes,
+    repo_id: int,
+    number: int,
+    sha: str,
+    altered: Collection[int] = (),
+) -> list[Approval]:
+    """Approvals for `sha` sealed in the bot's own comments, oldest first. A marker anyone else wrote
+    never verifies; `altered`: ids of the bot's comments someone else changed, never a source."""
     found: list[Approval] = []
     own = bot_login.casefold()
     for comment in comments:
         user = comment.get("user")
         login = user.get("login") if isinstance(user, Mapping) else None
-        if not isinstance(login, str) or login.casefold() != own:
-            continue
-        approval = approval_from_marker(comment.get("body"), sha)
-        if approval is None:
-            continue
         comment_id = comment.get("id")
-        found.append(
-            Approval(approval.approver, sha, approval.pairs, comment_id if isinstance(comment_id, int) else None)
-        )
+        if not isinstance(login, str) or login.casefold() != own or comment_id in altered:
+            continue
+        approval = approval_from_marker(comment.get("body"), key=key, repo_id=repo_id, number=number, sha=sha)
+        if approval is not None:
+            found.append(replace(approval, comment_id=comment_id if isinstance(comment_id, int) else None))
     return found
 
 
-def coverage(destroys: Destroys, approvals: Iterable[Approval], *, sha: str) -> Coverage:
-    """Which destroys at `sha` are approved; approvals for any other SHA count for nothing."""
-    planned = _pairs(destroys)
-    approved: set[Pair] = set()
-    approvers: dict[str, None] = {}
-    for approval in approvals:
-        if approval.sha != sha:
-            continue
-        covered = approval.pairs & planned
-        if covered:
-            approved |= covered
-            approvers.setdefault(approval.approver)
-    return Coverage(frozenset(approved), planned - approved, list(approvers))
-
-
-def fully_approved(destroys: Destroys, approvals: Iterable[Approval], *, sha: str) -> bool:
-    """Every destroy at `sha` is approved (trivially true when there is none)."""
-    return coverage(destroys, approvals, sha=sha).complete
-
-
-def approved_keys(approvals: Iterable[Approval], project: str, *, sha: str) -> frozenset[str]:
-    """The destroy keys of `project` approved at `sha`: the `approved` set for core.gate.decide_apply."""
-    return frozenset(key for a in approvals if a.sha == sha for p, key in a.pairs if p == project)
-
-
 def to_json(approvals: Iterable[Approval]) -> str:
-    """The Redis record of a SHA's approvals."""
+    """The Redis record of a SHA's approvals (sealed by the store)."""
     return json.dumps(
         [
-            {"approver": a.approver, "sha": a.sha, "pairs": sorted(a.pairs), "comment_id": a.comment_id}
+            {"approver": a.approver, "sha": a.sha, "seen": sorted(a.seen), "plan": a.plan, "comment_id": a.comment_id}
             for a in approvals
         ],
         sort_keys=True,
@@ -290,14 +325,16 @@ def from_json(text: str | bytes) -> list[Approval]:
     for item in data:
         if not isinstance(item, dict):
             raise ValueError("approval record entries must be objects")
-        approver, sha, pairs, comment_id = (item.get(k) for k in ("approver", "sha", "pairs", "comment_id"))
+        approver, sha, seen, plan, comment_id = (item.get(k) for k in ("approver", "sha", "seen", "plan", "comment_id"))
         if not isinstance(approver, str) or not approver or not isinstance(sha, str) or not sha:
             raise ValueError("approval record entry needs approver and sha")
-        if not isinstance(pairs, list) or not all(
-            isinstance(p, list) and len(p) == 2 and all(isinstance(x, str) for x in p) for p in pairs
+        if not isinstance(plan, str):
+            raise ValueError("approval record entry needs the plan's digest")
+        if not isinstance(seen, list) or not all(
+            isinstance(s, list) and len(s) == 3 and all(isinstance(x, str) for x in s) for s in seen
         ):
-            raise ValueError("approval record pairs must be [project, key] lists")
+            raise ValueError("approval record changes must be [project, key, object] lists")
         if comment_id is not None and (not isinstance(comment_id, int) or isinstance(comment_id, bool)):
             raise ValueError("approval record comment_id must be an integer")
-        out.append(Approval(approver, sha, frozenset((p, k) for p, k in pairs), comment_id))
+        out.append(Approval(approver, sha, frozenset((p, k, o) for p, k, o in seen), plan, comment_id))
     return out

@@ -10,26 +10,30 @@ destroy_rules:
 ```
 
 A destroy with no matching rule needs one approval from anyone `destroy_approvers` allows. A destroy
-several rules match needs every one of them. Address globs match the whole address (`*` crosses
-dots and brackets; `?` one character; `[...]` a class), so `module.prod.*` covers everything in that
-module. Rules come from the default branch only, like the rest of the policy: a PR that edits them
-is judged by the rules it wants to change.
+several rules match needs every one of them. A rule sees every name the condemned object has in the
+plan, so renaming it in the same change cannot dodge it: the address, the address before a move
+(`moved` blocks, and the implicit move when `count`/`for_each` is added), and both without instance
+keys (`x` covers `x[0]`, `x["a"]` and `module.m["k"].x`). Address globs match a whole name (`*`
+crosses dots and brackets; `?` one character; `[...]` a class), so `module.prod.*` covers everything
+in that module. Rules come from the default branch only, like the rest of the policy: a PR that edits
+them is judged by the rules it wants to change. They are about destroys: code that runs at apply
+(core.gated) needs one approval.
 """
 
 from __future__ import annotations
 
 import fnmatch
-import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
-from core.approvals import Approval, Coverage, Destroys, Pair
+from core.approvals import Approval, Coverage, Pair, voided
 from core.config import DestroyRule
+from core.gated import Gated, Gates
 
 
 @dataclass(frozen=True)
 class Need:
-    """What one destroy still needs under the rules, after the approvals so far."""
+    """What one gated change still needs under the rules, after the approvals so far."""
 
     pair: Pair
     rules: tuple[int, ...]  # indices of the matching rules (empty: the default, one approval)
@@ -41,13 +45,41 @@ class Need:
         return not self.never and self.missing == 0
 
 
-_INDEX = re.compile(r"\[[^\]]*\]")
+def unkeyed(address: str) -> str:
+    """The address without instance keys: `module.a["k"].aws_s3_bucket.b[0]` → `module.a.aws_s3_bucket.b`.
+    Keys are numbers or quoted strings, which may hold `]`, `"` (escaped) or dots."""
+    out: list[str] = []
+    depth, quoted, escaped = 0, False, False
+    for ch in address:
+        if depth == 0:
+            if ch == "[":
+                depth = 1
+            else:
+                out.append(ch)
+        elif quoted:
+            if escaped:
+                escaped = False
+            elif ch == "\\":
+                escaped = True
+            elif ch == '"':
+                quoted = False
+        elif ch == '"':
+            quoted = True
+        elif ch == "]":
+            depth = 0
+    return "".join(out)
 
 
-def resource_type(key: str) -> str | None:
-    """The resource type of a destroy key (`module.a.aws_s3_bucket.b["x"] (deposed ...)` → aws_s3_bucket)."""
-    address = key.split(" (deposed ", 1)[0]
-    parts = _INDEX.sub("", address).split(".")
+def names(gated: Gated) -> tuple[str, ...]:
+    """Every name a destroy has in its plan: its address, the one before a move, each also unkeyed."""
+    address = gated.key.split(" (deposed ", 1)[0]
+    known = [address, *([gated.previous] if gated.previous else [])]
+    return tuple(dict.fromkeys([*known, *(unkeyed(a) for a in known)]))
+
+
+def resource_type(address: str) -> str | None:
+    """The resource type of an address (`module.a.aws_s3_bucket.b["x"]` → aws_s3_bucket); None for data."""
+    parts = unkeyed(address.split(" (deposed ", 1)[0]).split(".")
     while len(parts) >= 2 and parts[0] == "module":
         parts = parts[2:]
     if parts and parts[0] == "data":
@@ -55,38 +87,42 @@ def resource_type(key: str) -> str | None:
     return parts[0] if len(parts) >= 2 else None
 
 
-def matches(rule: DestroyRule, key: str) -> bool:
-    address = key.split(" (deposed ", 1)[0]
-    for pattern in rule.match:
-        if pattern.startswith("type:"):
-            if resource_type(key) == pattern[len("type:") :]:
+def matches(rule: DestroyRule, gated: Gated) -> bool:
+    if gated.runs_code:
+        return False
+    for name in names(gated):
+        for pattern in rule.match:
+            if pattern.startswith("type:"):
+                if resource_type(name) == pattern[len("type:") :]:
+                    return True
+            elif fnmatch.fnmatchcase(name, pattern):
                 return True
-        elif fnmatch.fnmatchcase(address, pattern):
-            return True
     return False
 
 
-def matching(rules: Sequence[DestroyRule], key: str) -> tuple[int, ...]:
-    return tuple(i for i, rule in enumerate(rules) if matches(rule, key))
+def matching(rules: Sequence[DestroyRule], gated: Gated) -> tuple[int, ...]:
+    return tuple(i for i, rule in enumerate(rules) if matches(rule, gated))
 
 
 def needs(
-    pairs: Iterable[Pair],
+    gates: Gates,
     approvals: Iterable[Approval],
     rules: Sequence[DestroyRule],
     eligible: Mapping[str, frozenset[int]],
 ) -> list[Need]:
-    """Per destroy, what is still missing. `eligible`: login → the narrowed rules (by index) that
-    person counts for; every approver counts for the default and for rules that are not narrowed.
-    Approvers must already be people who may approve at all (the caller checks the policy)."""
+    """Per gated change, what is still missing. `approvals` must already be bound to `gates`
+    (Approval.bound). `eligible`: login → the narrowed rules (by index) that person counts for; every
+    approver counts for the default and for rules that are not narrowed. Approvers must already be
+    people who may approve at all (the caller checks the policy)."""
     by_pair: dict[Pair, set[str]] = {}
     for approval in approvals:
         for pair in approval.pairs:
             by_pair.setdefault(pair, set()).add(approval.approver.casefold())
     logins = {login.casefold(): rules_ok for login, rules_ok in eligible.items()}
     out = []
-    for pair in sorted(set(pairs)):
-        hits = matching(rules, pair[1])
+    for project, key in sorted((p, k) for p, keys in gates.items() for k in keys):
+        pair = (project, key)
+        hits = matching(rules, gates[project][key])
         people = by_pair.get(pair, set())
         if not hits:
             out.append(Need(pair, (), False, 0 if people else 1))
@@ -119,28 +155,29 @@ def explain(need: Need, rules: Sequence[DestroyRule]) -> str:
 
 
 def rule_coverage(
-    destroys: Destroys,
+    gates: Gates,
     approvals: Iterable[Approval],
     *,
     sha: str,
     rules: Sequence[DestroyRule],
     eligible: Mapping[str, frozenset[int]],
 ) -> Coverage:
-    """How far approvals at `sha` reach into its destroys, under the rules (approvals for any other
-    SHA count for nothing). Without rules this is core.approvals.coverage."""
-    at_sha = [a for a in approvals if a.sha == sha]
-    pairs = [(project, key) for project, keys in destroys.items() for key in keys]
-    found = needs(pairs, at_sha, rules, eligible)
+    """How far approvals at `sha` reach into its gated changes, under the rules. Approvals for any other
+    SHA count for nothing, and each counts only for the changes it saw with the same object."""
+    given = [a for a in approvals if a.sha == sha]
+    at_sha = [a.bound(gates) for a in given]
+    found = needs(gates, at_sha, rules, eligible)
     approved = satisfied_pairs(found)
     approvers: dict[str, None] = {}
     for approval in at_sha:
         if approval.pairs & approved:
             approvers.setdefault(approval.approver)
-    notes = {n.pair: explain(n, rules) for n in found if n.rules}
+    pairs = frozenset((p, k) for p, keys in gates.items() for k in keys)
     return Coverage(
         approved_pairs=approved,
-        unapproved_pairs=frozenset(pairs) - approved,
+        unapproved_pairs=pairs - approved,
         approvers=list(approvers),
         never=frozenset(n.pair for n in found if n.never),
-        notes=notes,
+        notes={n.pair: explain(n, rules) for n in found if n.rules},
+        voided=voided(given, gates) - approved,
     )

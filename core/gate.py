@@ -2,21 +2,14 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Literal
 
+from core.gated import Gated, counts, destroy_keys, plan_gates
 from core.plan import Plan, ResourceChange
 
 VerdictKind = Literal["apply", "blocked", "error"]
-
-
-def destroy_key(change: ResourceChange) -> str:
-    """What an approval names: the address, plus the deposed key when a leftover object is deleted."""
-    return f"{change.address} (deposed {change.deposed})" if change.deposed else change.address
-
-
-def destroy_keys(plan: Plan) -> tuple[str, ...]:
-    return tuple(dict.fromkeys(destroy_key(c) for c in plan.destroys))
 
 
 @dataclass(frozen=True)
@@ -61,9 +54,9 @@ def verdict(plan: Plan) -> Verdict:
 
 @dataclass(frozen=True)
 class Apply:
-    """Apply the saved plan; `destroys` are the approved destroy keys it carries out."""
+    """Apply the saved plan; `approved` are the approved gated keys it carries out (destroys, code runs)."""
 
-    destroys: tuple[str, ...]
+    approved: tuple[str, ...]
 
 
 @dataclass(frozen=True)
@@ -90,15 +83,29 @@ def unreadable(message: str) -> Block:
     return Block((f"the plan could not be read: {message}",), (), error=True)
 
 
-def decide_apply(plan: Plan, approved: frozenset[str]) -> Decision:
-    """Apply only when the plan is trustworthy and every destroy key is in `approved`."""
-    keys = destroy_keys(plan)
+def decide_apply(plan: Plan, approved: frozenset[str], gates: Mapping[str, Gated] | None = None) -> Decision:
+    """Apply only when the plan is trustworthy and every gated change is in `approved`. `gates`: this
+    plan's gated changes (core.gated.plan_gates: its destroys, and the code it would run at apply);
+    by default its destroys alone."""
+    gates = plan_gates(plan) if gates is None else gates
+    keys = tuple(gates)
     unapproved = tuple(k for k in keys if k not in approved)
     untrusted = _untrusted(plan)
+    ungated = [k for k in destroy_keys(plan) if k not in gates]
+    if ungated:  # the caller's gates are not this plan's: never apply on them
+        untrusted.append(f"{len(ungated)} destroys of this plan were not checked against the approvals")
     if untrusted:
         return Block(tuple(untrusted), unapproved, error=True)
     if unapproved:
-        return Block((f"{len(unapproved)} of {len(keys)} to destroy not approved",), unapproved)
+        return Block((_not_approved(gates, unapproved),), unapproved)
     if _nothing_to_do(plan):
         return Noop("no changes; nothing to apply")
     return Apply(keys)
+
+
+def _not_approved(gates: Mapping[str, Gated], unapproved: tuple[str, ...]) -> str:
+    destroys, code = counts(gates)
+    open_destroys, open_code = counts({k: gates[k] for k in unapproved})
+    parts = [f"{open_destroys} of {destroys} to destroy"] if destroys else []
+    parts += [f"{open_code} of {code} that run code at apply"] if code else []
+    return " and ".join(parts) + " not approved"

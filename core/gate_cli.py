@@ -11,7 +11,8 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from core.gate import Verdict, destroy_key, verdict
+from core.gate import Verdict, verdict
+from core.gated import destroy_key
 from core.plan import Plan, PlanError, parse_plan, summary_line
 
 EXIT_CODES = {"apply": 0, "error": 2, "blocked": 3}

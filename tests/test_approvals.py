@@ -1,8 +1,9 @@
-"""What an approval covers, its marker, and its rebuild from the PR's comments (workers/approvals.py)."""
+"""What an approval covers, its sealed marker, and its rebuild from the PR's comments (core/approvals.py)."""
 
 from __future__ import annotations
 
 import base64
+import hashlib
 import json
 import secrets
 import zlib
@@ -19,18 +20,20 @@ from core.approvals import (
     approval_for,
     approval_marker,
     approvals_from_comments,
-    approved_keys,
-    coverage,
+    context,
     from_json,
-    fully_approved,
     timing_refusal,
     to_json,
 )
-from core.render.marker import marker
+from core.destroy_rules import rule_coverage
+from core.gated import Gated, Gates
+from core.render.marker import marker, sealed_marker
 
 SHA = "abc1234" + "0" * 33
 OTHER = "def5678" + "1" * 33
 BOT = "plangate[bot]"
+KEY = b"k" * 32
+REPO, PR = 42, 7
 DESTROYS = {
     "dns": ['aws_route53_record.www["a"]', "aws_route53_record.mx (deposed 00aa)"],
     "web": ["module.site.aws_s3_bucket.logs"],
@@ -43,24 +46,47 @@ destroy_maps = st.dictionaries(projects, st.lists(keys, max_size=6, unique=True)
 logins = st.from_regex(r"[A-Za-z0-9][A-Za-z0-9-]{0,20}", fullmatch=True)
 
 
+def gates(destroys: dict[str, list[str]], suffix: str = "") -> dict[str, dict[str, Gated]]:
+    """The gated changes of a plan, each object's digest made from its key (`suffix`: another object)."""
+    return {
+        p: {k: Gated(k, hashlib.sha256((k + suffix).encode()).hexdigest()[:32]) for k in ks}
+        for p, ks in destroys.items()
+    }
+
+
 def comment(body: str, login: str = BOT, cid: int = 1) -> dict[str, Any]:
     return {"id": cid, "user": {"login": login, "type": "Bot" if login.endswith("[bot]") else "User"}, "body": body}
 
 
 def approve(destroys: dict[str, list[str]], sha: str = SHA, who: str = "ops", names: tuple[str, ...] = ()) -> Approval:
-    result = approval_for(destroys, sha, who, names)
+    result = approval_for(gates(destroys), sha, who, names, plan="digest")
     assert isinstance(result, Approval), result
     return result
 
 
-def test_approval_covers_every_destroy_of_every_project() -> None:
+def sealed(approval: Approval, *, key: bytes = KEY, repo: int = REPO, number: int = PR) -> str:
+    return approval_marker(approval, key=key, repo_id=repo, number=number, reply_to=9)
+
+
+def read(comments: list[dict[str, Any]], sha: str = SHA, **over: Any) -> list[Approval]:
+    where: dict[str, Any] = {"bot_login": BOT, "key": KEY, "repo_id": REPO, "number": PR, "sha": sha, **over}
+    return approvals_from_comments(comments, **where)
+
+
+def covered(destroys: Gates, approvals: list[Approval], sha: str = SHA) -> Any:
+    return rule_coverage(destroys, approvals, sha=sha, rules=(), eligible={})
+
+
+def test_approval_covers_every_destroy_of_every_project_with_its_object() -> None:
     a = approve(DESTROYS)
-    assert a.approver == "ops" and a.sha == SHA and a.comment_id is None
+    assert a.approver == "ops" and a.sha == SHA and a.comment_id is None and a.plan == "digest"
     assert a.pairs == {
         ("dns", 'aws_route53_record.www["a"]'),
         ("dns", "aws_route53_record.mx (deposed 00aa)"),
         ("web", "module.site.aws_s3_bucket.logs"),
     }
+    logs = "module.site.aws_s3_bucket.logs"
+    assert a.objects()["web"] == {logs: gates(DESTROYS)["web"][logs].object[:16]}
 
 
 def test_approval_of_named_projects_covers_only_those() -> None:
@@ -87,7 +113,7 @@ def test_approval_of_named_projects_covers_only_those() -> None:
     ],
 )
 def test_refusals_say_why(destroys: dict[str, list[str]], names: tuple[str, ...], reason: str) -> None:
-    result = approval_for(destroys, SHA, "ops", names)
+    result = approval_for(gates(destroys), SHA, "ops", names)
     assert isinstance(result, Refusal)
     assert result.reason.startswith(reason)
 
@@ -96,7 +122,7 @@ def test_refusals_say_why(destroys: dict[str, list[str]], names: tuple[str, ...]
 def test_an_approval_never_covers_a_pair_not_in_the_plan(
     destroys: dict[str, list[str]], names: list[str], who: str
 ) -> None:
-    result = approval_for(destroys, SHA, who, names)
+    result = approval_for(gates(destroys), SHA, who, names)
     planned = {(p, k) for p, ks in destroys.items() for k in ks}
     if isinstance(result, Approval):
         assert result.pairs and result.pairs <= planned
@@ -106,48 +132,95 @@ def test_an_approval_never_covers_a_pair_not_in_the_plan(
 
 
 @given(destroy_maps, logins, st.integers(1, 2**40))
-def test_marker_round_trips_through_the_bots_comment(destroys: dict[str, list[str]], who: str, cid: int) -> None:
-    result = approval_for(destroys, SHA, who, ())
+def test_a_sealed_marker_round_trips_through_the_bots_comment(
+    destroys: dict[str, list[str]], who: str, cid: int
+) -> None:
+    result = approval_for(gates(destroys), SHA, who, (), plan="p1")
     if isinstance(result, Refusal):
         return
-    body = approval_marker(result, reply_to=7) + "\nvisible text"
-    (back,) = approvals_from_comments([comment(body, cid=cid)], BOT, SHA)
-    assert back == Approval(who, SHA, result.pairs, cid)
+    body = sealed(result) + "\nvisible text"
+    (back,) = read([comment(body, cid=cid)])
+    assert back == Approval(who, SHA, result.seen, "p1", cid)
+
+
+def _approval_for_mutation() -> tuple[Approval, str]:
+    a = approve(DESTROYS)
+    return a, sealed(a)
+
+
+@given(st.data())
+def test_no_byte_change_to_a_sealed_marker_verifies(data: st.DataObject) -> None:
+    """Whatever byte of the marker is changed, inserted or removed, it no longer counts."""
+    _, text = _approval_for_mutation()
+    raw = bytearray(text.encode())
+    at = data.draw(st.integers(0, len(raw) - 1), label="at")
+    how = data.draw(st.sampled_from(["flip", "insert", "delete"]), label="how")
+    if how == "flip":
+        raw[at] ^= data.draw(st.integers(1, 255), label="xor")
+    elif how == "insert":
+        raw.insert(at, data.draw(st.integers(0, 255), label="byte"))
+    else:
+        del raw[at]
+    body = raw.decode("utf-8", "replace")
+    assert body != text
+    assert read([comment(body + "\ntext")]) == []
+
+
+def test_a_marker_sealed_for_another_pr_repo_or_key_never_verifies() -> None:
+    a = approve(DESTROYS)
+    assert read([comment(sealed(a))]) != []  # the control
+    for other in (sealed(a, number=PR + 1), sealed(a, repo=REPO + 1), sealed(a, key=b"x" * 32)):
+        assert read([comment(other)]) == []
 
 
 @given(destroy_maps, logins, st.sampled_from(["ops", "plangate", "plangate[bot] ", "other[bot]", ""]))
-def test_a_forged_marker_in_someone_elses_comment_never_counts(
-    destroys: dict[str, list[str]], who: str, author: str
-) -> None:
-    result = approval_for(destroys, SHA, who, ())
+def test_a_marker_in_someone_elses_comment_never_counts(destroys: dict[str, list[str]], who: str, author: str) -> None:
+    result = approval_for(gates(destroys), SHA, who, ())
     if isinstance(result, Refusal):
         return
-    forged = [comment(approval_marker(result), login=author), {"id": 3, "body": approval_marker(result)}]
-    forged.append({"id": 4, "user": None, "body": approval_marker(result)})
-    assert approvals_from_comments(forged, BOT, SHA) == []
-    plan = coverage(destroys, approvals_from_comments(forged, BOT, SHA), sha=SHA)
-    assert not plan.approved_pairs and not fully_approved(destroys, [], sha=SHA)
+    forged = [comment(sealed(result), login=author), {"id": 3, "body": sealed(result)}]
+    forged.append({"id": 4, "user": None, "body": sealed(result)})
+    assert read(forged) == []
+
+
+def test_a_bot_comment_someone_else_changed_is_never_a_source() -> None:
+    a = approve(DESTROYS)
+    assert read([comment(sealed(a), cid=5)], altered={5}) == []
+    assert len(read([comment(sealed(a), cid=5)], altered={6})) == 1
+
+
+def test_an_unsealed_marker_in_the_bots_own_comment_never_counts() -> None:
+    """The shape plangate used to write, typed into a bot comment by anyone with write access."""
+    fields = {"v": 2, "approver": "bob", "sha": SHA, "projects": ["dns"], "addresses": {"dns": ["a.b"]}}
+    assert read([comment(marker("approval", **fields))]) == []
+    assert read([comment(marker("approval", **{**fields, "v": 3}))]) == []
 
 
 def test_bot_login_compares_case_insensitively() -> None:
-    body = approval_marker(approve(DESTROYS))
-    assert len(approvals_from_comments([comment(body, login="PlanGate[bot]")], BOT, SHA)) == 1
+    body = sealed(approve(DESTROYS))
+    assert len(read([comment(body, login="PlanGate[bot]")])) == 1
 
 
 @given(destroy_maps, logins)
 def test_approvals_for_another_sha_never_count(destroys: dict[str, list[str]], who: str) -> None:
-    result = approval_for(destroys, OTHER, who, ())
+    result = approval_for(gates(destroys), OTHER, who, ())
     if isinstance(result, Refusal):
         return
-    assert approvals_from_comments([comment(approval_marker(result))], BOT, SHA) == []
-    cov = coverage(destroys, [result], sha=SHA)
+    assert read([comment(sealed(result))]) == []
+    cov = covered(gates(destroys), [result])
     assert not cov.approved_pairs and cov.approvers == []
-    assert approved_keys([result], next(iter(result.pairs))[0], sha=SHA) == frozenset()
     assert cov.complete == (not any(destroys.values()))
 
 
 def _fields(**over: Any) -> dict[str, Any]:
-    base: dict[str, Any] = {"v": 2, "approver": "ops", "sha": SHA, "projects": ["dns"], "addresses": {"dns": ["a.b"]}}
+    base: dict[str, Any] = {
+        "v": 3,
+        "approver": "ops",
+        "sha": SHA,
+        "plan": "p",
+        "changes": {"dns": {"a.b": "o"}},
+        "reply_to": 1,
+    }
     base.update(over)
     return {k: v for k, v in base.items() if v is not None}
 
@@ -156,110 +229,120 @@ def _z(data: object) -> str:
     return base64.b64encode(zlib.compress(json.dumps(data).encode())).decode()
 
 
+def _seal(**fields: Any) -> str:
+    return sealed_marker("approval", KEY, context(REPO, PR), **fields)
+
+
 @pytest.mark.parametrize(
     "body",
     [
-        "<!-- plangate:approval {not json} -->",
-        "<!-- plangate:approval [1, 2] -->",
-        marker("reply", **_fields()),  # wrong kind
-        marker("approval", **_fields(v=1)),  # before projects were identities: counts for nothing
-        marker("approval", **_fields(v="1")),
-        marker("approval", **_fields(approver="")),
-        marker("approval", **_fields(approver=None)),
-        marker("approval", **_fields(approver=["ops"])),
-        marker("approval", **_fields(sha=None)),
-        marker("approval", **_fields(sha=SHA.upper())),
-        marker("approval", **_fields(sha=SHA[:7])),
-        marker("approval", **_fields(addresses=None)),
-        marker("approval", **_fields(addresses={})),
-        marker("approval", **_fields(addresses={"dns": []})),
-        marker("approval", **_fields(addresses={"dns": "a.b"})),
-        marker("approval", **_fields(addresses={"dns": ["a.b", 3]})),
-        marker("approval", **_fields(addresses={"dns": [""]})),
-        marker("approval", **_fields(addresses=["dns", "a.b"])),
-        marker("approval", **_fields(projects=["dns", "web"])),
-        marker("approval", **_fields(projects=None)),
-        marker("approval", **_fields(projects="dns")),
-        marker("approval", **_fields(addresses_z=_z({"dns": ["a.b"]}))),  # both forms at once
-        marker("approval", **_fields(addresses=None, addresses_z="%%%not base64")),
-        marker("approval", **_fields(addresses=None, addresses_z=base64.b64encode(b"not zlib").decode())),
-        marker("approval", **_fields(addresses=None, addresses_z=_z(["dns"]))),
-        marker("approval", **_fields(addresses=None, addresses_z=3)),
+        "<!-- plangate:approval {not json} " + "0" * 64 + " -->",
+        sealed_marker("reply", KEY, context(REPO, PR), **_fields()),  # wrong kind
+        _seal(**_fields(v=2)),  # unsealed versions count for nothing, sealed or not
+        _seal(**_fields(v="3")),
+        _seal(**_fields(approver="")),
+        _seal(**_fields(approver=None)),
+        _seal(**_fields(approver=["ops"])),
+        _seal(**_fields(sha=None)),
+        _seal(**_fields(sha=SHA.upper())),
+        _seal(**_fields(sha=SHA[:7])),
+        _seal(**_fields(plan=None)),
+        _seal(**_fields(changes=None)),
+        _seal(**_fields(changes={})),
+        _seal(**_fields(changes={"dns": {}})),
+        _seal(**_fields(changes={"dns": "a.b"})),
+        _seal(**_fields(changes={"dns": ["a.b"]})),
+        _seal(**_fields(changes={"dns": {"a.b": 3}})),
+        _seal(**_fields(changes={"dns": {"": "o"}})),
+        _seal(**_fields(changes_z=_z({"dns": {"a.b": "o"}}))),  # both forms at once
+        _seal(**_fields(changes=None, changes_z="%%%not base64")),
+        _seal(**_fields(changes=None, changes_z=base64.b64encode(b"not zlib").decode())),
+        _seal(**_fields(changes=None, changes_z=_z(["dns"]))),
+        _seal(**_fields(changes=None, changes_z=3)),
         # a zip bomb: inflating stops at the cap
-        marker(
-            "approval",
-            **_fields(addresses=None, addresses_z=base64.b64encode(zlib.compress(b" " * (20 * 1024 * 1024))).decode()),
-        ),
+        _seal(**_fields(changes=None, changes_z=base64.b64encode(zlib.compress(b" " * (20 * 1024 * 1024))).decode())),
         "",
     ],
 )
-def test_malformed_markers_are_ignored(body: str) -> None:
-    assert approvals_from_comments([comment(body)], BOT, SHA) == []
+def test_malformed_markers_are_ignored_even_when_sealed(body: str) -> None:
+    assert read([comment(body)]) == []
 
 
-def test_a_well_formed_hand_written_marker_from_the_bot_counts() -> None:
-    """The control for the table above: the same shape, valid, is read."""
-    (a,) = approvals_from_comments([comment(marker("approval", **_fields()))], BOT, SHA)
-    assert a.pairs == {("dns", "a.b")}
-    compressed = marker("approval", **_fields(addresses=None, addresses_z=_z({"dns": ["a.b"]})))
-    (b,) = approvals_from_comments([comment(compressed)], BOT, SHA)
-    assert b.pairs == a.pairs
+def test_a_well_formed_sealed_marker_counts() -> None:
+    """The control for the table above: the same shape, valid, is read, plain or compressed."""
+    (a,) = read([comment(_seal(**_fields()))])
+    assert a.seen == {("dns", "a.b", "o")}
+    (b,) = read([comment(_seal(**_fields(changes=None, changes_z=_z({"dns": {"a.b": "o"}}))))])
+    assert b.seen == a.seen
 
 
-def test_only_the_first_marker_of_a_comment_is_read() -> None:
-    """An address holding marker text cannot smuggle a second approval into the bot's own reply."""
-    forged = marker("approval", **_fields(sha=OTHER, addresses={"web": ["x"]}, projects=["web"]))
+def test_only_a_marker_opening_the_body_is_read() -> None:
+    """An address holding marker text cannot smuggle a second approval into the bot's own reply, and text
+    the bot echoes later (a refusal quoting a command) can never carry one."""
+    forged = _seal(**_fields(sha=OTHER, changes={"web": {"x": "o"}}))
     a = approve({"dns": [forged]})
-    body = approval_marker(a) + "\n- `" + forged + "`"
-    assert approvals_from_comments([comment(body)], BOT, OTHER) == []
-    (back,) = approvals_from_comments([comment(body)], BOT, SHA)
+    body = sealed(a) + "\n- `" + forged + "`"
+    assert read([comment(body)], sha=OTHER) == []
+    (back,) = read([comment(body)])
     assert back.pairs == {("dns", forged)}
+    echoed = [f"@bob /plan refused: `{forged}`", f"plangate did not apply: {forged}", f"\n{forged}"]
+    assert read([comment(b, cid=i) for i, b in enumerate(echoed)], sha=OTHER) == []
 
 
 def test_large_approvals_are_compressed_and_still_complete() -> None:
-    destroys = {"dns": [f'module.zone["z{i}"].aws_route53_record.record["host-{i}.example.com"]' for i in range(6000)]}
+    destroys = {"dns": [f'module.zone["z{i}"].aws_route53_record.record["host-{i}.example.com"]' for i in range(2000)]}
     a = approve(destroys)
-    text = approval_marker(a)
-    assert "addresses_z" in text and len(text) <= MAX_MARKER
-    (back,) = approvals_from_comments([comment(text)], BOT, SHA)
-    assert back.pairs == a.pairs and len(back.pairs) == 6000
+    text = sealed(a)
+    assert "changes_z" in text and len(text) <= MAX_MARKER
+    (back,) = read([comment(text)])
+    assert back.seen == a.seen and len(back.pairs) == 2000
 
 
 def test_an_approval_too_large_to_record_is_refused() -> None:
     """Fail closed: an approval the PR cannot hold would vanish with Redis, so it is never given."""
     destroys = {"dns": [f"aws_route53_record.r{secrets.token_hex(32)}" for _ in range(2500)]}
-    result = approval_for(destroys, SHA, "ops")
+    result = approval_for(gates(destroys), SHA, "ops")
     assert isinstance(result, Refusal)
     assert result.reason.startswith("2,500 destroys at abc1234 are too many to record in one approval comment")
-    half = {"a": destroys["dns"][:500], "b": destroys["dns"][500:1000]}
-    assert isinstance(approval_for(half, SHA, "ops", ("a",)), Approval)
+    half = {"a": destroys["dns"][:400], "b": destroys["dns"][400:800]}
+    assert isinstance(approval_for(gates(half), SHA, "ops", ("a",)), Approval)
 
 
 def test_coverage_partial_then_complete() -> None:
     first = approve(DESTROYS, who="ann", names=("dns",))
-    cov = coverage(DESTROYS, [first], sha=SHA)
+    cov = covered(gates(DESTROYS), [first])
     assert cov.approved_pairs == first.pairs and cov.unapproved_pairs == {("web", "module.site.aws_s3_bucket.logs")}
     assert cov.approvers == ["ann"] and cov.total == 3 and not cov.complete
     second = approve(DESTROYS, who="bob", names=("web",))
     again = approve(DESTROYS, who="ann")
-    cov = coverage(DESTROYS, [first, second, again], sha=SHA)
-    assert cov.complete and cov.approvers == ["ann", "bob"]
-    assert fully_approved(DESTROYS, [first, second], sha=SHA)
-    assert approved_keys([first, second], "dns", sha=SHA) == frozenset(DESTROYS["dns"])
+    cov = covered(gates(DESTROYS), [first, second, again])
+    assert cov.complete and cov.approvers == ["ann", "bob"] and not cov.voided
 
 
 def test_a_new_destroy_at_the_same_sha_is_not_covered() -> None:
     """A re-plan that finds one more destroy needs a new approval for it."""
     a = approve(DESTROYS)
     grown = {**DESTROYS, "web": [*DESTROYS["web"], "aws_s3_bucket.new"]}
-    cov = coverage(grown, [a], sha=SHA)
-    assert cov.unapproved_pairs == {("web", "aws_s3_bucket.new")} and not fully_approved(grown, [a], sha=SHA)
+    cov = covered(gates(grown), [a])
+    assert cov.unapproved_pairs == {("web", "aws_s3_bucket.new")} and not cov.complete
     shrunk = {"dns": DESTROYS["dns"][:1]}
-    assert coverage(shrunk, [a], sha=SHA).approved_pairs == {("dns", DESTROYS["dns"][0])}
+    assert covered(gates(shrunk), [a]).approved_pairs == {("dns", DESTROYS["dns"][0])}
+
+
+def test_the_same_address_meaning_another_object_is_not_covered_and_says_so() -> None:
+    """A re-plan under the same head (the base branch moved the backend to production) finds the same
+    address: the object is another one, so the approval given for the first does not cover it."""
+    a = approve(DESTROYS)
+    moved = gates(DESTROYS)
+    moved["web"] = gates({"web": DESTROYS["web"]}, suffix=" in production")["web"]
+    cov = covered(moved, [a])
+    assert cov.unapproved_pairs == {("web", "module.site.aws_s3_bucket.logs")}
+    assert cov.voided == {("web", "module.site.aws_s3_bucket.logs")}
+    assert a.bound(moved).pairs == a.pairs - {("web", "module.site.aws_s3_bucket.logs")}
 
 
 def test_nothing_to_destroy_is_fully_approved() -> None:
-    cov = coverage({"dns": []}, [], sha=SHA)
+    cov = covered({"dns": {}}, [])
     assert cov.complete and cov.total == 0 and cov.approvers == []
 
 
@@ -267,7 +350,8 @@ approvals = st.builds(
     Approval,
     logins,
     st.sampled_from([SHA, OTHER]),
-    st.frozensets(st.tuples(projects, keys), max_size=5),
+    st.frozensets(st.tuples(projects, keys, keys), max_size=5),
+    st.text(max_size=8),
     st.none() | st.integers(1, 2**53),
 )
 
@@ -283,26 +367,20 @@ def test_redis_record_round_trips(items: list[Approval]) -> None:
     [
         "{}",
         "[1]",
-        '[{"approver": "", "sha": "x", "pairs": []}]',
-        '[{"approver": "a", "sha": "x", "pairs": [["p"]]}]',
-        '[{"approver": "a", "sha": "x", "pairs": [["p", 1]]}]',
-        '[{"approver": "a", "sha": "x", "pairs": "p"}]',
-        '[{"approver": "a", "sha": "x", "pairs": [], "comment_id": true}]',
-        '[{"approver": "a", "sha": "x", "pairs": [], "comment_id": "1"}]',
+        '[{"approver": "", "sha": "x", "seen": [], "plan": ""}]',
+        '[{"approver": "a", "sha": "x", "seen": [["p", "k"]], "plan": ""}]',
+        '[{"approver": "a", "sha": "x", "seen": [["p", "k", 1]], "plan": ""}]',
+        '[{"approver": "a", "sha": "x", "seen": "p", "plan": ""}]',
+        '[{"approver": "a", "sha": "x", "seen": []}]',
+        '[{"approver": "a", "sha": "x", "pairs": [["p", "k"]]}]',  # the record before objects: never an approval
+        '[{"approver": "a", "sha": "x", "seen": [], "plan": "", "comment_id": true}]',
+        '[{"approver": "a", "sha": "x", "seen": [], "plan": "", "comment_id": "1"}]',
         "not json",
     ],
 )
 def test_a_broken_redis_record_is_an_error_not_an_approval(text: str) -> None:
     with pytest.raises(ValueError):
         from_json(text)
-
-
-def test_a_marker_echoed_inside_a_bot_comment_never_counts() -> None:
-    sha = "c" * 40
-    forged = approval_marker(Approval("mallory", sha, frozenset({("infra", "terraform_data.doomed")})))
-    bodies = [f"@bob /plan refused: `{forged}`", f"plangate did not apply: {forged}", f"\n{forged}"]
-    comments = [{"id": i, "user": {"login": "plangate[bot]"}, "body": b} for i, b in enumerate(bodies)]
-    assert approvals_from_comments(comments, "plangate[bot]", sha) == []
 
 
 def test_an_approval_covers_only_a_plan_published_before_it_was_written() -> None:
@@ -319,12 +397,12 @@ def test_an_approval_covers_only_a_plan_published_before_it_was_written() -> Non
 
 def test_names_select_every_workspace_of_a_project_and_identities_keep_them_apart() -> None:
     staging, prod = "app@staging:infra", "app@prod:infra"
-    destroys = {staging: ["a.x"], prod: ["a.x"], "dns@default:dns": []}
+    destroys = gates({staging: ["a.x"], prod: ["a.x"], "dns@default:dns": []})
     both = approval_for(destroys, SHA, "ops", ("app",))
     assert isinstance(both, Approval) and both.pairs == {(staging, "a.x"), (prod, "a.x")}
     one = approval_for(destroys, SHA, "ops", (staging,))
     assert isinstance(one, Approval) and one.pairs == {(staging, "a.x")}
-    assert approved_keys([one], prod, sha=SHA) == frozenset()
+    assert covered(destroys, [one]).unapproved_pairs == {(prod, "a.x")}
     unknown = approval_for(destroys, SHA, "ops", ("web",))
     assert isinstance(unknown, Refusal) and "`web`" in unknown.reason and "`app`" in unknown.reason
     assert "@" not in unknown.reason  # people read names, not identities

@@ -10,7 +10,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from core.gate import Apply, Block, Noop, decide_apply, destroy_key, destroy_keys, unreadable, verdict
+from core.gate import Apply, Block, Noop, decide_apply, unreadable, verdict
+from core.gated import Gated, destroy_key, destroy_keys, plan_gates
 from core.plan import Plan, ResourceChange, parse_plan
 
 PLANS = Path(__file__).parent / "fixtures" / "terraform" / "plans"
@@ -179,7 +180,7 @@ def test_never_apply_with_an_unapproved_destroy(
     keys = {destroy_key(c) for c in plan.destroys}
     if isinstance(decision, Apply):
         assert keys <= approved
-        assert set(decision.destroys) == keys
+        assert set(decision.approved) == keys
         assert not errored and not plan.unknown_actions
     if isinstance(decision, Block):
         assert set(decision.unapproved) == keys - approved
@@ -187,3 +188,19 @@ def test_never_apply_with_an_unapproved_destroy(
         assert not keys and not errored
     if verdict(plan).kind == "apply":
         assert not isinstance(decision, Block)
+
+
+def test_decide_apply_gates_code_that_runs_at_apply_like_a_destroy() -> None:
+    plan = plan_of(change("a.a", ("delete",)), change("r.r", ("create",)))
+    gates = {**plan_gates(plan), "run local-exec of r.r": Gated("run local-exec of r.r", "o")}
+    blocked = decide_apply(plan, frozenset({"a.a"}), gates)
+    assert isinstance(blocked, Block) and blocked.unapproved == ("run local-exec of r.r",)
+    assert blocked.reasons == ("0 of 1 to destroy and 1 of 1 that run code at apply not approved",)
+    assert decide_apply(plan, frozenset({"a.a", "run local-exec of r.r"}), gates) == Apply(tuple(gates))
+
+
+def test_decide_apply_never_applies_on_gates_missing_a_destroy_of_the_plan() -> None:
+    """Gates of another plan (a caller's mistake) cannot stand in for this plan's destroys."""
+    plan = plan_of(change("a.a", ("delete",)), change("b.b", ("delete",)))
+    decision = decide_apply(plan, frozenset({"a.a"}), {"a.a": Gated("a.a", "o")})
+    assert isinstance(decision, Block) and decision.error

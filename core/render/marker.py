@@ -1,12 +1,15 @@
 """Hidden machine-readable markers in comments, bedevere style (pure).
 
 `<!-- plangate:KIND {json} -->` is invisible on GitHub and lets plangate find its own comments
-(plan parts, approvals) again. Anyone can type a marker, so a consumer must also check that the
-comment was written by the App before trusting it.
+(plan parts, approvals) again. Anyone can type a marker, and anyone with write access can edit the
+App's own comments, so a marker that can move the gate (an approval) is sealed: it carries a MAC
+with a key only the workers hold (`sealed_marker`), and counts only when it verifies (`open_sealed`).
 """
 
 from __future__ import annotations
 
+import hashlib
+import hmac
 import json
 import re
 from typing import Any
@@ -37,3 +40,39 @@ def parse_marker(body: object) -> tuple[str, dict[str, Any]] | None:
         if isinstance(fields, dict):
             return match.group(1), fields
     return None
+
+
+# A sealed marker carries a MAC after its JSON: `<!-- plangate:KIND {json} MAC -->`. The MAC is over the
+# exact bytes of the JSON as written (not a re-serialisation), so no byte of it can change and verify.
+_SEALED = re.compile(r"<!-- plangate:([a-z][a-z0-9_-]{0,39}) (\{.*?\}) ([0-9a-f]{64}) -->", re.DOTALL)
+
+
+def _seal(key: bytes, kind: str, context: str, payload: str) -> str:
+    message = f"plangate-marker\0{kind}\0{context}\0".encode() + payload.encode()
+    return hmac.new(key, message, hashlib.sha256).hexdigest()
+
+
+def sealed_marker(kind: str, key: bytes, context: str, **fields: Any) -> str:
+    """A marker only the holder of `key` can write, bound to `context` (where it may appear, e.g. the
+    repository and issue it belongs to): copied anywhere else, or changed in any byte, it verifies nowhere."""
+    plain = marker(kind, **fields)
+    payload = plain[len(f"<!-- plangate:{kind} ") : -len(" -->")]
+    return f"<!-- plangate:{kind} {payload} {_seal(key, kind, context, payload)} -->"
+
+
+def open_sealed(body: object, kind: str, key: bytes, context: str) -> dict[str, Any] | None:
+    """The fields of the sealed `kind` marker that opens `body`, when its MAC verifies for `context`;
+    None for anything else (absent, another kind, altered, sealed for another context). Never raises."""
+    if not isinstance(body, str):
+        return None
+    found = _SEALED.match(body)
+    if found is None or found.group(1) != kind:
+        return None
+    payload, mac = found.group(2), found.group(3)
+    if not hmac.compare_digest(mac, _seal(key, kind, context, payload)):
+        return None
+    try:
+        fields = json.loads(payload)
+    except (ValueError, RecursionError):
+        return None
+    return fields if isinstance(fields, dict) else None
