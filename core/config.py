@@ -50,6 +50,7 @@ class ProjectConfig:
     when_modified: tuple[str, ...] = DEFAULT_WHEN_MODIFIED
     apply_on_merge: bool = True
     drift_schedule: str | None = None  # None: the top-level drift schedule, if any
+    gate_code_at_apply: bool | None = None  # None: the top-level setting
 
 
 @dataclass(frozen=True)
@@ -89,6 +90,15 @@ class RepoConfig:
     drift_schedule: str | None = None  # cron; None: no drift checks
     replan_on_base_change: bool = True  # re-plan open PRs on the merge when the apply branch moves
     destroy_rules: tuple[DestroyRule, ...] = ()
+    gate_code_at_apply: bool = True  # code that runs at apply (provisioners…) needs an approval
+
+    def gates_code(self, project: str) -> bool:
+        """Does code that runs at apply need an approval in `project`? Read on the default branch's
+        config, so a pull request cannot turn the gate off for itself."""
+        for p in self.projects or ():
+            if p.name == project and p.gate_code_at_apply is not None:
+                return p.gate_code_at_apply
+        return self.gate_code_at_apply
 
 
 class _UniqueKeyLoader(yaml.SafeLoader):
@@ -197,7 +207,16 @@ def _dir(value: str, path: str) -> str:
     return norm
 
 
-_PROJECT_KEYS = ("name", "dir", "workspace", "tool", "when_modified", "apply_on_merge", "drift")
+_PROJECT_KEYS = (
+    "name",
+    "dir",
+    "workspace",
+    "tool",
+    "when_modified",
+    "apply_on_merge",
+    "drift",
+    "gate_code_at_apply",
+)
 
 
 def _project(value: object, path: str) -> ProjectConfig:
@@ -223,6 +242,11 @@ def _project(value: object, path: str) -> ProjectConfig:
         when_modified=when,
         apply_on_merge=_typed(m, "apply_on_merge", f"{path}.apply_on_merge", bool, "true or false", True),
         drift_schedule=_drift(m, f"{path}.drift"),
+        gate_code_at_apply=(
+            _typed(m, "gate_code_at_apply", f"{path}.gate_code_at_apply", bool, "true or false", True)
+            if "gate_code_at_apply" in m
+            else None
+        ),
     )
 
 
@@ -309,6 +333,7 @@ _TOP_KEYS = (
     "drift",
     "replan_on_base_change",
     "destroy_rules",
+    "gate_code_at_apply",
 )
 
 
@@ -343,4 +368,5 @@ def parse_config(text: str | None, *, refused: str | None = None) -> RepoConfig:
         drift_schedule=_drift(m, "drift"),
         replan_on_base_change=_typed(m, "replan_on_base_change", "replan_on_base_change", bool, "true or false", True),
         destroy_rules=_destroy_rules(m.get("destroy_rules")),
+        gate_code_at_apply=_typed(m, "gate_code_at_apply", "gate_code_at_apply", bool, "true or false", True),
     )

@@ -2,15 +2,18 @@
 
 from __future__ import annotations
 
+import hashlib
 import re
 
 from hypothesis import given
 from hypothesis import strategies as st
 
-from core.approvals import Approval, approval_for, approvals_from_comments, coverage
+from core.approvals import Approval, Coverage, approval_for, approval_marker, approvals_from_comments, context
 from core.commands import NearMiss, parse_command
 from core.config import DestroyApprovers, RepoConfig, parse_config
-from core.render.marker import parse_marker
+from core.destroy_rules import rule_coverage
+from core.gated import Gated
+from core.render.marker import open_sealed, parse_marker
 from core.render.replies import (
     GITHUB_LIMIT,
     approval_status,
@@ -30,10 +33,31 @@ BOT = "plangate[bot]"
 DNS = ['aws_route53_record.www["a"]', "aws_route53_record.mx"]
 
 
+KEY = b"k" * 32
+
+
+def gates(destroys: dict[str, list[str]]) -> dict[str, dict[str, Gated]]:
+    """Objects as plan digests are: 32 hex digits, as good as random to zlib."""
+    return {p: {k: Gated(k, hashlib.sha256(k.encode()).hexdigest()[:32]) for k in ks} for p, ks in destroys.items()}
+
+
 def approve(destroys: dict[str, list[str]], who: str = "x", names: tuple[str, ...] = ()) -> Approval:
-    result = approval_for(destroys, SHA, who, names)
+    result = approval_for(gates(destroys), SHA, who, names)
     assert isinstance(result, Approval), result
     return result
+
+
+def seal(a: Approval, reply_to: int | None = None) -> str:
+    return approval_marker(a, key=KEY, repo_id=1, number=2, reply_to=reply_to)
+
+
+def coverage(destroys: dict[str, list[str]], approvals: list[Approval], sha: str) -> Coverage:
+    return rule_coverage(gates(destroys), approvals, sha=sha, rules=(), eligible={})
+
+
+def read_back(body: str) -> list[Approval]:
+    comments = [{"id": 5, "user": {"login": BOT}, "body": body}]
+    return approvals_from_comments(comments, bot_login=BOT, key=KEY, repo_id=1, number=2, sha=SHA)
 
 
 def lines_after_marker(body: str) -> list[str]:
@@ -44,10 +68,10 @@ def lines_after_marker(body: str) -> list[str]:
 
 def test_approved_reply_lists_each_destroy() -> None:
     a = approve({"dns": DNS, "web": []})
-    body = render_approved(a, coverage({"dns": DNS, "web": []}, [a], sha=SHA), reply_to=99)
-    kind, fields = parse_marker(body) or ("", {})
-    assert kind == "approval" and fields["reply_to"] == 99 and fields["approver"] == "x"
-    assert fields["addresses"] == {"dns": sorted(DNS)} and fields["projects"] == ["dns"] and fields["sha"] == SHA
+    body = render_approved(a, coverage({"dns": DNS, "web": []}, [a], sha=SHA), marker=seal(a, 99))
+    fields = open_sealed(body, "approval", KEY, context(1, 2)) or {}
+    assert fields["reply_to"] == 99 and fields["approver"] == "x" and fields["sha"] == SHA
+    assert fields["changes"] == {"dns": {k: hashlib.sha256(k.encode()).hexdigest()[:16] for k in DNS}}
     text = lines_after_marker(body)
     assert text[0] == "Approved by @x: 2 destroys in dns at abc1234:"
     assert '- `aws_route53_record.www["a"]`' in text and "- `aws_route53_record.mx`" in text
@@ -57,7 +81,7 @@ def test_approved_reply_lists_each_destroy() -> None:
 def test_approved_reply_groups_by_project_and_says_what_is_left() -> None:
     destroys = {"dns": DNS, "web": ["aws_s3_bucket.logs"], "db": ["aws_db_instance.main"]}
     a = approve(destroys, names=("web", "dns"))
-    body = render_approved(a, coverage(destroys, [a], sha=SHA))
+    body = render_approved(a, coverage(destroys, [a], sha=SHA), marker=seal(a))
     text = lines_after_marker(body)
     assert text[0] == "Approved by @x: 3 destroys in dns, web at abc1234:"
     assert "**dns** (2 destroys):" in text and "**web** (1 destroy):" in text
@@ -66,7 +90,8 @@ def test_approved_reply_groups_by_project_and_says_what_is_left() -> None:
 
 
 def test_one_destroy_is_singular() -> None:
-    body = render_approved(approve({"dns": ["a.b"]}))
+    a = approve({"dns": ["a.b"]})
+    body = render_approved(a, marker=seal(a))
     assert "Approved by @x: 1 destroy in dns at abc1234:" in body
     assert "now approved" not in body  # no coverage given: no claim about the rest
 
@@ -83,17 +108,17 @@ def test_addresses_are_quoted_exactly() -> None:
 
 def test_thousands_of_destroys_are_summarized_but_all_recorded() -> None:
     destroys = {
-        p: [f'module.zone["{p}"].aws_route53_record.r["host-{i}.example.com"]' for i in range(4000)]
+        p: [f'module.zone["{p}"].aws_route53_record.r["host-{i}.example.com"]' for i in range(1000)]
         for p in ("dns", "web")
     }
     a = approve(destroys)
-    body = render_approved(a, coverage(destroys, [a], sha=SHA))
+    body = render_approved(a, coverage(destroys, [a], sha=SHA), marker=seal(a))
     assert len(body) <= GITHUB_LIMIT
     shown = sum(1 for line in body.splitlines() if line.startswith("- `"))
-    assert 100 < shown < 8000
-    assert f"- … and {8000 - shown:,} more (all 8,000 are recorded in this comment)" in body
+    assert 100 < shown < 2000
+    assert f"- … and {2000 - shown:,} more (all 2,000 are recorded in this comment)" in body
     assert "Every destroy at abc1234 is now approved." in body
-    (back,) = approvals_from_comments([{"id": 5, "user": {"login": BOT}, "body": body}], BOT, SHA)
+    (back,) = read_back(body)
     assert back.pairs == a.pairs
 
 
@@ -105,19 +130,19 @@ def test_any_approval_renders_within_the_limit_and_reads_back(destroys: dict[str
     a = approve(destroys) if destroys else None
     if a is None:
         return
-    body = render_approved(a, limit=GITHUB_LIMIT)
+    body = render_approved(a, marker=seal(a), limit=GITHUB_LIMIT)
     assert len(body) <= GITHUB_LIMIT
-    (back,) = approvals_from_comments([{"id": 1, "user": {"login": BOT}, "body": body}], BOT, SHA)
+    (back,) = read_back(body)
     assert back.pairs == a.pairs and back.approver == "x"
 
 
 def test_refusal_texts() -> None:
-    refusal = approval_for({"dns": []}, SHA, "x", ())
+    refusal = approval_for(gates({"dns": []}), SHA, "x", ())
     assert not isinstance(refusal, Approval)
     body = render_refusal(refusal.reason, reply_to=3)
     assert parse_marker(body) == ("reply", {"command": "approve-destroy", "outcome": "refused", "reply_to": 3})
     assert lines_after_marker(body) == ["/approve-destroy: the latest plan at abc1234 has no destroys"]
-    unknown = approval_for({"dns": ["a.b"]}, SHA, "x", ("dsn",))
+    unknown = approval_for(gates({"dns": ["a.b"]}), SHA, "x", ("dsn",))
     assert not isinstance(unknown, Approval)
     assert "no project named `dsn`" in render_refusal(unknown.reason)
 
@@ -205,6 +230,24 @@ def test_approval_status() -> None:
 
 def test_many_projects_are_counted_in_the_headline() -> None:
     destroys = {f"p{i:02d}": [f"aws_s3_bucket.b{i}"] for i in range(12)}
-    body = render_approved(approve(destroys))
+    a = approve(destroys)
+    body = render_approved(a, marker=seal(a))
     assert "Approved by @x: 12 destroys in p00, p01, p02, p03, p04, p05, p06, p07, p08, p09 and 2 more projects" in body
     assert "**p11** (1 destroy):" in body
+
+
+def test_code_that_runs_at_apply_is_named_apart_from_destroys() -> None:
+    destroys = {"dns": ["a.b", "run local-exec provisioner of terraform_data.x (at create)"]}
+    a = approve(destroys)
+    body = render_approved(a, marker=seal(a))
+    assert "Approved by @x: 1 destroy and 1 change that runs code at apply in dns at abc1234:" in body
+    state, text = approval_status(coverage(destroys, [], sha=SHA))
+    assert (state, text) == ("failure", "1 to destroy, 1 runs code at apply — comment /approve-destroy")
+
+
+def test_an_approval_for_another_object_is_named_in_what_is_left() -> None:
+    a = approve({"dns": ["a.b"]})
+    moved = {"dns": {"a.b": Gated("a.b", "another object")}}
+    cov = rule_coverage(moved, [a], sha=SHA, rules=(), eligible={})
+    body = render_approved(a, cov, marker=seal(a))
+    assert "1 destroy approved before no longer covered: what they destroy (or the code they run) changed" in body

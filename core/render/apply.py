@@ -11,7 +11,8 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping, Sequence
 
-from core.gate import Block, destroy_key
+from core.gate import Block
+from core.gated import Gated, destroy_key, is_code_key
 from core.plan import Plan, ResourceChange
 from core.render.destroys import action_label, reason_label
 from core.render.marker import marker
@@ -70,17 +71,24 @@ def _listing(sections: Sequence[tuple[str, list[str]]], budget: int) -> str:
     return "\n\n".join(p for p in [_join(kept), CUT_NOTE.format(n=f"{total - shown:,}")] if p)
 
 
-def _destroy_sections(block: Block, plan: Plan | None, m: Masker) -> list[tuple[str, list[str]]]:
+def _destroy_sections(
+    block: Block, plan: Plan | None, gates: Mapping[str, Gated], m: Masker
+) -> list[tuple[str, list[str]]]:
     changes = {destroy_key(c): c for c in reversed(plan.destroys)} if plan is not None else {}
     changes = dict(reversed(changes.items()))  # first change per key, in plan order
     if block.error:
-        keys = list(changes) or list(block.unapproved)
+        keys = list(changes) or [k for k in block.unapproved if not is_code_key(k)]
         return [(f"The plan would destroy {_count(len(keys))}:", [_item(k, changes.get(k), m) for k in keys])]
-    unapproved = [_item(k, changes.get(k), m) for k in block.unapproved]
+    unapproved = [_item(k, changes.get(k), m) for k in block.unapproved if not is_code_key(k)]
     approved = [_item(k, c, m) for k, c in changes.items() if k not in block.unapproved]
+    runs = [g for g in gates.values() if g.runs_code]
+    open_runs = [f"- {m(one_line(g.what or g.key, 1_000))}" for g in runs if g.key in block.unapproved]
+    approved_runs = [f"- {m(one_line(g.what or g.key, 1_000))}" for g in runs if g.key not in block.unapproved]
     return [
         (f"Not approved ({len(unapproved):,}):", unapproved),
+        (f"Runs code at apply, not approved ({len(open_runs):,}):", open_runs),
         (f"Already approved ({len(approved):,}), destroyed too when this applies:", approved),
+        (f"Already approved code that runs at apply ({len(approved_runs):,}):", approved_runs),
     ]
 
 
@@ -100,11 +108,15 @@ def render_blocked(
     approved_on: str | None,
     mask_patterns: Sequence[str] = (),
     revoked: Sequence[tuple[str, str]] = (),
+    gates: Mapping[str, Gated] | None = None,
+    voided: Sequence[str] = (),
     limit: int = GITHUB_LIMIT,
 ) -> str:
     """The comment (on the merged PR, or on the issue for a direct push) for an apply the gate refused.
 
-    `revoked`: approvers whose approval no longer counts, and why (re-checked at apply time)."""
+    `revoked`: approvers whose approval no longer counts, and why (re-checked at apply time); `gates`:
+    the plan's gated changes (code that runs at apply is listed under its own heading); `voided`: keys
+    approved earlier for another object (or other code) than this plan's."""
     m = Masker(plan.sensitive_values if plan is not None else (), mask_patterns)
     short = sha[:7]
     where = f" from #{pr}" if pr is not None else ""
@@ -123,17 +135,24 @@ def render_blocked(
         ]
         bottom = [f"Fix the cause and push again, or comment `/plan` here to plan {short} again."]
     else:
-        top += ["> [!CAUTION]", f"> **{len(block.unapproved):,} to destroy — not approved.**"]
+        runs = sum(1 for k in block.unapproved if is_code_key(k))
+        what = [f"{len(block.unapproved) - runs:,} to destroy"] if runs < len(block.unapproved) else []
+        what += [f"{runs:,} that run{'s' if runs == 1 else ''} code at apply"] if runs else []
+        top += ["> [!CAUTION]", f"> **{' and '.join(what)} — not approved.**"]
         if approved_on:
-            top += [f"> The approval given on {one_line(approved_on, 64)[:7]} did not cover these destroys."]
+            these = "these changes" if runs else "these destroys"
+            top += [f"> The approval given on {one_line(approved_on, 64)[:7]} did not cover {these}."]
+        if voided:
+            shown = ", ".join(code(m(k)) for k in list(voided)[:10])
+            top += [f"> Approved before, but what they destroy (or run) changed since: {shown}."]
         for login, why in revoked:
-            top += [f"> @{one_line(login, 100)} no longer qualifies to approve destroys: {m(one_line(why, 300))}"]
+            top += [f"> @{one_line(login, 100)} no longer qualifies to approve destroys: {m(one_line(why, 1_000))}"]
         top += [""]
         bottom = [
             f"Comment `/approve-destroy` here to approve exactly these destroys at {short}; "
             "plangate will plan again and apply only if the destroy set is unchanged."
         ]
-    sections = _destroy_sections(block, plan, m)
+    sections = _destroy_sections(block, plan, gates or {}, m)
     lines = diff_lines(m(plan_text)) if plan_text.strip() else []
     head = marker("apply-blocked", sha=sha, project=project)
 

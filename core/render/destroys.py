@@ -1,4 +1,4 @@
-"""The destroy and drift sections of a plan comment (pure).
+"""The destroy, code-at-apply and drift sections of a plan comment (pure).
 
 Addresses are quoted exactly as terraform prints them. When the list cannot fit the comment,
 it is cut and the note says exactly how many were left out.
@@ -6,11 +6,12 @@ it is cut and the note says exactly how many were left out.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 
-from core.gate import destroy_key
+from core.gated import Gates, destroy_key
 from core.plan import ResourceChange
-from core.render.text import code, one_line
+from core.projects import identity_label
+from core.render.text import code, fit_items, one_line
 from core.results import ProjectResult
 
 REASONS = {
@@ -124,3 +125,36 @@ def drift_lines(result: ProjectResult, mask: Mask) -> list[str]:
         f"- {code(mask(c.address))} — {words.get(c.action_class, ', '.join(c.actions))} outside Terraform"
         for c in result.plan.drift
     ]
+
+
+def code_section(gates: Gates, mask: Mask, budget: int) -> str:
+    """A CAUTION alert listing the code an apply would run (provisioners, programs, providers from the
+    repository): gated like destroys, under its own heading."""
+    runs = [(identity, g) for identity, gated in gates.items() for g in gated.values() if g.runs_code]
+    if not runs:
+        return ""
+    several = len({identity for identity, _ in runs}) > 1
+    top = [
+        "> [!CAUTION]",
+        f"> **Runs code at apply** ({len(runs):,}): merging would run this with the apply's credentials, beyond "
+        "the planned changes. It needs `/approve-destroy`, like a destroy.",
+    ]
+    items = [
+        f"> - {mask(one_line(g.what or g.key, 300))}"
+        + (f" · {code(mask(identity_label(identity)), 200)}" if several else "")
+        for identity, g in runs
+    ]
+    kept, _ = fit_items(items, budget - sum(len(line) + 1 for line in top), "> - … and {n} more")
+    return "\n".join([*top, *kept])
+
+
+def voided_note(voided: Collection[tuple[str, str]]) -> str:
+    """Approvals given earlier that no longer cover a change: what it destroys (or runs) is another thing now."""
+    if not voided:
+        return ""
+    keys = sorted({key for _, key in voided})
+    shown = ", ".join(code(k, 200) for k in keys[:10]) + (f" and {len(keys) - 10:,} more" if len(keys) > 10 else "")
+    return (
+        "> [!WARNING]\n> An earlier approval no longer covers "
+        f"{shown}: the object it destroys (or the code it runs) changed since that approval. Look again and approve."
+    )

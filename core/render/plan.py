@@ -10,7 +10,8 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 
-from core.render.destroys import Notes, destroy_section, drift_lines
+from core.gated import Gates
+from core.render.destroys import Notes, code_section, destroy_section, drift_lines, voided_note
 from core.render.marker import marker, parse_marker
 from core.render.mask import MASK, Masker, mask
 from core.render.status import destroy_status, failed, pending_status, plan_status
@@ -152,7 +153,15 @@ def _pack(first: str, blocks: list[Block], first_room: int, fresh_room: int) -> 
 
 
 def _layout(
-    results: Sequence[ProjectResult], pr: int, sha: str, m: Masker, limit: int, note: str, notes: Notes
+    results: Sequence[ProjectResult],
+    pr: int,
+    sha: str,
+    m: Masker,
+    limit: int,
+    note: str,
+    notes: Notes,
+    gates: Gates,
+    voided: frozenset[tuple[str, str]],
 ) -> list[str]:
     title = f"## plangate plan for {code(sha[:7])}"
     bad = sum(1 for r in results if failed(r))
@@ -164,8 +173,11 @@ def _layout(
     intro = "\n".join([title, "", status + (f"\n\n{m(clip(note, 1_000))}" if note else ""), "", *headlines])
     widest = marker("plan", parts=10**6, part=10**6, pr=pr, sha=sha)
     reserve = len(widest) + len(title) + 200  # marker, continuation title / footer
-    destroys = destroy_section(results, m, limit - reserve - len(intro) - 4, notes)
-    first = intro + (f"\n\n{destroys}" if destroys else "")
+    warning = voided_note(voided)
+    runs = code_section(gates, m, (limit - reserve - len(intro)) // 4)
+    room = limit - reserve - len(intro) - len(warning) - len(runs) - 8
+    sections = [warning, destroy_section(results, m, room, notes), runs]
+    first = "\n\n".join([intro, *(s for s in sections if s)])
     blocks: list[Block] = [b for b in [_drift_block(results, m)] if b is not None]
     blocks += [_error_block(r, m) for r in results if failed(r)]
     blocks += [_plan_block(r, m) for r in results if r.plan_text.strip() or not failed(r)]
@@ -191,9 +203,12 @@ def render_plan_comments(
     limit: int = GITHUB_LIMIT,
     note: str = "",
     notes: Notes | None = None,
+    gates: Gates | None = None,
+    voided: frozenset[tuple[str, str]] = frozenset(),
 ) -> list[str]:
     """The PR's plan comment bodies (part 1 first), each at most `limit` characters. `notes`: per
-    destroy, what a destroy rule says about it.
+    destroy, what a destroy rule says about it; `gates`: the gated changes (core.gated), whose code runs
+    get a section of their own; `voided`: changes an earlier approval no longer covers.
 
     Every rendered string is masked with the plans' sensitive values and `mask_patterns`
     (the marker line excepted: it holds only numbers and the SHA).
@@ -203,7 +218,8 @@ def render_plan_comments(
     m = Masker([s for r in results for s in r.secrets], mask_patterns)
     budget = limit
     for _ in range(5):
-        bodies = [_remask(b, m) for b in _layout(results, pr, sha, m, budget, note, notes or {})]
+        laid = _layout(results, pr, sha, m, budget, note, notes or {}, gates or {}, voided)
+        bodies = [_remask(b, m) for b in laid]
         over = max(len(b) for b in bodies) - limit
         if over <= 0:
             return bodies

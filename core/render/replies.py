@@ -1,9 +1,10 @@
 """Reply comments to slash commands, and the plangate/destroy status an approval produces (pure).
 
 Every reply starts with a hidden marker: `plangate:approval` for an approval (the full record,
-see core.approvals), `plangate:reply` otherwise, both carrying `reply_to` (the command's
-comment id) so a retried job can tell it already answered. Bodies stay under GitHub's 65,536
-characters: a long destroy list is cut with an exact count, while the marker keeps every key.
+sealed, see core.approvals: made by the caller, who holds the key), `plangate:reply` otherwise, both
+carrying `reply_to` (the command's comment id) so a retried job can tell it already answered. Bodies
+stay under GitHub's 65,536 characters: a long destroy list is cut with an exact count, while the
+marker keeps every key.
 Logins, users and teams in help text are never @-mentioned (that would ping them on each /help).
 """
 
@@ -12,9 +13,10 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from core.approvals import Approval, Coverage, approval_marker
+from core.approvals import Approval, Coverage
 from core.commands import NearMiss
 from core.config import RepoConfig
+from core.gated import is_code_key
 from core.projects import identity_label
 from core.render.marker import marker
 from core.render.status import State, describe
@@ -55,6 +57,15 @@ def _count(n: int) -> str:
     return f"{n:,} destroy" if n == 1 else f"{n:,} destroys"
 
 
+def _gated(keys: Sequence[str] | frozenset[str]) -> str:
+    """ "2 destroys", "1 destroy and 1 change that runs code at apply"…"""
+    code = sum(1 for k in keys if is_code_key(k))
+    runs = f"{code:,} change{'s' if code != 1 else ''} that run{'s' if code == 1 else ''} code at apply"
+    if not code:
+        return _count(len(keys))
+    return runs if code == len(keys) else f"{_count(len(keys) - code)} and {runs}"
+
+
 def _listing(addresses: dict[str, list[str]], budget: int) -> str:
     """Destroy items grouped by project (headers only when several), cut to `budget` with an exact count."""
     several = len(addresses) > 1
@@ -92,9 +103,14 @@ def _still_open(cov: Coverage, sha: str) -> str:
         )
     projects = sorted({p for p, _ in cov.unapproved_pairs})
     text = (
-        f"Still not approved at {sha[:7]}: {_count(len(cov.unapproved_pairs))} in {_project_names(projects)} "
-        "(comment /approve-destroy, or /approve-destroy PROJECT)."
+        f"Still not approved at {sha[:7]}: {_gated([k for _, k in cov.unapproved_pairs])} in "
+        f"{_project_names(projects)} (comment /approve-destroy, or /approve-destroy PROJECT)."
     )
+    if cov.voided:
+        text += (
+            f"\n\n{_gated([k for _, k in cov.voided])} approved before no longer covered: what they destroy "
+            "(or the code they run) changed since that approval."
+        )
     waiting = sorted(
         (pair, note) for pair, note in cov.notes.items() if pair in cov.unapproved_pairs and pair not in cov.never
     )
@@ -115,17 +131,16 @@ def _project_names(names: Sequence[str], most: int = 10) -> str:
     return f"{shown} and {len(names) - most:,} more projects" if len(names) > most else shown
 
 
-def render_approved(
-    approval: Approval, cov: Coverage | None = None, *, reply_to: int | None = None, limit: int = GITHUB_LIMIT
-) -> str:
-    """Reply "Approved by @x: 2 destroys in dns at abc1234:" and the list; `cov`: coverage after this approval."""
+def render_approved(approval: Approval, cov: Coverage | None = None, *, marker: str, limit: int = GITHUB_LIMIT) -> str:
+    """Reply "Approved by @x: 2 destroys in dns at abc1234:" and the list; `cov`: coverage after this
+    approval; `marker`: the approval's sealed marker (core.approvals.approval_marker), which opens the body."""
     addresses = approval.addresses()
     head = (
-        f"Approved by @{one_line(approval.approver, 100)}: {_count(len(approval.pairs))} in "
+        f"Approved by @{one_line(approval.approver, 100)}: {_gated([k for _, k in approval.pairs])} in "
         f"{_project_names(list(addresses))} at {approval.sha[:7]}:"
     )
     tail = _still_open(cov, approval.sha) if cov is not None else ""
-    top = approval_marker(approval, reply_to)
+    top = marker
     budget = limit - len(top) - len(head) - len(tail) - _SLACK
     if budget < 0:
         raise ValueError("the approval record does not fit a comment; approval_for refuses such approvals")
@@ -245,13 +260,16 @@ def approval_status(cov: Coverage) -> tuple[State, str]:
     """
     if cov.total == 0:
         return "success", "No destroys"
+    keys = [k for _, k in cov.approved_pairs | cov.unapproved_pairs]
+    code = sum(1 for k in keys if is_code_key(k))
+    parts = [f"{len(keys) - code:,} to destroy"] if code < len(keys) else []
+    parts += [f"{code:,} run{'s' if code == 1 else ''} code at apply"] if code else []
+    gated = ", ".join(parts)
     if cov.never:
-        return "failure", describe(
-            f"{cov.total:,} to destroy; {len(cov.never):,} no approval can unlock (destroy_rules never)"
-        )
+        return "failure", describe(f"{gated}; {len(cov.never):,} no approval can unlock (destroy_rules never)")
     if cov.complete:
         names = [f"@{one_line(a, 60)}" for a in cov.approvers]
         who = names[0] if len(names) == 1 else f"{', '.join(names[:-1])} and {names[-1]}"
-        return "success", describe(f"{_count(cov.total)} approved by {who}")
+        return "success", describe(f"{_gated(keys)} approved by {who}")
     done = f" ({len(cov.approved_pairs):,} approved)" if cov.approved_pairs else ""
-    return "failure", describe(f"{cov.total:,} to destroy{done} — comment /approve-destroy")
+    return "failure", describe(f"{gated}{done} — comment /approve-destroy")
