@@ -62,6 +62,7 @@ class PlanRequest(RepoTarget):
     base_sha: str = ""  # the base branch's commit the PR is compared with: a deleted project is destroyed from it
     on_merge: bool = False  # the base branch moved: plan GitHub's test merge instead of the head
     code_sha: str = ""  # the commit whose code is planned when it is not `sha` (the test merge)
+    pusher: str = ""  # who pushed `sha` (a `synchronize` sender): an author of the PR from now on
 
     def head_key(self) -> str:
         return keys.head(self.repo_id, self.pr)
@@ -109,6 +110,19 @@ class CommandRequest(RepoTarget):
     created_at: str | None = None  # when the comment was written (GitHub's clock): what its author could see
     via: str = "comment"  # "comment", or "check_run": a button on a check run (no comment to react to)
     event_id: str = ""  # the delivery of a button press: each press is its own command
+    plan_digest: str = ""  # a button press: the digest of the plan its page showed (the action's identifier)
+
+
+@dataclass(frozen=True)
+class CommentChange(RepoTarget):
+    """A comment edited or deleted by someone other than its author (`issue_comment` edited/deleted):
+    when it is one of plangate's, plangate puts its text back."""
+
+    number: int
+    comment_id: int
+    action: str  # "edited" | "deleted"
+    by: str  # who changed it (the webhook's sender)
+    at: str | None = None  # GitHub's time of the edit (the comment's updated_at); None for a delete
 
 
 @dataclass(frozen=True)

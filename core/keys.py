@@ -69,6 +69,21 @@ def comment_url(repo_id: int, number: int, kind: str) -> str:
     return f"plangate:comment-url:{repo_id}:{number}:{kind}"
 
 
+def written(repo_id: int, comment_id: int) -> str:
+    """What plangate last wrote in one of its comments: someone else's change is noticed and put back."""
+    return f"plangate:written:{repo_id}:{comment_id}"
+
+
+def written_issue(repo_id: int, number: int) -> str:
+    """What plangate last wrote as the body of an issue it opened."""
+    return f"plangate:written-issue:{repo_id}:{number}"
+
+
+def pushers(repo_id: int, pr: int) -> str:
+    """Who pushed to a PR's branch, as the `synchronize` webhooks said: none of them may approve it."""
+    return f"plangate:pushers:{repo_id}:{pr}"
+
+
 def blocked(repo_id: int, number: int) -> str:
     return f"plangate:blocked:{repo_id}:{number}"
 

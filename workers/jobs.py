@@ -15,6 +15,7 @@ from core import keys
 from core.contract import (
     PLANS_QUEUE,
     CommandRequest,
+    CommentChange,
     GroupRequest,
     PlanRequest,
     PushRequest,
@@ -29,7 +30,7 @@ from workers import fanout, plan_results, slots
 from workers.adapters.store import applies as apply_store
 from workers.context import context
 from workers.flows import apply_project as apply_flow
-from workers.flows import carry, commands, drift, merge_queue, pr_plan, pr_publish, push_apply
+from workers.flows import carry, commands, drift, merge_queue, pr_plan, pr_publish, push_apply, restore
 from workers.rescheduling import reschedulable
 
 
@@ -208,6 +209,11 @@ def handle_command(request: CommandRequest) -> str:
             queue, "workers.jobs.plan_pr", job_id("plan", replan.repo_id, replan.pr, replan.sha, replan.trigger), replan
         )
     return outcome.reaction
+
+
+def restore_comment(request: CommentChange) -> str:
+    """One of plangate's comments changed or deleted by someone else: its text put back."""
+    return asyncio.run(restore.on_change(context(), request))
 
 
 def apply_push(request: PushRequest) -> list[str]:

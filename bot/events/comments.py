@@ -1,7 +1,10 @@
-"""issue_comment created: slash commands on a PR, or on an issue plangate opened.
+"""issue_comment: slash commands on a PR, or on an issue plangate opened; and plangate's own comments
+changed by someone else.
 
-Only `created` is routed: an edited or deleted comment is never a command and gets no answer.
-Parsing is pure (core.commands); the job does everything that needs GitHub.
+Only `created` is a command: an edited or deleted comment is never one and gets no answer. A comment
+by an App edited or deleted by anyone but that App may be one of plangate's: the job puts plangate's
+text back (workers.flows.restore). Parsing is pure (core.commands); the jobs do everything that needs
+GitHub.
 """
 
 from __future__ import annotations
@@ -10,7 +13,7 @@ from gidgethub.routing import Router
 from gidgethub.sansio import Event
 
 from core.commands import Command, NearMiss, parse_command, should_consider
-from core.contract import CommandRequest, job_id
+from core.contract import CommandRequest, CommentChange, job_id
 
 from .context import Delivery, repo_args
 
@@ -51,3 +54,29 @@ async def slash_command(event: Event, delivery: Delivery) -> None:
     )
     job = job_id("command", request.repo_id, request.comment_id)
     await delivery.enqueue(delivery.commands, "workers.jobs.handle_command", job, request)
+
+
+async def changed_by_another(event: Event, delivery: Delivery) -> None:
+    data = event.data
+    comment, sender = data["comment"], data.get("sender") or {}
+    if "installation" not in data:
+        delivery.ignore("no installation in the payload")
+        return
+    author = comment.get("user") or {}
+    if author.get("type") != "Bot" or str(sender.get("login") or "") == str(author.get("login") or ""):
+        delivery.ignore("not an App's comment changed by someone else")
+        return
+    request = CommentChange(
+        **repo_args(data),
+        number=int(data["issue"]["number"]),
+        comment_id=int(comment["id"]),
+        action=str(data["action"]),
+        by=str(sender.get("login") or ""),
+        at=(str(comment.get("updated_at") or "") or None) if data["action"] == "edited" else None,
+    )
+    job = job_id("restore", request.repo_id, request.comment_id, event.delivery_id)
+    await delivery.enqueue(delivery.commands, "workers.jobs.restore_comment", job, request)
+
+
+for _action in ("edited", "deleted"):
+    router.add(changed_by_another, "issue_comment", action=_action)

@@ -164,7 +164,9 @@ async def report(ctx: WorkerContext, target: DriftTarget, project: Project, resu
             outcome = "clean"
             if number is not None:
                 body = render_drift_resolved(project=project.name, sha=result.sha, checked_at=now)
-                await vcs.post_comment(gh, target.repo, number, body)
+                await vcs.post_comment(
+                    gh, ctx.records, repo=target.repo, repo_id=target.repo_id, number=number, body=body
+                )
                 await gh.patch(f"/repos/{target.repo}/issues/{number}", data={"state": "closed"})
                 _forget_issue(ctx, target, project.name, number)
     record_run(
@@ -214,16 +216,18 @@ async def _post_or_open(
 ) -> int:
     """Drift edits the issue in place; a failed check is a comment on it (or opens it)."""
     if number is None:
-        issue = await gh.post(
-            f"/repos/{target.repo}/issues",
-            data={"title": drift_issue_title(project.name), "body": body, "labels": [DRIFT_LABEL]},
+        title = drift_issue_title(project.name)
+        issue = await vcs.open_issue(
+            gh, ctx.records, repo=target.repo, repo_id=target.repo_id, title=title, body=body, labels=[DRIFT_LABEL]
         )
         number = int(issue["number"])
         _remember_issue(ctx, target, project.name, number)
     elif as_comment:
-        await vcs.post_comment(gh, target.repo, number, body)
+        await vcs.post_comment(gh, ctx.records, repo=target.repo, repo_id=target.repo_id, number=number, body=body)
     else:
-        await gh.patch(f"/repos/{target.repo}/issues/{number}", data={"body": body})
+        await vcs.edit_issue(
+            gh, ctx.records, repo=target.repo, repo_id=target.repo_id, number=number, data={"body": body}
+        )
     ctx.redis.set(
         by_issue_key(target.repo_id, number), json.dumps({"target": target.to_plain(), "project": asdict(project)})
     )

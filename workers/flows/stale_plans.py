@@ -18,6 +18,8 @@ from gidgethub import BadRequest
 from gidgethub.abc import GitHubAPI
 
 from core import keys
+from workers.adapters.github import vcs
+from workers.adapters.store import written
 from workers.adapters.store.records import Records
 
 TTL = keys.PR_PLANS_TTL
@@ -82,18 +84,31 @@ def stale_note(pushed: str, branch: str) -> str:
     )
 
 
-async def mark_stale(gh: GitHubAPI, repo: str, comment_id: int, note: str) -> None:
-    """Prepend the note to the plan comment (once: a later push replaces an earlier note)."""
-    try:
-        comment = await gh.getitem(f"/repos/{repo}/issues/comments/{comment_id}")
-    except BadRequest as exc:
-        if exc.status_code.value == 404:
-            return
-        raise
-    body = str(comment.get("body") or "")
+async def mark_stale(
+    gh: GitHubAPI, records: Records, *, repo: str, repo_id: int, number: int, comment_id: int, note: str
+) -> None:
+    """Prepend the note to the plan comment (once: a later push replaces an earlier note), to the text
+    plangate wrote there: what someone else may have written in it meanwhile is not kept."""
+    was = written.lookup(records, repo_id, comment_id)
+    if was is not None:
+        body = was.body
+    else:
+        try:
+            comment = await gh.getitem(f"/repos/{repo}/issues/comments/{comment_id}")
+        except BadRequest as exc:
+            if exc.status_code.value == 404:
+                return
+            raise
+        body = str(comment.get("body") or "")
     head, _, rest = body.partition("\n")
     if STALE_MARKER in rest:
         rest = rest[rest.index("\n\n", rest.index(STALE_MARKER)) + 2 :]
     marked = f"{head}\n{note}{rest}"
     if len(marked) <= MAX_BODY:  # a comment already at GitHub's limit stays as it is; the re-plan replaces it
-        await gh.patch(f"/repos/{repo}/issues/comments/{comment_id}", data={"body": marked})
+        try:
+            await vcs.edit_comment(
+                gh, records, repo=repo, repo_id=repo_id, number=number, comment_id=comment_id, body=marked
+            )
+        except BadRequest as exc:
+            if exc.status_code.value != 404:
+                raise

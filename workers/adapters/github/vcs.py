@@ -20,6 +20,7 @@ from core import keys
 from core.render.marker import parse_marker
 from workers.adapters.github.auth import app_client
 from workers.adapters.github.checks import CheckRuns
+from workers.adapters.store import written
 from workers.adapters.store.records import Records
 
 MAX_PR_FILES = 3000  # GitHub's pulls/{n}/files stops here
@@ -51,10 +52,11 @@ async def set_status(
     target_url: str | None = None,
     *,
     summary: str | None = None,
-    approve: bool = False,
+    approve: str | None = None,
 ) -> None:
     """Report one context on one commit: a check run where the client reports with checks (with the
-    Markdown `summary`, and `approve`: the "Approve destroys" button), else a commit status."""
+    Markdown `summary`, and `approve`: the "Approve destroys" button for the plan of that digest), else
+    a commit status."""
     checks = getattr(gh, "checks", None)
     if isinstance(checks, CheckRuns) and await checks.report(
         gh, repo, sha, context, state, description, target_url, summary=summary, approve=approve
@@ -89,6 +91,24 @@ def known_comment(records: Records, repo_id: int, number: int, kind: str) -> int
     return int(part1) if part1 else None  # absent, or _POSTING (0): not known
 
 
+def known_comments(records: Records, repo_id: int, number: int, kind: str) -> list[int]:
+    """The ids of every part of the bot's `kind` comment on `number` this Redis knows, part 1 first."""
+    cached = records.get_json(_comments_key(repo_id, number, kind))
+    if not isinstance(cached, dict):
+        return []
+    return [int(v) for _, v in sorted((int(k), v) for k, v in cached.items()) if v]
+
+
+def moved_comment(records: Records, repo_id: int, number: int, old: int, new: int) -> None:
+    """A plan comment part posted again under a new id (someone deleted it): edit that one from now on."""
+    key = _comments_key(repo_id, number, "plan")
+    cached = records.get_json(key)
+    if isinstance(cached, dict) and old in {int(v) for v in cached.values()}:
+        moved = {k: (new if int(v) == old else int(v)) for k, v in cached.items()}
+        records.set(key, json.dumps(moved), ex=keys.GATE_TTL)
+        records.conn.delete(keys.comment_url(repo_id, number, "plan"))
+
+
 def known_url(records: Records, repo_id: int, number: int, kind: str) -> str | None:
     """The URL of part 1 of the bot's `kind` comment on `number`, as its last edit answered."""
     return records.get(keys.comment_url(repo_id, number, kind))
@@ -102,15 +122,20 @@ async def learn_comments(
     publish that recorded its comment meanwhile is never overwritten."""
     key = _comments_key(repo_id, number, kind)
     if records.get_json(key) is None:
-        found = await _find_own(gh, repo, number, login, kind)
+        found = await _find_own(gh, records, repo, repo_id, number, login, kind)
         records.set(key, json.dumps(found), ex=keys.GATE_TTL, nx=True)
 
 
-async def _find_own(gh: GitHubAPI, repo: str, number: int, login: str, kind: str) -> dict[int, int]:
-    """part → comment id of the bot's own `kind` comments; markers by anyone else never count."""
+async def _find_own(
+    gh: GitHubAPI, records: Records, repo: str, repo_id: int, number: int, login: str, kind: str
+) -> dict[int, int]:
+    """part → comment id of the bot's own `kind` comments; markers by anyone else, or in a bot comment
+    someone else changed (workers.adapters.store.written), never count."""
     found: dict[int, int] = {}
-    async for comment in gh.getiter(f"/repos/{repo}/issues/{number}/comments?per_page=100"):
-        if comment["user"]["login"] != login:
+    comments = [c async for c in gh.getiter(f"/repos/{repo}/issues/{number}/comments?per_page=100")]
+    altered = written.altered(records, repo_id, comments)
+    for comment in comments:
+        if comment["user"]["login"] != login or comment["id"] in altered:
             continue
         parsed = parse_marker(comment.get("body") or "")
         if parsed and parsed[0] == kind:
@@ -146,12 +171,13 @@ async def upsert_comments(
     cached = records.get_json(key)
     known = {int(k): int(v) for k, v in cached.items()} if isinstance(cached, dict) else None
     if known is None or _POSTING in known.values():  # unknown, or a post that may have landed: look
-        known = await _find_own(gh, repo, number, login, kind)
+        known = await _find_own(gh, records, repo, repo_id, number, login, kind)
     first_url: str | None = None
     stamps: list[str] = []
     for part, body in enumerate(bodies, start=1):
         comment = None
         if part in known:
+            written.intend(records, repo_id, known[part], number, body)
             try:
                 comment = await gh.patch(f"/repos/{repo}/issues/comments/{known[part]}", data={"body": body})
             except BadRequest as exc:
@@ -162,14 +188,15 @@ async def upsert_comments(
             records.set(key, json.dumps({**known, part: _POSTING}), ex=keys.GATE_TTL)
             comment = await gh.post(f"/repos/{repo}/issues/{number}/comments", data={"body": body})
         known[part] = int(comment["id"])
+        written.remember(records, repo_id, comment, number)
         stamps.append(str(comment.get("updated_at") or comment.get("created_at") or ""))
         if part == 1:
             first_url = comment.get("html_url")
     for part in sorted(p for p in known if p > len(bodies)):
-        await gh.patch(
-            f"/repos/{repo}/issues/comments/{known[part]}",
-            data={"body": f"<!-- plangate:{kind}-unused -->\n_(This continuation is no longer needed.)_"},
-        )
+        unused = f"<!-- plangate:{kind}-unused -->\n_(This continuation is no longer needed.)_"
+        written.intend(records, repo_id, known[part], number, unused)
+        answer = await gh.patch(f"/repos/{repo}/issues/comments/{known[part]}", data={"body": unused})
+        written.remember(records, repo_id, answer, number)
         del known[part]
     records.set(key, json.dumps(known), ex=keys.GATE_TTL)
     if first_url:
@@ -177,9 +204,43 @@ async def upsert_comments(
     return Published(first_url, max(stamps) if all(stamps) and stamps else None)
 
 
-async def post_comment(gh: GitHubAPI, repo: str, number: int, body: str) -> dict[str, Any]:
+async def post_comment(
+    gh: GitHubAPI, records: Records, *, repo: str, repo_id: int, number: int, body: str
+) -> dict[str, Any]:
+    """A new comment by the App, recorded as written (someone else's later change is put back)."""
     comment: dict[str, Any] = await gh.post(f"/repos/{repo}/issues/{number}/comments", data={"body": body})
+    written.remember(records, repo_id, comment, number)
     return comment
+
+
+async def edit_comment(
+    gh: GitHubAPI, records: Records, *, repo: str, repo_id: int, number: int, comment_id: int, body: str
+) -> dict[str, Any]:
+    """Edit one of the App's comments, recorded as written."""
+    written.intend(records, repo_id, comment_id, number, body)
+    comment: dict[str, Any] = await gh.patch(f"/repos/{repo}/issues/comments/{comment_id}", data={"body": body})
+    written.remember(records, repo_id, comment, number)
+    return comment
+
+
+async def open_issue(
+    gh: GitHubAPI, records: Records, *, repo: str, repo_id: int, title: str, body: str, labels: list[str] | None = None
+) -> dict[str, Any]:
+    """An issue opened by the App, its body recorded as written."""
+    data: dict[str, Any] = {"title": title, "body": body, **({"labels": labels} if labels else {})}
+    issue: dict[str, Any] = await gh.post(f"/repos/{repo}/issues", data=data)
+    written.remember(records, repo_id, issue, int(issue["number"]), issue=True)
+    return issue
+
+
+async def edit_issue(
+    gh: GitHubAPI, records: Records, *, repo: str, repo_id: int, number: int, data: dict[str, Any]
+) -> dict[str, Any]:
+    """Edit an issue the App opened (its body, state…); a new body is recorded as written."""
+    issue: dict[str, Any] = await gh.patch(f"/repos/{repo}/issues/{number}", data=data)
+    if "body" in data:
+        written.remember(records, repo_id, issue, number, issue=True)
+    return issue
 
 
 async def at_once(*calls: Awaitable[Any]) -> list[Any]:

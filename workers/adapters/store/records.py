@@ -38,6 +38,14 @@ def derive_keys(private_key_pem: str) -> tuple[bytes, bytes]:
     return material[:32], material[32:]
 
 
+def derive_marker_key(private_key_pem: str) -> bytes:
+    """The key that seals approval markers in comments (core.render.marker.sealed_marker): of its own,
+    so that a Redis record's MAC can never stand in for a comment's, or the reverse."""
+    return HKDF(algorithm=hashes.SHA256(), length=32, salt=b"plangate-markers", info=b"v1").derive(
+        private_key_pem.encode()
+    )
+
+
 def _text(raw: object) -> bytes | None:
     if isinstance(raw, bytes):
         return raw
@@ -53,6 +61,7 @@ class Records:
         self.conn = conn
         self._mac_key, enc_key = derive_keys(private_key_pem)
         self._aead = AESGCM(enc_key)
+        self.marker_key = derive_marker_key(private_key_pem)
 
     def _mac(self, name: str, payload: bytes) -> bytes:
         return hmac.new(self._mac_key, name.encode() + b"\0" + payload, sha256).digest()

@@ -1,0 +1,166 @@
+"""plangate's own comments, as plangate wrote them: put back when someone else changes or deletes one,
+and checked before a gate decision rests on what one showed.
+
+Anyone with write access can edit or delete any comment in a repository, the App's included. A
+changed plan comment could tell a reviewer "0 to destroy"; a changed reply could carry a marker. So:
+an `issue_comment` edited/deleted by anyone but the App puts plangate's text back (a deleted one is
+posted again) with one line saying who changed it; an approval first checks that the comments it
+rests on are intact (one that is not is put back, and the approval refused: its author may have read
+the changed text); and approvals count only when written after plangate last put a comment back.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from collections.abc import Iterable
+from dataclasses import dataclass
+
+from gidgethub import BadRequest
+from gidgethub.abc import GitHubAPI
+
+from core.contract import CommentChange
+from core.render.text import one_line
+from workers.adapters.github import vcs
+from workers.adapters.github.auth import installation_client
+from workers.adapters.store import audit, written
+from workers.adapters.store.written import Written
+from workers.context import WorkerContext
+
+log = logging.getLogger("plangate.restore")
+MAX_BODY = 65_536
+
+
+def with_note(body: str, by: str | None, at: str | None, *, deleted: bool) -> str:
+    """plangate's text with one line, after its marker, saying who changed it (when it fits GitHub's limit)."""
+    who = f"@{one_line(by, 100)}" if by else "someone else"
+    when = f" at {one_line(at, 40)}" if at else ""
+    did = "deleted this comment" if deleted else "edited this comment"
+    again = "posted it again" if deleted else "put its own text back"
+    note = f"> [!NOTE]\n> {who} {did}{when}; plangate {again}."
+    marker, sep, rest = body.partition("\n")
+    noted = f"{marker}\n{note}\n\n{rest}" if sep and marker.startswith("<!--") else f"{note}\n\n{body}"
+    return noted if len(noted) <= MAX_BODY else body
+
+
+async def put_back(
+    ctx: WorkerContext,
+    gh: GitHubAPI,
+    *,
+    repo: str,
+    repo_id: int,
+    comment_id: int,
+    was: Written,
+    by: str | None,
+    at: str | None,
+    deleted: bool,
+) -> int:
+    """Write plangate's text again (a deleted comment anew); the comment's id now."""
+    body = with_note(was.body, by, at, deleted=deleted)
+    if not deleted:
+        written.intend(ctx.records, repo_id, comment_id, was.number, body)
+        try:
+            answer = await gh.patch(f"/repos/{repo}/issues/comments/{comment_id}", data={"body": body})
+        except BadRequest as exc:
+            if exc.status_code.value != 404:
+                raise
+            deleted = True
+            body = with_note(was.body, by, at, deleted=True)
+    if deleted:
+        answer = await gh.post(f"/repos/{repo}/issues/{was.number}/comments", data={"body": body})
+        written.forget(ctx.records, repo_id, comment_id)
+        vcs.moved_comment(ctx.records, repo_id, was.number, comment_id, int(answer["id"]))
+    written.restored(ctx.records, repo_id, answer, was.number, by)
+    audit.record(
+        ctx.redis, "comment-restored", repo=repo, number=was.number, comment=comment_id, by=by, deleted=deleted
+    )
+    return int(answer["id"])
+
+
+async def on_change(ctx: WorkerContext, req: CommentChange) -> str:
+    """An `issue_comment` edited or deleted by someone other than its author, the App: put plangate's text back."""
+    was = written.lookup(ctx.records, req.repo_id, req.comment_id)
+    if was is None:
+        return "not plangate's, or its record is gone"
+    async with installation_client(ctx.tokens, req.installation_id, ctx.settings.api_url) as gh:
+        deleted = req.action == "deleted"
+        if not deleted:
+            try:
+                shown = await gh.getitem(f"/repos/{req.repo}/issues/comments/{req.comment_id}")
+            except BadRequest as exc:
+                if exc.status_code.value != 404:
+                    raise
+                deleted = True
+            else:
+                if written.matches(was, shown):
+                    return "as plangate wrote it"
+        await put_back(
+            ctx,
+            gh,
+            repo=req.repo,
+            repo_id=req.repo_id,
+            comment_id=req.comment_id,
+            was=was,
+            by=req.by,
+            at=req.at,
+            deleted=deleted,
+        )
+    log.info(json.dumps({"repo": req.repo, "comment": req.comment_id, "by": req.by, "outcome": "restored"}))
+    return "restored"
+
+
+@dataclass(frozen=True)
+class Shown:
+    """Whether the comments a decision rests on still show plangate's text, and since when."""
+
+    intact: bool
+    restored: str | None  # GitHub's time plangate last put one of them back: approvals must come after
+
+
+async def check_shown(
+    ctx: WorkerContext, gh: GitHubAPI, *, repo: str, repo_id: int, comment_ids: Iterable[int]
+) -> Shown:
+    """Read each comment plangate knows it wrote; one that someone else changed is put back now."""
+    intact, latest = True, None
+    for comment_id in comment_ids:
+        was = written.lookup(ctx.records, repo_id, comment_id)
+        if was is None:
+            continue  # Redis lost what it was: the sealed records and markers decide alone
+        try:
+            shown = await gh.getitem(f"/repos/{repo}/issues/comments/{comment_id}")
+        except BadRequest as exc:
+            if exc.status_code.value != 404:
+                raise
+            shown = None
+        if shown is None or not written.matches(was, shown):
+            intact = False
+            new_id = await put_back(
+                ctx,
+                gh,
+                repo=repo,
+                repo_id=repo_id,
+                comment_id=comment_id,
+                was=was,
+                by=None,
+                at=None,
+                deleted=shown is None,
+            )
+            was = written.lookup(ctx.records, repo_id, new_id) or was
+        if was.restored and (latest is None or was.restored > latest):
+            latest = was.restored
+    return Shown(intact, latest)
+
+
+async def check_issue(ctx: WorkerContext, gh: GitHubAPI, *, repo: str, repo_id: int, number: int) -> Shown:
+    """The body of an issue plangate opened (a blocked direct push), as `check_shown` does for comments."""
+    was = written.lookup_issue(ctx.records, repo_id, number)
+    if was is None:
+        return Shown(True, None)
+    shown = await gh.getitem(f"/repos/{repo}/issues/{number}")
+    if written.matches(was, shown):
+        return Shown(True, was.restored)
+    body = with_note(was.body, None, None, deleted=False).replace("edited this comment", "edited this issue")
+    answer = await gh.patch(f"/repos/{repo}/issues/{number}", data={"body": body})
+    again = written.restored(ctx.records, repo_id, answer, number, None, issue=True)
+    audit.record(ctx.redis, "comment-restored", repo=repo, number=number, issue=True)
+    return Shown(False, again.restored)
