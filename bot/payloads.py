@@ -57,6 +57,7 @@ class _PullRequestHook(Struct, omit_defaults=True):
     repository: _Repo
     pull_request: _Pull
     installation: _Installation | UnsetType = UNSET
+    sender: _Login | UnsetType = UNSET  # a `synchronize` sender pushed: an author of the PR
 
 
 _TYPED = {"pull_request": msgspec.json.Decoder(_PullRequestHook)}

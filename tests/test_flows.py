@@ -431,8 +431,8 @@ def test_an_unapproved_destroy_is_held_with_nothing_applied(world: World) -> Non
     assert found is not None
     (held,) = apply_store.blocked_on(world.ctx.records, world.repo.id, req.pr)
     assert held.project == found.projects[0] and held.push.after == world.pr(req.pr).merge_commit_sha
-    assert held.destroys == ("terraform_data.doomed",)
-    assert held.authors == ("alice",) and held.approved_on == world.pr(req.pr).head_sha
+    assert [g.key for g in held.gated] == ["terraform_data.doomed"] and held.gated[0].object
+    assert held.is_pr and held.approved_on == world.pr(req.pr).head_sha
     assert any("terraform_data.doomed" in body for body in world.bot_bodies(req.pr))
     assert world.reports(held.push.after)[APPLY_CONTEXT] == ("failure", "blocked: 1 to destroy — /approve-destroy")
 

@@ -64,8 +64,8 @@ def test_a_push_replans_what_it_changed_and_carries_the_rest_with_its_destroys(w
     assert f"carried from `{first.sha[:7]}`" in comment and second.sha[:7] in comment
     assert "2 projects planned (1 carried forward: no input changed since their plan)" in comment
     assert "terraform_data.doomed" in comment  # the carried plan keeps its destroy ...
-    record = gate_store.load_destroys(world.ctx.records, world.repo.id, first.pr, second.sha)
-    assert record is not None and record.destroys["infra@default:infra"] == ["terraform_data.doomed"]
+    record = gate_store.load_plan(world.ctx.records, world.repo.id, first.pr, second.sha)
+    assert record is not None and list(record.gates["infra@default:infra"]) == ["terraform_data.doomed"]
     assert world.reports(second.sha)[DESTROY_CONTEXT][0] == "failure"  # ... and needs approving at this SHA
     assert world.reports(second.sha)[PLAN_CONTEXT][0] == "success"
 

@@ -19,6 +19,7 @@ from standin.facade import StandIn
 from standin.server import Running, start
 from tests.keys import rsa_pem
 from workers.adapters.github.auth import TokenCache, installation_client
+from workers.adapters.github.authors import Authors
 from workers.adapters.github.permissions import COULD_NOT_VERIFY, Permission, may_approve, may_plan
 
 APP_ID = 77
@@ -67,7 +68,7 @@ def _approve_all(
                     repo=REPO,
                     login=login,
                     user_type="Bot" if login.endswith("[bot]") else "User",
-                    authors=["author"],
+                    authors=Authors({"author": "opened this pull request"}),
                     policy=policy,
                 )
                 for login, _, policy in cases
@@ -168,7 +169,7 @@ def test_a_repo_the_installation_cannot_see_refuses(github: tuple[StandIn, Runni
     async def run() -> Permission:
         async with installation_client(cache, next(iter(gh.state.installations)), server.base_url) as client:
             return await may_approve(
-                client, repo="elsewhere/secret", login="elsewhere", user_type="User", authors=[], policy=WRITE
+                client, repo="elsewhere/secret", login="elsewhere", user_type="User", authors=Authors(), policy=WRITE
             )
 
     assert not asyncio.run(run()).allowed
@@ -179,13 +180,20 @@ def test_a_closed_port_refuses_and_never_allows() -> None:
         async with httpx.AsyncClient(timeout=5) as http:
             client = GitHubAPI(http, "plangate-test", oauth_token="ghs_x", base_url=f"http://127.0.0.1:{closed_port()}")
             return [
-                await may_approve(client, repo=REPO, login="wanda", user_type="User", authors=["a"], policy=WRITE),
                 await may_approve(
                     client,
                     repo=REPO,
                     login="wanda",
                     user_type="User",
-                    authors=[],
+                    authors=Authors({"a": "opened this pull request"}),
+                    policy=WRITE,
+                ),
+                await may_approve(
+                    client,
+                    repo=REPO,
+                    login="wanda",
+                    user_type="User",
+                    authors=Authors(),
                     policy=DestroyApprovers(teams=("acme/sre",)),
                 ),
                 await may_plan(client, REPO, "wanda", "User"),
@@ -227,7 +235,9 @@ def test_any_api_error_refuses_with_try_again(status: int, body: object, team_st
         async with httpx.AsyncClient(transport=_answering(status, body, team_status)) as http:
             client = GitHubAPI(http, "plangate-test", oauth_token="ghs_x")
             policy = DestroyApprovers(teams=("acme/sre",))
-            approve = await may_approve(client, repo=REPO, login="wanda", user_type="User", authors=[], policy=policy)
+            approve = await may_approve(
+                client, repo=REPO, login="wanda", user_type="User", authors=Authors(), policy=policy
+            )
             return approve, await may_plan(client, REPO, "wanda", "User")
 
     approve, plan = asyncio.run(run())
@@ -243,7 +253,7 @@ def test_custom_role_falls_back_to_its_base_permission() -> None:
         transport = _answering(200, {"permission": perm, "role_name": "deployer"})
         async with httpx.AsyncClient(transport=transport) as http:
             client = GitHubAPI(http, "plangate-test", oauth_token="ghs_x")
-            return await may_approve(client, repo=REPO, login="c", user_type="User", authors=[], policy=WRITE)
+            return await may_approve(client, repo=REPO, login="c", user_type="User", authors=Authors(), policy=WRITE)
 
     assert asyncio.run(run("write")) == Permission(True, "@c has write permission on acme/infra")
     assert not asyncio.run(run("read")).allowed

@@ -17,7 +17,7 @@ from starlette.testclient import TestClient
 
 from bot.app import create_app
 from core import settings as settings_module
-from core.contract import COMMANDS_QUEUE, PLANS_QUEUE, PlanRequest
+from core.contract import COMMANDS_QUEUE, PLANS_QUEUE, CommentChange, PlanRequest
 from tests.webhooks import FIXTURES, SECRET, event_name, load, signed_headers
 
 PLAN_FIXTURES = {
@@ -338,3 +338,65 @@ def test_metrics_show_what_workers_met_at_github(client: TestClient, redis_conn:
     assert limited.keys() == {"1002"} and limited["1002"][0] == "secondary" and 30 < limited["1002"][1] <= 42
     page = render_status_page([], {}, [], 0.0, rate_limited=limited)
     assert "GitHub is rate-limiting installation 1002 (secondary limit" in page
+
+
+def _changed_comment(action: str, author: str, author_type: str, sender: str) -> dict[str, object]:
+    payload = load("issue_comment.created.on-pull-request.json")
+    payload["installation"] = {"id": 42}
+    payload["action"] = action
+    payload["comment"]["user"] = {**payload["comment"]["user"], "login": author, "type": author_type}
+    payload["comment"]["updated_at"] = "2026-12-02T10:00:00Z"
+    payload["sender"] = {**payload["sender"], "login": sender}
+    return payload
+
+
+@pytest.mark.parametrize("action", ["edited", "deleted"])
+def test_an_apps_comment_changed_by_someone_else_is_queued_to_be_put_back(
+    client: TestClient, redis_conn: redis.Redis, action: str
+) -> None:
+    payload = _changed_comment(action, "plangate[bot]", "Bot", "mallory")
+    assert post(client, "issue_comment", payload)[0] == 202
+    (job,) = Queue(COMMANDS_QUEUE, connection=redis_conn).jobs
+    assert job.func_name == "workers.jobs.restore_comment"
+    request = job.kwargs["request"]
+    assert isinstance(request, CommentChange)
+    comment: dict[str, object] = payload["comment"]  # type: ignore[assignment]
+    assert (request.action, request.by, request.comment_id) == (action, "mallory", comment["id"])
+    assert request.at == ("2026-12-02T10:00:00Z" if action == "edited" else None)
+
+
+@pytest.mark.parametrize(
+    ("author", "author_type", "sender"),
+    [
+        ("plangate[bot]", "Bot", "plangate[bot]"),  # the App's own edit
+        ("alice", "User", "mallory"),  # a person's comment: not plangate's to guard
+    ],
+)
+def test_other_comment_changes_enqueue_nothing(
+    client: TestClient, redis_conn: redis.Redis, author: str, author_type: str, sender: str
+) -> None:
+    assert post(client, "issue_comment", _changed_comment("edited", author, author_type, sender))[0] == 200
+    assert queued(redis_conn) == {PLANS_QUEUE: [], COMMANDS_QUEUE: []}
+
+
+def test_the_approve_button_carries_the_digest_of_the_plan_its_page_showed(
+    client: TestClient, redis_conn: redis.Redis
+) -> None:
+    payload = load("check_run.requested_action.json")
+    payload["requested_action"] = {"identifier": "approve-0123456789ab"}
+    payload["check_run"]["pull_requests"] = [{"number": 3}]
+    assert post(client, "check_run", payload)[0] == 202
+    (job,) = Queue(COMMANDS_QUEUE, connection=redis_conn).jobs
+    request = job.kwargs["request"]
+    assert (request.command, request.via, request.plan_digest) == ("approve-destroy", "check_run", "0123456789ab")
+
+
+def test_a_synchronize_names_its_pusher_and_an_opening_names_none(client: TestClient, redis_conn: redis.Redis) -> None:
+    sync = load("pull_request.synchronize.json")
+    sync["sender"] = {**sync["sender"], "login": "mallory"}
+    post(client, "pull_request", sync)
+    opened = load("pull_request.opened.json")
+    opened["pull_request"]["head"]["sha"] = "e" * 40
+    post(client, "pull_request", opened)
+    requests = [job.kwargs["request"] for job in Queue(PLANS_QUEUE, connection=redis_conn).jobs]
+    assert [r.pusher for r in requests] == ["mallory", ""]

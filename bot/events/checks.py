@@ -18,10 +18,10 @@ from .context import Delivery, repo_args
 
 router = Router()
 OUR_RUNS = CONTEXTS
-APPROVE = "approve-destroy"
+APPROVE = "approve-"  # + the first hex digits of the plan's digest the button's page showed
 
 
-def _command(data: dict[str, Any], command: str, event_id: str) -> CommandRequest | None:
+def _command(data: dict[str, Any], command: str, event_id: str, plan_digest: str = "") -> CommandRequest | None:
     run, sender = data["check_run"], data["sender"]
     pulls = run.get("pull_requests") or []
     if not pulls:
@@ -38,6 +38,7 @@ def _command(data: dict[str, Any], command: str, event_id: str) -> CommandReques
         created_at=str(run.get("completed_at") or "") or None,
         via="check_run",
         event_id=event_id,
+        plan_digest=plan_digest,
     )
 
 
@@ -66,10 +67,11 @@ async def rerun(event: Event, delivery: Delivery) -> None:
 async def button(event: Event, delivery: Delivery) -> None:
     data = event.data
     run = data["check_run"]
-    if "installation" not in data or (data.get("requested_action") or {}).get("identifier") != APPROVE:
+    identifier = str((data.get("requested_action") or {}).get("identifier") or "")
+    if "installation" not in data or not identifier.startswith(APPROVE):
         delivery.ignore("not the Approve destroys button")
         return
-    request = _command(data, "approve-destroy", str(event.delivery_id))
+    request = _command(data, "approve-destroy", str(event.delivery_id), identifier.removeprefix(APPROVE))
     if request is None:
         delivery.ignore("no pull request to approve on")
         return

@@ -30,6 +30,7 @@ def plan_request(data: dict[str, Any]) -> PlanRequest:
         base_sha=str((pull.get("base") or {}).get("sha") or ""),
         author=str(pull["user"]["login"]),
         fork=head_repo != data["repository"]["full_name"],
+        pusher=str((data.get("sender") or {}).get("login") or "") if data.get("action") == "synchronize" else "",
     )
 
 

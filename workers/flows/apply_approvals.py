@@ -1,21 +1,25 @@
-"""The approvals a merge-time apply may rely on: recorded by the App, for this project's identity, at
-the merged PR's last head (or on the held apply itself), and by people who qualify *now*.
+"""The approvals a merge-time apply may rely on: sealed by the App, for this project's identity, at the
+merged PR's last head (or on the held apply itself), for the very objects (and code) the merge-time
+plan condemns, and by people who qualify *now*.
 
-Write access can be taken away between an approval and the merge. Every approver the decision would
-rely on is checked again against the default branch's policy (permission, users, teams, and never an
-author of the change); one who no longer qualifies, or whom GitHub cannot confirm, counts for nothing
-and is named in the blocked comment.
+Write access can be taken away between an approval and the merge, and a change can gain authors (a
+push onto the PR). Every approver the decision would rely on is checked again against the default
+branch's policy (permission, users, teams, and never an author of the change); one who no longer
+qualifies, or whom GitHub cannot confirm, counts for nothing and is named in the blocked comment.
 """
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 
 from gidgethub.abc import GitHubAPI
 
-from core.approvals import Approval
+from core.approvals import Approval, voided
 from core.config import DestroyApprovers, DestroyRule
 from core.destroy_rules import needs, satisfied_pairs
+from core.gated import Gated
+from workers.adapters.github.authors import Authors
 from workers.adapters.github.permissions import may_approve, rule_eligibility
 from workers.adapters.store import gates as gate_store
 from workers.adapters.store.records import Records
@@ -25,9 +29,10 @@ from workers.adapters.store.records import Records
 class Standing:
     """What the approvals amount to for one project at apply time."""
 
-    keys: frozenset[str]  # destroy keys approved by people who still qualify
+    keys: frozenset[str]  # gated keys approved, for the same objects, by people who still qualify
     approvers: tuple[str, ...]  # those people, first approval first
     revoked: tuple[tuple[str, str], ...] = ()  # (login, why they no longer count)
+    voided: tuple[str, ...] = ()  # keys approved for another object (or other code) than this plan's
 
 
 async def standing(
@@ -39,13 +44,14 @@ async def standing(
     number: int | None,
     shas: tuple[str, ...],
     identity: str,
+    gates: Mapping[str, Gated],
     bot_login: str,
-    authors: tuple[str, ...],
-    authored: str,
+    authors: Authors,
     policy: DestroyApprovers | None,
     rules: tuple[DestroyRule, ...] = (),
 ) -> Standing:
-    """`policy` None: the default branch's config is unreadable, so no approver can be confirmed.
+    """`gates`: the project's gated changes in the plan about to be applied (core.gated.plan_gates).
+    `policy` None: the default branch's config is unreadable, so no approver can be confirmed.
     `rules`: the default branch's destroy rules; a key is approved only when they are satisfied."""
     if number is None:
         return Standing(frozenset(), ())
@@ -55,18 +61,18 @@ async def standing(
             records, gh, repo=repo, repo_id=repo_id, number=number, sha=sha, bot_login=bot_login
         )
         found += [a for a in approvals if any(p == identity for p, _ in a.pairs)]
+    planned = {identity: gates}
+    bound = [a.bound(planned) for a in found]
     verdicts: dict[str, str | None] = {}
-    for login in dict.fromkeys(a.approver for a in found):
+    for login in dict.fromkeys(a.approver for a in bound if a.seen):
         if policy is None:
             verdicts[login] = "the default branch's .plangate.yml cannot be read, so no approver can be confirmed"
             continue
-        allowed = await may_approve(
-            gh, repo=repo, login=login, user_type="User", authors=authors, policy=policy, authored=authored
-        )
+        allowed = await may_approve(gh, repo=repo, login=login, user_type="User", authors=authors, policy=policy)
         verdicts[login] = None if allowed.allowed else allowed.reason
-    good = [a for a in found if verdicts[a.approver] is None and a.sha in shas]
+    good = [a for a in bound if a.seen and verdicts[a.approver] is None and a.sha in shas]
     eligible = await rule_eligibility(gh, [a.approver for a in good], rules) if rules else {}
-    pairs = [(p, k) for a in good for p, k in a.pairs if p == identity]
-    keys = frozenset(key for _, key in satisfied_pairs(needs(pairs, good, rules, eligible)))
+    keys = frozenset(key for _, key in satisfied_pairs(needs(planned, good, rules, eligible)))
     revoked = tuple((login, why) for login, why in verdicts.items() if why is not None)
-    return Standing(keys, tuple(dict.fromkeys(a.approver for a in good)), revoked)
+    lost = tuple(sorted(key for _, key in voided(found, planned) if key not in keys))
+    return Standing(keys, tuple(dict.fromkeys(a.approver for a in good)), revoked, lost)

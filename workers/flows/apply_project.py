@@ -17,6 +17,7 @@ from core import keys
 from core.config import RepoConfig
 from core.contract import PushRequest, Where
 from core.gate import Apply, Block, Decision, decide_apply, unreadable
+from core.gated import Gated, plan_gates
 from core.plan import Plan, summary_line
 from core.projects import Project
 from core.render.apply import (
@@ -29,6 +30,7 @@ from core.render.apply import (
 from core.runlog import record_run
 from workers.adapters.github import vcs
 from workers.adapters.github.auth import installation_client
+from workers.adapters.github.authors import Authors, of_pull, of_push
 from workers.adapters.github.repo_config import base_config
 from workers.adapters.store import applies as apply_store
 from workers.adapters.store import audit
@@ -45,10 +47,11 @@ AUTHORED_PUSH = "pushed this commit or authored one of its commits"
 
 
 @dataclass(frozen=True)
-class Planned:
-    """The fresh plan at the pushed SHA and the gate's decision on its JSON."""
+class Decided:
+    """The fresh plan at the pushed SHA, its gated changes and the gate's decision on them."""
 
     planned: pipeline.Planned
+    gates: dict[str, Gated]
     decision: Decision
     mask_patterns: list[str]
     approved: Standing
@@ -81,31 +84,52 @@ async def _run(ctx: WorkerContext, req: PushRequest, project: Project, where: Wh
         token = await ctx.tokens.token(req.installation_id)
         policy = await base_config(gh, req.repo, req.default_branch)  # invalid: nothing is applied ("failed")
         patterns = [*ctx.settings.mask_patterns, *policy.mask_patterns]
-        approved = await _approved(ctx, gh, req, project, where, policy)
         scope, name, code = "push", project.name, project.destroy_from or req.after
         with pipeline.checked_out(ctx.checkouts, req.repo_id, scope, code, name, req.clone_url, token) as dirs:
-            planned = await asyncio.to_thread(_plan, tf, project, dirs, approved, patterns)
+            planned = await asyncio.to_thread(pipeline.plan, tf, project, dirs)
+            decided = await _decide(ctx, gh, req, project, where, policy, planned, patterns)
             if not project.apply_on_merge:
-                return await _report_only(gh, req, project, where, planned, "apply_on_merge is false")
-            if isinstance(planned.decision, Block):
-                return await _block(ctx, gh, req, project, where, planned)
-            if not isinstance(planned.decision, Apply):
-                return await _report_only(gh, req, project, where, planned, planned.decision.reason)
-            return await _apply(ctx, gh, req, project, where, planned, tf, dirs)
+                return await _report_only(ctx, gh, req, project, where, decided, "apply_on_merge is false")
+            if isinstance(decided.decision, Block):
+                return await _block(ctx, gh, req, project, where, decided)
+            if not isinstance(decided.decision, Apply):
+                return await _report_only(ctx, gh, req, project, where, decided, decided.decision.reason)
+            return await _apply(ctx, gh, req, project, where, decided, tf, dirs)
 
 
-def _plan(tf: Terraform, project: Project, dirs: pipeline.JobDirs, approved: Standing, patterns: list[str]) -> Planned:
-    planned = pipeline.plan(tf, project, dirs)
+async def _decide(
+    ctx: WorkerContext,
+    gh: GitHubAPI,
+    req: PushRequest,
+    project: Project,
+    where: Where,
+    policy: RepoConfig,
+    planned: pipeline.Planned,
+    patterns: list[str],
+) -> Decided:
+    """The gate on the plan just made: its gated changes against the approvals that still stand for them."""
     if planned.plan is None:
-        return Planned(planned, unreadable(planned.error or "no plan"), patterns, approved)
-    return Planned(planned, decide_apply(planned.plan, approved.keys), patterns, approved)
+        return Decided(planned, {}, unreadable(planned.error or "no plan"), patterns, Standing(frozenset(), ()))
+    gates = plan_gates(planned.plan, planned.code_runs, gate_code=policy.gates_code(project.name))
+    approved = await _approved(ctx, gh, req, project, where, policy, gates)
+    return Decided(planned, gates, decide_apply(planned.plan, approved.keys, gates), patterns, approved)
 
 
 async def _approved(
-    ctx: WorkerContext, gh: GitHubAPI, req: PushRequest, project: Project, where: Where, policy: RepoConfig | None
+    ctx: WorkerContext,
+    gh: GitHubAPI,
+    req: PushRequest,
+    project: Project,
+    where: Where,
+    policy: RepoConfig,
+    gates: dict[str, Gated],
 ) -> Standing:
-    """Destroy keys approved on the merged PR's last head or on this blocked apply, by people who still qualify."""
+    """Gated keys approved on the merged PR's last head or on this blocked apply, for these very objects,
+    by people who still qualify; nothing when there is nothing to approve (no request spent)."""
+    if not gates:
+        return Standing(frozenset(), ())
     login = await vcs.bot_login(ctx.records, ctx.app_id, ctx.private_key, ctx.settings.api_url)
+    authors = await _authors(ctx, gh, req, where)
     return await standing(
         ctx.records,
         gh,
@@ -114,12 +138,21 @@ async def _approved(
         number=where.number,
         shas=tuple(s for s in dict.fromkeys((where.approved_on, req.after)) if s),
         identity=project.identity,
+        gates=gates,
         bot_login=login,
-        authors=where.authors,
-        authored=AUTHORED_PR if where.is_pr else AUTHORED_PUSH,
-        policy=policy.destroy_approvers if policy is not None else None,
-        rules=policy.destroy_rules if policy is not None else (),
+        authors=authors,
+        policy=policy.destroy_approvers,
+        rules=policy.destroy_rules,
     )
+
+
+async def _authors(ctx: WorkerContext, gh: GitHubAPI, req: PushRequest, where: Where) -> Authors:
+    """The merged PR's authors as GitHub shows them now (opener, pushers, committers); a direct push's
+    pusher and committers."""
+    if not where.is_pr or where.number is None:
+        return of_push(where.authors)
+    pull = await gh.getitem(f"/repos/{req.repo}/pulls/{where.number}")
+    return await of_pull(gh, ctx.records, repo=req.repo, repo_id=req.repo_id, pull=pull)
 
 
 async def _superseded(ctx: WorkerContext, gh: GitHubAPI, req: PushRequest, project: Project) -> bool:
@@ -143,7 +176,7 @@ async def _is_newer(gh: GitHubAPI, repo: str, old: str, new: str) -> bool:
 async def _close_blocked(ctx: WorkerContext, gh: GitHubAPI, req: PushRequest, blocked: BlockedApply) -> None:
     name, old = blocked.project.name, blocked.push.after
     body = render_superseded(project=name, old_sha=old, new_sha=req.after)
-    await vcs.post_comment(gh, req.repo, blocked.number, body)
+    await vcs.post_comment(gh, ctx.records, repo=req.repo, repo_id=req.repo_id, number=blocked.number, body=body)
     if not blocked.is_pr:
         await gh.patch(f"/repos/{req.repo}/issues/{blocked.number}", data={"state": "closed"})
     apply_store.clear_blocked(ctx.records, blocked)
@@ -152,7 +185,7 @@ async def _close_blocked(ctx: WorkerContext, gh: GitHubAPI, req: PushRequest, bl
 
 
 async def _block(
-    ctx: WorkerContext, gh: GitHubAPI, req: PushRequest, project: Project, where: Where, planned: Planned
+    ctx: WorkerContext, gh: GitHubAPI, req: PushRequest, project: Project, where: Where, planned: Decided
 ) -> str:
     decision = planned.decision
     assert isinstance(decision, Block)
@@ -167,19 +200,19 @@ async def _block(
         approved_on=where.approved_on,
         mask_patterns=planned.mask_patterns,
         revoked=planned.approved.revoked,
+        gates=planned.gates,
+        voided=planned.approved.voided,
     )
     number, is_pr = where.number, where.is_pr
     if number is None:
-        issue = await gh.post(
-            f"/repos/{req.repo}/issues",
-            data={"title": render_blocked_issue_title(req.after, project.name), "body": body},
-        )
+        title = render_blocked_issue_title(req.after, project.name)
+        issue = await vcs.open_issue(gh, ctx.records, repo=req.repo, repo_id=req.repo_id, title=title, body=body)
         number, is_pr, comment_id, at = int(issue["number"]), False, None, issue.get("created_at")
     else:
-        comment = await vcs.post_comment(gh, req.repo, number, body)
+        comment = await vcs.post_comment(gh, ctx.records, repo=req.repo, repo_id=req.repo_id, number=number, body=body)
         comment_id, at = int(comment["id"]), comment.get("created_at")
     if not decision.error:
-        unapproved = list(decision.unapproved)
+        unapproved = [planned.gates[key] for key in decision.unapproved]
         held = apply_store.hold(req, project, where, number, is_pr, unapproved, comment_id, at)
         apply_store.save_blocked(ctx.records, held)
     audit.record(
@@ -196,12 +229,12 @@ async def _block(
 
 
 async def _report_only(
-    gh: GitHubAPI, req: PushRequest, project: Project, where: Where, planned: Planned, reason: str
+    ctx: WorkerContext, gh: GitHubAPI, req: PushRequest, project: Project, where: Where, planned: Decided, reason: str
 ) -> str:
     if where.number is not None:
         summary = summary_line(planned.plan) if planned.plan else "no plan"
         body = render_not_applied(project=project.name, sha=req.after, summary=summary, reason=reason)
-        await vcs.post_comment(gh, req.repo, where.number, body)
+        await vcs.post_comment(gh, ctx.records, repo=req.repo, repo_id=req.repo_id, number=where.number, body=body)
     return "noop" if project.apply_on_merge else "not-applied"
 
 
@@ -211,7 +244,7 @@ async def _apply(
     req: PushRequest,
     project: Project,
     where: Where,
-    planned: Planned,
+    planned: Decided,
     tf: Terraform,
     dirs: pipeline.JobDirs,
 ) -> str:
@@ -239,7 +272,7 @@ async def _apply(
         secrets=secrets,
     )
     if where.number is not None:
-        await vcs.post_comment(gh, req.repo, where.number, body)
+        await vcs.post_comment(gh, ctx.records, repo=req.repo, repo_id=req.repo_id, number=where.number, body=body)
         if not where.is_pr and ok:
             await gh.patch(f"/repos/{req.repo}/issues/{where.number}", data={"state": "closed"})
     audit.record(ctx.redis, "applied" if ok else "apply-failed", repo=req.repo, sha=req.after, project=project.name)
@@ -252,7 +285,7 @@ def _run_entry(
     req: PushRequest,
     project: Project,
     number: int | None,
-    planned: Planned,
+    planned: Decided,
     result: str,
     approvers: list[str] | None = None,
 ) -> None:

@@ -8,12 +8,13 @@ Approvals are judged against the default branch's policy and the latest plan of 
 from __future__ import annotations
 
 import json
+import logging
 from dataclasses import replace
 from typing import Any
 
 from gidgethub.abc import GitHubAPI
 
-from core.approvals import Approval, Refusal, approval_for, timing_refusal
+from core.approvals import Approval, Refusal, approval_for, approval_marker, timing_refusal
 from core.commands import NearMiss
 from core.config import ConfigError, RepoConfig
 from core.contract import DESTROY_CONTEXT, CommandRequest, PlanRequest
@@ -32,15 +33,18 @@ from core.render.replies import (
 from core.runlog import record_run
 from workers.adapters.github import vcs
 from workers.adapters.github.auth import installation_client
-from workers.adapters.github.permissions import may_approve, may_plan
+from workers.adapters.github.authors import of_pull
+from workers.adapters.github.permissions import COULD_NOT_VERIFY, Permission, may_approve, may_plan
 from workers.adapters.github.repo_config import base_config
 from workers.adapters.store import applies as apply_store
 from workers.adapters.store import audit
 from workers.adapters.store import gates as gate_store
 from workers.context import WorkerContext
-from workers.flows import drift, held_applies
+from workers.flows import drift, held_applies, restore
 from workers.flows.gate_check import covered
 from workers.flows.outcome import Outcome
+
+log = logging.getLogger("plangate.commands")
 
 
 async def handle(ctx: WorkerContext, req: CommandRequest) -> Outcome | None:
@@ -53,7 +57,10 @@ async def handle(ctx: WorkerContext, req: CommandRequest) -> Outcome | None:
         await _react(gh, req, "eyes")
         outcome = await _decide(ctx, gh, req)
         if not (req.via == "check_run" and req.command == "plan" and outcome.reaction == "+1"):
-            await vcs.post_comment(gh, req.repo, req.number, outcome.reply)  # a Re-run needs no "planning" reply
+            # a Re-run needs no "planning" reply
+            await vcs.post_comment(
+                gh, ctx.records, repo=req.repo, repo_id=req.repo_id, number=req.number, body=outcome.reply
+            )
         await _react(gh, req, outcome.reaction)
     return outcome
 
@@ -79,19 +86,19 @@ async def _decide(ctx: WorkerContext, gh: GitHubAPI, req: CommandRequest) -> Out
         text = "plangate commands work on pull requests (and on the issues plangate opens for blocked applies)."
         return Outcome(render_refusal(text, command=req.command or "help", reply_to=req.comment_id), "confused")
     pull = await gh.getitem(f"/repos/{req.repo}/pulls/{req.number}")
-    sha, author = str(pull["head"]["sha"]), str(pull["user"]["login"])
+    sha = str(pull["head"]["sha"])
     try:
         policy = await base_config(gh, req.repo, req.default_branch)
     except ConfigError as exc:
         reason = f"the default branch's .plangate.yml is invalid ({exc}); fix it first"
         return Outcome(render_refusal(reason, command=req.command or "help", reply_to=req.comment_id), "confused")
-    record = gate_store.load_destroys(ctx.records, req.repo_id, req.number, sha)
+    record = gate_store.load_plan(ctx.records, req.repo_id, req.number, sha)
     if req.command == "help":
-        planned = sorted({identity_label(p) for p in record.destroys}) if record else []
+        planned = sorted({identity_label(p) for p in record.gates}) if record else []
         return Outcome(render_help(req.repo, policy, planned=planned, sha=sha, reply_to=req.comment_id), "+1")
     if req.command == "plan":
         return await _plan(gh, req, pull, sha)
-    return await _approve(ctx, gh, req, policy, record, sha, author)
+    return await _approve(ctx, gh, req, policy, record, pull)
 
 
 async def _plan(gh: GitHubAPI, req: CommandRequest, pull: dict[str, Any], sha: str) -> Outcome:
@@ -127,48 +134,72 @@ async def _approve(
     gh: GitHubAPI,
     req: CommandRequest,
     policy: RepoConfig,
-    record: gate_store.DestroysRecord | None,
-    sha: str,
-    author: str,
+    record: gate_store.PlanRecord | None,
+    pull: dict[str, Any],
 ) -> Outcome:
+    sha = str(pull["head"]["sha"])
     where = {"repo": req.repo, "pr": req.number, "sha": sha, "by": req.commenter}
     if record is None:
         return Outcome(render_plan_running(sha, reply_to=req.comment_id), "confused")
-    allowed = await may_approve(
-        gh,
-        repo=req.repo,
-        login=req.commenter,
-        user_type=req.commenter_type,
-        authors=[author],
-        policy=policy.destroy_approvers,
-    )
+    allowed = await _may_approve(ctx, gh, req, policy, pull)
     if not allowed.allowed:
         audit.record(ctx.redis, "refused", reason=allowed.reason, **where)
         return Outcome(render_not_allowed(req.commenter, allowed.reason, reply_to=req.comment_id), "-1")
-    if record.failed:
-        failed = ", ".join(f"`{identity_label(name)}`" for name in record.failed)
-        reason = f"the plan failed at {sha[:7]} for {failed}; fix it and approve the new plan"
-        audit.record(ctx.redis, "refused", reason=reason, **where)
-        return Outcome(render_refusal(reason, reply_to=req.comment_id), "confused")
-    late = timing_refusal(
-        sha,
-        named_sha=req.sha,
-        comment_at=req.created_at,
-        published_at=record.published_at,
-        inclusive=req.via == "check_run",
-    )
-    decision = late or approval_for(record.destroys, sha, req.commenter, req.projects)
+    decision = await _judge(ctx, gh, req, record, sha)
     if isinstance(decision, Refusal):
         audit.record(ctx.redis, "refused", reason=decision.reason, **where)
         return Outcome(render_refusal(decision.reason, reply_to=req.comment_id), "confused")
     return await _record_approval(ctx, gh, req, record, decision, where, policy)
 
 
+async def _may_approve(
+    ctx: WorkerContext, gh: GitHubAPI, req: CommandRequest, policy: RepoConfig, pull: dict[str, Any]
+) -> Permission:
+    """The default branch's policy, against every author of the PR as GitHub shows it now."""
+    try:
+        authors = await of_pull(gh, ctx.records, repo=req.repo, repo_id=req.repo_id, pull=pull)
+    except Exception as exc:  # fail closed: a partial list of authors could clear one of them
+        log.warning(json.dumps({"repo": req.repo, "pr": req.number, "authors": type(exc).__name__}))
+        return Permission(False, COULD_NOT_VERIFY)
+    return await may_approve(
+        gh,
+        repo=req.repo,
+        login=req.commenter,
+        user_type=req.commenter_type,
+        authors=authors,
+        policy=policy.destroy_approvers,
+    )
+
+
+async def _judge(
+    ctx: WorkerContext, gh: GitHubAPI, req: CommandRequest, record: gate_store.PlanRecord, sha: str
+) -> Approval | Refusal:
+    """What the approver can have seen, checked before it is approved: a plan that ran, the same plan the
+    button's page showed, a plan comment nobody else changed, published before the command."""
+    if record.failed:
+        failed = ", ".join(f"`{identity_label(name)}`" for name in record.failed)
+        return Refusal(f"the plan failed at {sha[:7]} for {failed}; fix it and approve the new plan")
+    if req.via == "check_run" and not (req.plan_digest and record.digest.startswith(req.plan_digest)):
+        return Refusal(f"the plan of {sha[:7]} changed since the page you pressed the button on; look again")
+    parts = vcs.known_comments(ctx.records, req.repo_id, req.number, "plan")
+    shown = await restore.check_shown(ctx, gh, repo=req.repo, repo_id=req.repo_id, comment_ids=parts)
+    if not shown.intact:
+        return Refusal(
+            "someone else had changed plangate's plan comment, so what you read may not have been the plan; "
+            "plangate put its text back — look again and re-approve"
+        )
+    published = max(t for t in (record.published_at, shown.restored) if t) if record.published_at else None
+    late = timing_refusal(
+        sha, named_sha=req.sha, comment_at=req.created_at, published_at=published, inclusive=req.via == "check_run"
+    )
+    return late or approval_for(record.gates, sha, req.commenter, req.projects, plan=record.digest)
+
+
 async def _record_approval(
     ctx: WorkerContext,
     gh: GitHubAPI,
     req: CommandRequest,
-    record: gate_store.DestroysRecord,
+    record: gate_store.PlanRecord,
     approval: Approval,
     where: dict[str, Any],
     policy: RepoConfig,
@@ -177,12 +208,15 @@ async def _record_approval(
     known = await gate_store.load_approvals(
         ctx.records, gh, repo=req.repo, repo_id=req.repo_id, number=req.number, sha=approval.sha, bot_login=login
     )
-    cov = await covered(gh, record.destroys, [*known, approval], sha=approval.sha, rules=policy.destroy_rules)
-    reply = render_approved(approval, cov, reply_to=req.comment_id)
+    cov = await covered(gh, record.gates, [*known, approval], sha=approval.sha, rules=policy.destroy_rules)
+    seal = approval_marker(
+        approval, key=ctx.records.marker_key, repo_id=req.repo_id, number=req.number, reply_to=req.comment_id
+    )
+    reply = render_approved(approval, cov, marker=seal)
     gate_store.add_approval(ctx.records, req.repo_id, req.number, approval.sha, known, approval)
     audit.record(ctx.redis, "approved", destroys=len(approval.pairs), complete=cov.complete, **where)
     state, description = approval_status(cov)
-    waiting = not cov.complete and not cov.never
+    waiting = record.digest if not cov.complete and not cov.never else None
     await vcs.set_status(gh, req.repo, approval.sha, DESTROY_CONTEXT, state, description, approve=waiting)
     record_run(
         ctx.redis,

@@ -1,16 +1,19 @@
-"""How far the approvals at one SHA reach, under the default branch's destroy rules (one place for the
-PR plan, the approval command and the held apply)."""
+"""How far the approvals at one SHA reach into its gated changes, under the default branch's destroy rules
+(one place for the PR plan, the approval command and the held apply)."""
 
 from __future__ import annotations
 
 import json
 import logging
+from collections.abc import Iterable
 
 from gidgethub.abc import GitHubAPI
 
-from core.approvals import Approval, Coverage, Destroys
-from core.config import ConfigError, DestroyRule
+from core.approvals import Approval, Coverage
+from core.config import ConfigError, DestroyRule, RepoConfig
 from core.destroy_rules import rule_coverage
+from core.gated import Gated, Gates, plan_gates
+from core.results import ProjectResult
 from workers.adapters.github.permissions import rule_eligibility
 from workers.adapters.github.repo_config import base_config
 from workers.adapters.store import gates as gate_store
@@ -19,24 +22,36 @@ from workers.adapters.store.records import Records
 log = logging.getLogger("plangate.gate")
 
 
-async def destroy_rules(gh: GitHubAPI, repo: str, default_branch: str) -> tuple[DestroyRule, ...] | None:
-    """The default branch's destroy rules; None when its config is invalid (nothing is approved then).
-    GitHub's errors propagate: the job is tried again rather than publish a verdict without the rules."""
+async def policy(gh: GitHubAPI, repo: str, default_branch: str) -> RepoConfig | None:
+    """The default branch's config: its destroy rules and code-at-apply switches. None when it is invalid
+    (nothing is approved then, and code at apply stays gated). GitHub's errors propagate: the job is
+    tried again rather than publish a verdict without the rules."""
     try:
-        return (await base_config(gh, repo, default_branch)).destroy_rules
+        return await base_config(gh, repo, default_branch)
     except ConfigError as exc:
         log.warning(json.dumps({"repo": repo, "destroy_rules": "default branch config invalid", "error": str(exc)}))
         return None
 
 
+def gates_of(results: Iterable[ProjectResult], config: RepoConfig | None) -> dict[str, dict[str, Gated]]:
+    """Each planned project's gated changes (every planned project, empty when it has none); code at apply
+    is gated unless the default branch's config turned that off for the project."""
+    return {
+        r.identity: plan_gates(r.plan, r.code_runs, gate_code=config is None or config.gates_code(r.name))
+        for r in results
+        if r.plan is not None
+    }
+
+
 async def covered(
-    gh: GitHubAPI, destroys: Destroys, approvals: list[Approval], *, sha: str, rules: tuple[DestroyRule, ...] | None
+    gh: GitHubAPI, gates: Gates, approvals: list[Approval], *, sha: str, rules: tuple[DestroyRule, ...] | None
 ) -> Coverage:
-    """Coverage under `rules`; unreadable rules (None) approve nothing: every destroy stays open."""
+    """Coverage under `rules`, each approval bound to the objects it saw; unreadable rules (None) approve
+    nothing: every gated change stays open."""
     if rules is None:
-        return rule_coverage(destroys, [], sha=sha, rules=(), eligible={})
+        return rule_coverage(gates, [], sha=sha, rules=(), eligible={})
     eligible = await rule_eligibility(gh, [a.approver for a in approvals], rules) if rules else {}
-    return rule_coverage(destroys, approvals, sha=sha, rules=rules, eligible=eligible)
+    return rule_coverage(gates, approvals, sha=sha, rules=rules, eligible=eligible)
 
 
 async def coverage_at(
@@ -47,12 +62,13 @@ async def coverage_at(
     repo_id: int,
     number: int,
     sha: str,
-    destroys: Destroys,
+    gates: Gates,
     bot_login: str,
-    default_branch: str,
+    rules: tuple[DestroyRule, ...] | None,
 ) -> Coverage:
-    """The approvals recorded at `sha` (Redis, else the bot's comments) against its destroys."""
+    """The approvals recorded at `sha` (Redis, else the sealed markers in the bot's comments) against its
+    gated changes."""
     approvals = await gate_store.load_approvals(
         records, gh, repo=repo, repo_id=repo_id, number=number, sha=sha, bot_login=bot_login
     )
-    return await covered(gh, destroys, approvals, sha=sha, rules=await destroy_rules(gh, repo, default_branch))
+    return await covered(gh, gates, approvals, sha=sha, rules=rules)

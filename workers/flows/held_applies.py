@@ -1,26 +1,36 @@
-"""Commands on a PR or issue whose apply is held (blocked on destroys, or died mid-apply).
+"""Commands on a PR or issue whose apply is held (blocked on gated changes, or died mid-apply).
 
-`/approve-destroy` approves exactly the held destroy set at the pushed SHA and re-runs those
-applies: plan again, check the destroy set is still covered (state may have moved), apply.
-`/plan` re-runs them as they are (the route back after an apply died or failed).
+`/approve-destroy` approves exactly the held changes at the pushed SHA, each bound to the object (or
+code) the blocked comment named, and re-runs those applies: plan again, check the changes are still
+covered (state may have moved), apply. `/plan` re-runs them as they are (the route back after an apply
+died or failed).
 """
 
 from __future__ import annotations
 
+import json
+import logging
+
 from gidgethub.abc import GitHubAPI
 
-from core.approvals import Refusal, approval_for, timing_refusal
+from core.approvals import Approval, Refusal, approval_for, approval_marker, timing_refusal
+from core.config import RepoConfig
 from core.contract import CommandRequest
+from core.gated import Gated, plan_digest, published_digest
 from core.render.replies import render_approved, render_not_allowed, render_planning, render_refusal
 from workers.adapters.github import vcs
-from workers.adapters.github.permissions import may_approve, may_plan
+from workers.adapters.github.authors import Authors, of_pull, of_push
+from workers.adapters.github.permissions import COULD_NOT_VERIFY, Permission, may_approve, may_plan
 from workers.adapters.github.repo_config import base_config
 from workers.adapters.store import audit
 from workers.adapters.store import gates as gate_store
 from workers.adapters.store.applies import BlockedApply
 from workers.context import WorkerContext
+from workers.flows import restore
 from workers.flows.gate_check import covered
 from workers.flows.outcome import Outcome
+
+log = logging.getLogger("plangate.held")
 
 
 async def decide(ctx: WorkerContext, gh: GitHubAPI, req: CommandRequest, held: list[BlockedApply]) -> Outcome:
@@ -37,28 +47,65 @@ async def decide(ctx: WorkerContext, gh: GitHubAPI, req: CommandRequest, held: l
     return await _approve(ctx, gh, req, current, sha)
 
 
+async def authors_of(ctx: WorkerContext, gh: GitHubAPI, repo: str, repo_id: int, held: BlockedApply) -> Authors:
+    """A merged PR's authors as GitHub shows them now; a direct push's from its webhook."""
+    if not held.is_pr:
+        return of_push(held.authors)
+    pull = await gh.getitem(f"/repos/{repo}/pulls/{held.number}")
+    return await of_pull(gh, ctx.records, repo=repo, repo_id=repo_id, pull=pull)
+
+
+async def _may_approve(
+    ctx: WorkerContext, gh: GitHubAPI, req: CommandRequest, held: BlockedApply, policy: RepoConfig
+) -> Permission:
+    try:
+        authors = await authors_of(ctx, gh, req.repo, req.repo_id, held)
+    except Exception as exc:  # fail closed: a partial list of authors could clear one of them
+        log.warning(json.dumps({"repo": req.repo, "number": req.number, "authors": type(exc).__name__}))
+        return Permission(False, COULD_NOT_VERIFY)
+    return await may_approve(
+        gh,
+        repo=req.repo,
+        login=req.commenter,
+        user_type=req.commenter_type,
+        authors=authors,
+        policy=policy.destroy_approvers,
+    )
+
+
+async def _judge(
+    ctx: WorkerContext, gh: GitHubAPI, req: CommandRequest, held: list[BlockedApply], sha: str
+) -> Approval | Refusal:
+    """The held changes as the blocked comments (or issue) named them, if those still show plangate's text
+    and were written before the command."""
+    gates: dict[str, dict[str, Gated]] = {b.project.identity: b.gates() for b in held}
+    pages = [b.comment_id for b in held if b.comment_id]
+    shown = await restore.check_shown(ctx, gh, repo=req.repo, repo_id=req.repo_id, comment_ids=pages)
+    issue = await restore.check_issue(ctx, gh, repo=req.repo, repo_id=req.repo_id, number=req.number)
+    if not (shown.intact and issue.intact):
+        return Refusal(
+            "someone else had changed what plangate wrote about this blocked apply, so what you read may not "
+            "have been it; plangate put its text back — look again and re-approve"
+        )
+    stamps = [b.blocked_at for b in held]
+    blocked_at = max(s for s in stamps if s) if stamps and all(stamps) else None  # after every blocked comment
+    restored = [t for t in (shown.restored, issue.restored) if t]
+    published = max([blocked_at, *restored]) if blocked_at else None
+    late = timing_refusal(sha, named_sha=req.sha, comment_at=req.created_at, published_at=published)
+    digest = published_digest({identity: plan_digest(sha, identity, g) for identity, g in gates.items()})
+    return late or approval_for(gates, sha, req.commenter, req.projects, plan=digest)
+
+
 async def _approve(
     ctx: WorkerContext, gh: GitHubAPI, req: CommandRequest, held: list[BlockedApply], sha: str
 ) -> Outcome:
     where = {"repo": req.repo, "number": req.number, "sha": sha, "by": req.commenter, "held": True}
     policy = await base_config(gh, req.repo, req.default_branch)
-    allowed = await may_approve(
-        gh,
-        repo=req.repo,
-        login=req.commenter,
-        user_type=req.commenter_type,
-        authors=held[0].authors,
-        policy=policy.destroy_approvers,
-        authored="opened this pull request" if held[0].is_pr else "pushed this commit or authored one of its commits",
-    )
+    allowed = await _may_approve(ctx, gh, req, held[0], policy)
     if not allowed.allowed:
         audit.record(ctx.redis, "refused", reason=allowed.reason, **where)
         return Outcome(render_not_allowed(req.commenter, allowed.reason, reply_to=req.comment_id), "-1")
-    destroys = {b.project.identity: list(b.destroys) for b in held}
-    stamps = [b.blocked_at for b in held]
-    blocked_at = max(s for s in stamps if s) if stamps and all(stamps) else None  # after every blocked comment
-    late = timing_refusal(sha, named_sha=req.sha, comment_at=req.created_at, published_at=blocked_at)
-    decision = late or approval_for(destroys, sha, req.commenter, req.projects)
+    decision = await _judge(ctx, gh, req, held, sha)
     if isinstance(decision, Refusal):
         audit.record(ctx.redis, "refused", reason=decision.reason, **where)
         return Outcome(render_refusal(decision.reason, reply_to=req.comment_id), "confused")
@@ -67,8 +114,12 @@ async def _approve(
         ctx.records, gh, repo=req.repo, repo_id=req.repo_id, number=req.number, sha=sha, bot_login=login
     )
     gate_store.add_approval(ctx.records, req.repo_id, req.number, sha, known, decision)
-    cov = await covered(gh, destroys, [*known, decision], sha=sha, rules=policy.destroy_rules)
+    gates = {b.project.identity: b.gates() for b in held}
+    cov = await covered(gh, gates, [*known, decision], sha=sha, rules=policy.destroy_rules)
     audit.record(ctx.redis, "approved", destroys=len(decision.pairs), complete=cov.complete, **where)
     approved_projects = {project for project, _ in decision.pairs}
     rerun = [b for b in held if b.project.identity in approved_projects]
-    return Outcome(render_approved(decision, cov, reply_to=req.comment_id), "+1", reapply=rerun)
+    seal = approval_marker(
+        decision, key=ctx.records.marker_key, repo_id=req.repo_id, number=req.number, reply_to=req.comment_id
+    )
+    return Outcome(render_approved(decision, cov, marker=seal), "+1", reapply=rerun)

@@ -14,15 +14,16 @@ import asyncio
 import json
 import logging
 from dataclasses import dataclass
+from typing import Any
 
 from gidgethub.abc import GitHubAPI
 
 from core import keys
-from core.approvals import Approval
+from core.approvals import OBJECT_LEN, Approval
 from core.config import ConfigError, RepoConfig
 from core.contract import DESTROY_CONTEXT, PLAN_CONTEXT, GroupRequest
 from core.destroy_rules import rule_coverage
-from core.gate import destroy_keys
+from core.gated import Gated
 from core.projects import Project
 from core.render.plan import render_plan_comments
 from core.render.replies import approval_status
@@ -31,10 +32,12 @@ from core.results import ProjectResult
 from workers.adapters.checkout import remote_head
 from workers.adapters.github import vcs
 from workers.adapters.github.auth import installation_client
+from workers.adapters.github.authors import of_pull
 from workers.adapters.github.repo_config import base_config
 from workers.context import WorkerContext
 from workers.flows.apply_approvals import standing
 from workers.flows.discovery import discover_at, to_plan
+from workers.flows.gate_check import gates_of
 
 log = logging.getLogger("plangate.merge_queue")
 COMPARE_FILE_CAP = 300
@@ -44,7 +47,7 @@ COMPARE_FILE_CAP = 300
 class GroupPR:
     number: int
     head_sha: str
-    author: str
+    pull: dict[str, Any]  # GitHub's pull object: its authors are asked of GitHub from it
 
 
 def gone(ctx: WorkerContext, req: GroupRequest) -> bool:
@@ -96,7 +99,7 @@ async def group_prs(gh: GitHubAPI, repo: str, base: str, head: str) -> list[Grou
         sha = str(commit["sha"])
         async for pull in gh.getiter(f"/repos/{repo}/commits/{sha}/pulls"):
             if pull["head"]["sha"] == sha and pull.get("state") == "open":
-                found[int(pull["number"])] = GroupPR(int(pull["number"]), sha, str(pull["user"]["login"]))
+                found[int(pull["number"])] = GroupPR(int(pull["number"]), sha, pull)
     return sorted(found.values(), key=lambda p: p.number)
 
 
@@ -105,23 +108,23 @@ async def publish(ctx: WorkerContext, req: GroupRequest, results: list[ProjectRe
     if gone(ctx, req):
         log.info(json.dumps({"repo": req.repo, "merge_group": req.head_ref, "outcome": "dropped by the queue"}))
         return
-    destroys = {r.identity: list(destroy_keys(r.plan)) for r in results if r.plan is not None}
     async with installation_client(ctx.tokens, req.installation_id, ctx.settings.api_url) as gh:
         try:
             policy = await base_config(gh, req.repo, req.default_branch)
         except ConfigError as exc:  # its masks and rules are unknown: nothing of the plans is shown, nothing passes
             await _failed(gh, req, f"invalid .plangate.yml on {req.default_branch}: {exc.key}")
             return
+        gates = gates_of(results, policy)
         masks = [*ctx.settings.mask_patterns, *policy.mask_patterns]
-        bodies = render_plan_comments(results, pr=0, sha=req.head_sha, mask_patterns=masks)
+        bodies = render_plan_comments(results, pr=0, sha=req.head_sha, mask_patterns=masks, gates=gates)
         summary = bodies[0].partition("\n")[2]
         await vcs.set_status(gh, req.repo, req.head_sha, PLAN_CONTEXT, *plan_status(results), summary=summary)
-        if any(r.plan is None for r in results) or not any(destroys.values()):
+        if any(r.plan is None for r in results) or not any(gates.values()):
             await vcs.set_status(gh, req.repo, req.head_sha, DESTROY_CONTEXT, *destroy_status(results), summary=summary)
             return
-        approvals = await _approvals(ctx, gh, req, destroys, policy)
+        approvals = await _approvals(ctx, gh, req, gates, policy)
         rules = policy.destroy_rules
-        cov = rule_coverage(destroys, approvals, sha=req.head_sha, rules=rules, eligible=_all_rules(approvals, rules))
+        cov = rule_coverage(gates, approvals, sha=req.head_sha, rules=rules, eligible=_all_rules(approvals, rules))
         await vcs.set_status(gh, req.repo, req.head_sha, DESTROY_CONTEXT, *approval_status(cov), summary=summary)
 
 
@@ -136,15 +139,19 @@ def _all_rules(approvals: list[Approval], rules: tuple[object, ...]) -> dict[str
 
 
 async def _approvals(
-    ctx: WorkerContext, gh: GitHubAPI, req: GroupRequest, destroys: dict[str, list[str]], policy: RepoConfig | None
+    ctx: WorkerContext, gh: GitHubAPI, req: GroupRequest, gates: dict[str, dict[str, Gated]], policy: RepoConfig
 ) -> list[Approval]:
-    """Per project, the approvals on the group's PRs that still count (re-checked as at apply time),
-    as approvals of the group's commit: the destroy keys they cover, whoever gave them."""
+    """Per project, the approvals on the group's PRs that still count (re-checked as at apply time, against
+    every author of that PR and the objects the group's plan condemns), as approvals of the group's
+    commit: the gated changes they cover, whoever gave them."""
     base = req.base_sha or await _base(ctx, req)
     login = await vcs.bot_login(ctx.records, ctx.app_id, ctx.private_key, ctx.settings.api_url)
     found: list[Approval] = []
     for pr in await group_prs(gh, req.repo, base, req.head_sha):
-        for identity in destroys:
+        authors = await of_pull(gh, ctx.records, repo=req.repo, repo_id=req.repo_id, pull=pr.pull)
+        for identity, gated in gates.items():
+            if not gated:
+                continue
             counted = await standing(
                 ctx.records,
                 gh,
@@ -153,13 +160,12 @@ async def _approvals(
                 number=pr.number,
                 shas=(pr.head_sha,),
                 identity=identity,
+                gates=gated,
                 bot_login=login,
-                authors=(pr.author,),
-                authored="opened this pull request",
-                policy=policy.destroy_approvers if policy else None,
-                rules=policy.destroy_rules if policy else (),
+                authors=authors,
+                policy=policy.destroy_approvers,
+                rules=policy.destroy_rules,
             )
-            for approver in counted.approvers:
-                keys = frozenset((identity, k) for k in counted.keys)
-                found.append(Approval(approver, req.head_sha, keys))
+            seen = frozenset((identity, key, gated[key].object[:OBJECT_LEN]) for key in counted.keys)
+            found += [Approval(approver, req.head_sha, seen) for approver in counted.approvers]
     return found

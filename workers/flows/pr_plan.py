@@ -35,6 +35,7 @@ from core.render.status import pending_status
 from core.results import ProjectResult
 from workers.adapters.github import vcs
 from workers.adapters.github.auth import installation_client
+from workers.adapters.github.authors import record_pusher
 from workers.adapters.github.client import RateLimited
 from workers.adapters.github.repo_config import base_config, base_config_or_none
 from workers.adapters.store import audit
@@ -174,7 +175,10 @@ async def _learn_comments(ctx: WorkerContext, gh: GitHubAPI, req: PlanRequest) -
 
 
 def _take_head(ctx: WorkerContext, req: PlanRequest) -> None:
-    """This SHA is now the PR's head: approvals of the previous head are void (they are per SHA)."""
+    """This SHA is now the PR's head: approvals of the previous head are void (they are per SHA), and
+    whoever pushed it is one of the PR's authors from now on."""
+    if req.pusher:
+        record_pusher(ctx.records, req.repo_id, req.pr, req.pusher)
     previous = ctx.redis.getset(req.head_key(), req.sha)
     ctx.redis.expire(req.head_key(), gate_store.TTL)
     if isinstance(previous, bytes) and previous.decode() != req.sha:
@@ -182,14 +186,15 @@ def _take_head(ctx: WorkerContext, req: PlanRequest) -> None:
         # wipe nothing is assumed, and the approvals are rebuilt from the PR's comments instead)
         gate_store.start_sha(ctx.records, req.repo_id, req.pr, req.sha)
         old = previous.decode()
-        if gate_store.cached_approvals(ctx.records, req.repo_id, req.pr, old):
+        if gate_store.had_approvals(ctx.records, req.repo_id, req.pr, old):
             audit.record(ctx.redis, "voided", repo=req.repo, pr=req.pr, sha=old, new_sha=req.sha)
 
 
 async def _refuse_fork(ctx: WorkerContext, gh: GitHubAPI, req: PlanRequest) -> None:
     key = keys.fork_refused(req.repo_id, req.pr)
     if ctx.redis.set(key, "1", nx=True, ex=keys.FORK_REFUSED_TTL):
-        await vcs.post_comment(gh, req.repo, req.pr, render_fork_refused(req.pr))
+        body = render_fork_refused(req.pr)
+        await vcs.post_comment(gh, ctx.records, repo=req.repo, repo_id=req.repo_id, number=req.pr, body=body)
     await vcs.set_status(gh, req.repo, req.sha, PLAN_CONTEXT, "failure", "fork PRs are not planned here")
     await vcs.set_status(gh, req.repo, req.sha, DESTROY_CONTEXT, "failure", "not planned: fork PR")
 

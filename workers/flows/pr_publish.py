@@ -13,7 +13,7 @@ from gidgethub.abc import GitHubAPI
 
 from core import keys
 from core.contract import DESTROY_CONTEXT, PLAN_CONTEXT, PlanRequest
-from core.gate import destroy_keys
+from core.gated import plan_digest, published_digest
 from core.plan import summary_line
 from core.render.mask import mask
 from core.render.plan import render_plan_comments, render_planned_on_merge, render_too_many_files
@@ -66,13 +66,18 @@ async def _report(
     plan: tuple[State, str],
     gate: tuple[State, str],
     text: str,
-    waiting: bool,
+    waiting: str | None,
     url: str,
 ) -> None:
     await vcs.at_once(  # two contexts, each complete in itself: one round trip, not two
         vcs.set_status(gh, req.repo, req.sha, PLAN_CONTEXT, *plan, url, summary=text),
         vcs.set_status(gh, req.repo, req.sha, DESTROY_CONTEXT, *gate, url, summary=text, approve=waiting),
     )
+
+
+def _planned_at(req: PlanRequest, result: ProjectResult) -> str:
+    """The commit whose code a result planned: an earlier head it was carried from, the test merge, the head."""
+    return result.carried_from or req.code_sha or req.sha
 
 
 async def publish(
@@ -89,16 +94,21 @@ async def publish(
     if req.code_sha:
         notes.append(render_planned_on_merge(req.sha, req.code_sha, req.default_branch))
     note = "\n\n".join(notes)
-    destroys = {r.identity: list(destroy_keys(r.plan)) for r in results if r.plan is not None}
     failed = [r.identity for r in results if r.plan is None]
     async with installation_client(ctx.tokens, req.installation_id, ctx.settings.api_url) as gh:
         if "mask_patterns" in meta:
             patterns = [*ctx.settings.mask_patterns, *meta["mask_patterns"]]
         else:  # the dispatch's record is gone (Redis lost it, or the key that seals it changed): ask again
             patterns = await mask_patterns(gh, req.repo, req.default_branch, ctx.settings.mask_patterns)
+        gated = any(r.plan is not None and (r.plan.destroys or r.code_runs) for r in results)
+        policy = await gate_check.policy(gh, req.repo, req.default_branch) if gated else None
+        gates = gate_check.gates_of(results, policy)
         login = await bot_login(ctx)
+        digest = published_digest(
+            {r.identity: plan_digest(_planned_at(req, r), r.identity, gates[r.identity]) for r in results if r.plan}
+        )
         cov = None
-        if not failed and any(destroys.values()):
+        if not failed and any(gates.values()):
             cov = await gate_check.coverage_at(
                 ctx.records,
                 gh,
@@ -106,17 +116,23 @@ async def publish(
                 repo_id=req.repo_id,
                 number=req.pr,
                 sha=req.sha,
-                destroys=destroys,
+                gates=gates,
                 bot_login=login,
-                default_branch=req.default_branch,
+                rules=policy.destroy_rules if policy is not None else None,
             )
-        notes_by_destroy = cov.notes if cov is not None else None
         bodies = render_plan_comments(
-            results, pr=req.pr, sha=req.sha, mask_patterns=patterns, note=note, notes=notes_by_destroy
+            results,
+            pr=req.pr,
+            sha=req.sha,
+            mask_patterns=patterns,
+            note=note,
+            notes=cov.notes if cov is not None else None,
+            gates=gates,
+            voided=cov.voided if cov is not None else frozenset(),
         )
         text = bodies[0].partition("\n")[2]  # the plan comment's first part, without its marker
         gate = destroy_status(results) if cov is None else approval_status(cov)
-        waiting = cov is not None and not cov.complete and not cov.never
+        waiting = digest if cov is not None and not cov.complete and not cov.never else None
 
         async def commented() -> vcs.Published:
             published = await vcs.upsert_comments(
@@ -130,8 +146,8 @@ async def publish(
                 bodies=bodies,
             )
             # Saved once the comment shows it: an approval is measured against when its author could see it.
-            record = gate_store.DestroysRecord(destroys=destroys, failed=failed, published_at=published.at)
-            gate_store.save_destroys(ctx.records, req.repo_id, req.pr, req.sha, record)
+            record = gate_store.PlanRecord(gates=gates, failed=failed, published_at=published.at, digest=digest)
+            gate_store.save_plan(ctx.records, req.repo_id, req.pr, req.sha, record)
             return published
 
         reports = functools.partial(_report, gh, req, plan_status(results), gate, text, waiting)

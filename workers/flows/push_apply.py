@@ -71,7 +71,8 @@ async def dispatch(ctx: WorkerContext, req: PushRequest) -> Dispatch | None:
         except ConfigError as exc:
             await vcs.set_status(gh, req.repo, req.after, APPLY_CONTEXT, "failure", f"invalid .plangate.yml: {exc.key}")
             if pr is not None:
-                await vcs.post_comment(gh, req.repo, pr.number, render_config_error(exc.key, exc.problem))
+                body = render_config_error(exc.key, exc.problem)
+                await vcs.post_comment(gh, ctx.records, repo=req.repo, repo_id=req.repo_id, number=pr.number, body=body)
             return None
         base = "" if req.forced or req.before == ZERO_SHA else req.before
         projects = await to_plan(ctx.checkouts, req, token, found, changed, scope="push", base=base)
@@ -105,7 +106,15 @@ async def _stale(
     for planned in prs:
         comment_id = vcs.known_comment(ctx.records, req.repo_id, planned.number, "plan")
         if comment_id is not None:
-            await stale_plans.mark_stale(gh, req.repo, comment_id, note)
+            await stale_plans.mark_stale(
+                gh,
+                ctx.records,
+                repo=req.repo,
+                repo_id=req.repo_id,
+                number=planned.number,
+                comment_id=comment_id,
+                note=note,
+            )
     return [p for p in prs if stale_plans.claim(ctx.redis, req.repo_id, p.number)]
 
 
@@ -158,12 +167,12 @@ async def finish(
             number, is_pr = where.number, where.is_pr
             if number is None:
                 title = f"plangate: apply died on {req.after[:7]} ({project.name})"
-                number, is_pr = (
-                    int((await gh.post(f"/repos/{req.repo}/issues", data={"title": title, "body": body}))["number"]),
-                    False,
+                issue = await vcs.open_issue(
+                    gh, ctx.records, repo=req.repo, repo_id=req.repo_id, title=title, body=body
                 )
+                number, is_pr = int(issue["number"]), False
             else:
-                await vcs.post_comment(gh, req.repo, number, body)
+                await vcs.post_comment(gh, ctx.records, repo=req.repo, repo_id=req.repo_id, number=number, body=body)
             apply_store.save_blocked(ctx.records, apply_store.hold(req, project, where, number, is_pr, []))
             audit.record(ctx.redis, "apply-failed", repo=req.repo, sha=req.after, project=project.name, died=True)
         known = {**dict.fromkeys(projects, "error"), **outcomes(ctx, req)}

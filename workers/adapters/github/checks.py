@@ -21,12 +21,18 @@ from core import keys
 from workers.adapters.store.records import Records
 
 MODES = ("checks", "statuses")
-APPROVE_IDENTIFIER = "approve-destroy"
-APPROVE_ACTION = {
-    "label": "Approve destroys",  # GitHub: at most 20 characters
-    "description": "Approve exactly these destroys",  # at most 40
-    "identifier": APPROVE_IDENTIFIER,  # at most 20
-}
+APPROVE_PREFIX = "approve-"  # + the plan's digest, cut to GitHub's 20 characters: a stale page approves nothing
+
+
+def approve_action(plan_digest: str) -> dict[str, str]:
+    """The "Approve destroys" button for the plan whose digest is `plan_digest` (core.gated.published_digest)."""
+    return {
+        "label": "Approve destroys",  # GitHub: at most 20 characters
+        "description": "Approve exactly these destroys",  # at most 40
+        "identifier": (APPROVE_PREFIX + plan_digest)[:20],  # at most 20
+    }
+
+
 MAX_TEXT = 65_535
 TTL = keys.GATE_TTL
 log = logging.getLogger("plangate.checks")
@@ -69,7 +75,7 @@ class CheckRuns:
         url: str | None,
         *,
         summary: str | None = None,
-        approve: bool = False,
+        approve: str | None = None,
     ) -> bool:
         """Create or edit the check run; False when this installation cannot (report a status instead)."""
         if self.mode != "checks":
@@ -79,7 +85,7 @@ class CheckRuns:
         body: dict[str, Any] = {
             "name": context,
             "output": {"title": description, "summary": fit(summary or description)},
-            "actions": [APPROVE_ACTION] if approve else [],
+            "actions": [approve_action(approve)] if approve else [],
         }
         if url:
             body["details_url"] = url
@@ -87,7 +93,7 @@ class CheckRuns:
             body["status"] = "in_progress"
         else:
             body["status"] = "completed"
-            body["conclusion"] = conclusion(state, approve)
+            body["conclusion"] = conclusion(state, approve is not None)
         try:
             if context in known:
                 path = f"/repos/{repo}/check-runs/{known[context]}"

@@ -18,6 +18,7 @@ from gidgethub import BadRequest
 from gidgethub.abc import GitHubAPI
 
 from core.config import DestroyApprovers, DestroyRule
+from workers.adapters.github.authors import Authors
 
 log = logging.getLogger("plangate.permissions")
 
@@ -95,20 +96,23 @@ async def may_approve(
     repo: str,
     login: str,
     user_type: str,
-    authors: Sequence[str],
+    authors: Authors,
     policy: DestroyApprovers,
-    authored: str = "opened this pull request",
 ) -> Permission:
-    """May `login` approve destroys on `repo`? `authors`: who made the change (the PR's author; for a
-    direct push, the pusher and every commit author and committer with a login), as `authored` says."""
+    """May `login` approve destroys on `repo`? `authors`: who made the change (workers.adapters.github.authors):
+    none of them, unless self-approval is allowed; and when that list cannot be proven complete, nobody."""
     if is_bot(login, user_type):
         return Permission(False, f"@{login} is a bot; bots never approve destroys")
-    if login.casefold() in {a.casefold() for a in authors if a} and not policy.allow_self_approval:
-        return Permission(
-            False,
-            f"@{login} {authored}; destroys need someone else's approval here "
-            "(destroy_approvers.allow_self_approval is false)",
-        )
+    if not policy.allow_self_approval:
+        did = authors.role(login)
+        if did is not None:
+            return Permission(
+                False,
+                f"@{login} {did}; destroys need someone else's approval here "
+                f"(destroy_approvers.allow_self_approval is false). Authors of this change: {authors.describe()}",
+            )
+        if authors.unproven:
+            return Permission(False, f"{authors.unproven}, so @{login} cannot be cleared of authoring it")
     if login.casefold() in {u.casefold() for u in policy.users}:
         return Permission(True, f"@{login} is listed in destroy_approvers.users")
     needed = RANK.get(policy.permission, RANK["admin"])  # an unknown level fails closed

@@ -5,11 +5,12 @@ applied without a fresh plan and check."""
 from __future__ import annotations
 
 import json
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, fields
 from typing import Any
 
 from core import keys
 from core.contract import PushRequest, Where
+from core.gated import Gated
 from core.projects import Project
 from workers.adapters.store.records import Records
 
@@ -24,9 +25,9 @@ class BlockedApply:
     project: Project
     number: int  # the merged PR, or the issue plangate opened
     is_pr: bool
-    authors: tuple[str, ...]  # who may not approve it (unless self-approval allows): PR author, or pushers, committers
+    authors: tuple[str, ...]  # a direct push's pusher, committers: who may not approve it (a PR's are asked of GitHub)
     approved_on: str | None  # the PR head SHA whose approvals were checked
-    destroys: tuple[str, ...] = ()
+    gated: tuple[Gated, ...] = ()  # the changes not approved, each bound to its object, as the comment named them
     comment_id: int | None = None
     blocked_at: str | None = None  # GitHub's time of the comment (or issue) saying so: approvals come after
 
@@ -39,15 +40,19 @@ class BlockedApply:
     @classmethod
     def from_json(cls, data: dict[str, Any]) -> BlockedApply:
         push = data["push"]
+        known = {f.name for f in fields(cls)}  # a record of an older version keeps what still means the same
         return cls(
             **{
-                **data,
+                **{k: v for k, v in data.items() if k in known},
                 "push": PushRequest(**{**push, "authors": tuple(push.get("authors", ()))}),
                 "project": Project(**data["project"]),
                 "authors": tuple(data["authors"]),
-                "destroys": tuple(data.get("destroys", ())),
+                "gated": tuple(Gated(**g) for g in data.get("gated", ())),
             }
         )
+
+    def gates(self) -> dict[str, Gated]:
+        return {g.key: g for g in self.gated}
 
 
 def hold(
@@ -56,7 +61,7 @@ def hold(
     where: Where,
     number: int,
     is_pr: bool,
-    destroys: list[str],
+    gated: list[Gated],
     comment_id: int | None = None,
     blocked_at: str | None = None,
 ) -> BlockedApply:
@@ -68,7 +73,7 @@ def hold(
         is_pr=is_pr,
         authors=tuple(where.authors),
         approved_on=where.approved_on,
-        destroys=tuple(destroys),
+        gated=tuple(gated),
         comment_id=comment_id,
         blocked_at=blocked_at,
     )

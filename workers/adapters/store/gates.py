@@ -1,8 +1,9 @@
-"""Per-SHA gate state in Redis: the destroy set of the latest plan and the approvals given for it.
+"""Per-SHA gate state in Redis: the gated changes of the latest published plan and the approvals given for it.
 
-Redis is a cache here. The approvals' system of record is the bot's reply comments (hidden
-markers); when the Redis copy is missing, or its seal does not verify (see workers.adapters.store.records), it is
-rebuilt from them, counting only the bot's own.
+Redis is a cache here. The approvals' system of record is the bot's reply comments, each holding a
+sealed marker (core.approvals). When the Redis copy is missing, or its seal does not verify (see
+workers.adapters.store.records), approvals are rebuilt from those markers alone: a marker that does
+not verify, or a bot comment someone else changed (workers.adapters.store.written), counts for nothing.
 """
 
 from __future__ import annotations
@@ -14,32 +15,47 @@ from gidgethub.abc import GitHubAPI
 
 from core import keys
 from core.approvals import Approval, approvals_from_comments, from_json, to_json
+from core.gated import Gated, from_plain, to_plain
+from workers.adapters.store import written
 from workers.adapters.store.records import Records
 
 TTL = keys.GATE_TTL
 
 
 @dataclass(frozen=True)
-class DestroysRecord:
-    destroys: dict[str, list[str]]  # project identity → destroy keys; every planned project, [] when none
+class PlanRecord:
+    """The plan a PR's comment showed at one SHA: what an approval there can cover."""
+
+    gates: dict[str, dict[str, Gated]]  # project identity → key → gated change; every planned project
     failed: list[str]  # project identities whose plan failed: nothing there can be approved
     published_at: str | None = None  # GitHub's time the plan comment showed this plan (approvals come after)
+    digest: str = ""  # core.gated.published_digest: what the approval and the "Approve" button name
 
 
 def _key(kind: str, repo_id: int, number: int, sha: str) -> str:
     return keys.approvals(repo_id, number, sha) if kind == "approvals" else keys.destroys(repo_id, number, sha)
 
 
-def save_destroys(records: Records, repo_id: int, number: int, sha: str, record: DestroysRecord) -> None:
-    payload = json.dumps({"destroys": record.destroys, "failed": record.failed, "published_at": record.published_at})
-    records.set(_key("destroys", repo_id, number, sha), payload, ex=TTL)
+def save_plan(records: Records, repo_id: int, number: int, sha: str, record: PlanRecord) -> None:
+    payload = {
+        "gates": {identity: to_plain(gates) for identity, gates in record.gates.items()},
+        "failed": record.failed,
+        "published_at": record.published_at,
+        "digest": record.digest,
+    }
+    records.set(_key("destroys", repo_id, number, sha), json.dumps(payload), ex=TTL)
 
 
-def load_destroys(records: Records, repo_id: int, number: int, sha: str) -> DestroysRecord | None:
+def load_plan(records: Records, repo_id: int, number: int, sha: str) -> PlanRecord | None:
+    """The record, or None when it is missing or of another shape (nothing can be approved then)."""
     data = records.get_json(_key("destroys", repo_id, number, sha))
-    if not isinstance(data, dict):
+    if not isinstance(data, dict) or not isinstance(data.get("gates"), dict):
         return None
-    return DestroysRecord(destroys=data["destroys"], failed=data["failed"], published_at=data.get("published_at"))
+    try:
+        gates = {identity: from_plain(plain) for identity, plain in data["gates"].items()}
+    except ValueError:
+        return None
+    return PlanRecord(gates, list(data.get("failed") or []), data.get("published_at"), str(data.get("digest") or ""))
 
 
 def start_sha(records: Records, repo_id: int, number: int, sha: str) -> None:
@@ -47,12 +63,13 @@ def start_sha(records: Records, repo_id: int, number: int, sha: str) -> None:
     records.set(_key("approvals", repo_id, number, sha), "[]", nx=True, ex=TTL)
 
 
-def cached_approvals(records: Records, repo_id: int, number: int, sha: str) -> list[Approval]:
+def had_approvals(records: Records, repo_id: int, number: int, sha: str) -> bool:
+    """Were approvals recorded at `sha` (for the audit log when a push voids them)?"""
     text = records.get(_key("approvals", repo_id, number, sha))
     try:
-        return from_json(text) if text is not None else []
+        return bool(text is not None and from_json(text))
     except ValueError:
-        return []
+        return False
 
 
 def add_approval(records: Records, repo_id: int, number: int, sha: str, known: list[Approval], new: Approval) -> None:
@@ -62,7 +79,8 @@ def add_approval(records: Records, repo_id: int, number: int, sha: str, known: l
 async def load_approvals(
     records: Records, gh: GitHubAPI, *, repo: str, repo_id: int, number: int, sha: str, bot_login: str
 ) -> list[Approval]:
-    """From Redis when the record's seal verifies, else rebuilt from the bot's own reply markers on the PR."""
+    """From Redis when the record's seal verifies, else rebuilt from the sealed markers in the bot's own
+    reply comments on `number` that nobody else changed."""
     key = _key("approvals", repo_id, number, sha)
     text = records.get(key)
     if text is not None:
@@ -71,6 +89,10 @@ async def load_approvals(
         except ValueError:
             pass
     comments = [c async for c in gh.getiter(f"/repos/{repo}/issues/{number}/comments?per_page=100")]
-    rebuilt = approvals_from_comments(comments, bot_login, sha)
-    records.set(key, to_json(rebuilt), ex=TTL)
+    altered = written.altered(records, repo_id, comments)
+    rebuilt = approvals_from_comments(
+        comments, bot_login=bot_login, key=records.marker_key, repo_id=repo_id, number=number, sha=sha, altered=altered
+    )
+    if not altered:  # a changed comment is put back soon: its marker may count then, so nothing is cached now
+        records.set(key, to_json(rebuilt), ex=TTL)
     return rebuilt
