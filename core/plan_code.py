@@ -76,7 +76,13 @@ def _run(change: Change, raw: Mapping[str, Any], resources: dict[str, dict[str, 
         return CodeRun(
             key=f"run external program of {change.address}",
             what=f"external program of {change.address} (read at apply)",
-            digest=digest({"address": change.address, "expressions": (resource or {}).get("expressions")}),
+            digest=digest(
+                {
+                    "address": change.address,
+                    "expressions": (resource or {}).get("expressions"),
+                    "after": masked(raw.get("after"), raw.get("after_sensitive")),
+                }
+            ),
         )
     unknown = change.action_class == "unknown"
     if not (unknown or "create" in change.actions or "delete" in change.actions):
@@ -97,7 +103,7 @@ def _run(change: Change, raw: Mapping[str, Any], resources: dict[str, dict[str, 
     if provisioners is None:  # e.g. destroyed by a `removed` block, whose provisioners the JSON never shows
         return CodeRun(
             key=f"run provisioners of {label}",
-            what=f"provisioners of {label}, if a `removed` block has any ({phase}; not in the plan's JSON)",
+            what=f"provisioners of {label}, if a `removed` block has any ({phase}; the plan's JSON cannot show them)",
             digest=digest({**facts, "configured": False}),
         )
     types = ", ".join(dict.fromkeys(p["type"] for p in provisioners))

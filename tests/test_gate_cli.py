@@ -155,7 +155,7 @@ def test_code_run_beside_destroys_and_errors(capsys: pytest.CaptureFixture[str],
     assert out[3:6] == [
         "Runs code at apply (2):",
         "  - local-exec provisioner of terraform_data.x (at create)",
-        "  - provisioners of a.gone, if a `removed` block has any (at destroy; not in the plan's JSON)",
+        "  - provisioners of a.gone, if a `removed` block has any (at destroy; the plan's JSON cannot show them)",
     ]
     code, doc = gate_json(capsys, write(tmp_path, {**PROVISIONED, "errored": True}))
     assert (code, doc["verdict"]) == (2, "error") and len(doc["runs_code"]) == 1  # listed, and still an error
