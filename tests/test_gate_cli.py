@@ -11,6 +11,7 @@ from typing import Any
 import pytest
 
 from core.gate_cli import main
+from core.plan import parse_plan
 
 PLANS = Path(__file__).parent / "fixtures" / "terraform" / "plans"
 INDEX = {e["file"]: e for e in json.loads((PLANS / "INDEX.json").read_text())["plans"]}
@@ -26,15 +27,17 @@ def gate_json(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, dict
 def test_fixture_exit_code_and_json(capsys: pytest.CaptureFixture[str], name: str) -> None:
     entry = INDEX[name]
     code, doc = gate_json(capsys, str(PLANS / name))
+    runs = [] if "parse_error" in entry else parse_plan((PLANS / name).read_bytes()).code_runs
     if "parse_error" in entry or entry["top_level_flags"].get("errored"):
         assert (code, doc["verdict"]) == (2, "error")
         assert doc["error"]
-    elif entry["has_delete"]:
+    elif entry["has_delete"] or runs:
         assert (code, doc["verdict"]) == (3, "blocked")
     else:
         assert (code, doc["verdict"]) == (0, "apply")
+    assert doc["runs_code"] == [{"key": r.key, "what": r.what} for r in runs]
     if "parse_error" not in entry:
-        assert set(doc) == {"verdict", "destroys", "counts"} | ({"error"} if code == 2 else set())
+        assert set(doc) == {"verdict", "destroys", "runs_code", "counts"} | ({"error"} if code == 2 else set())
         expected = sum(n for actions, n in entry["actions"].items() if "delete" in actions.split("/"))
         assert len(doc["destroys"]) == doc["counts"]["destroy"] == expected
         assert set(doc["counts"]) == {"add", "change", "destroy", "import", "forget"}
@@ -53,6 +56,7 @@ def test_json_destroy_shape(capsys: pytest.CaptureFixture[str]) -> None:
                 "reason": "replace_because_tainted",
             }
         ],
+        "runs_code": [],
         "counts": {"add": 1, "change": 0, "destroy": 1, "import": 0, "forget": 0},
     }
 
@@ -97,6 +101,66 @@ def test_text_lists_every_destroy(capsys: pytest.CaptureFixture[str], tmp_path: 
     ]
 
 
+PROVISIONED = {
+    "format_version": "1.2",
+    "resource_changes": [
+        {"address": "terraform_data.x", "mode": "managed", "type": "terraform_data", "change": {"actions": ["create"]}}
+    ],
+    "configuration": {
+        "root_module": {
+            "resources": [
+                {
+                    "address": "terraform_data.x",
+                    "mode": "managed",
+                    "type": "terraform_data",
+                    "name": "x",
+                    "provisioners": [
+                        {"type": "local-exec", "expressions": {"command": {"constant_value": "rm -rf /"}}}
+                    ],
+                }
+            ]
+        }
+    },
+}
+
+
+def test_code_run_at_apply_needs_approval_like_a_destroy(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    """No destroy at all, but an apply would run a local-exec provisioner with the apply's credentials."""
+    path = write(tmp_path, PROVISIONED)
+    assert main([path]) == 3
+    assert capsys.readouterr().out.splitlines() == [
+        "plangate gate: blocked: 1 to run code at apply; needs approval",
+        "Runs code at apply (1):",
+        "  - local-exec provisioner of terraform_data.x (at create)",
+        "Plan: 1 to add, 0 to change, 0 to destroy.",
+    ]
+    code, doc = gate_json(capsys, path)
+    assert (code, doc["verdict"], doc["destroys"]) == (3, "blocked", [])
+    assert doc["runs_code"] == [
+        {
+            "key": "run provisioners of terraform_data.x",
+            "what": "local-exec provisioner of terraform_data.x (at create)",
+        }
+    ]
+
+
+def test_code_run_beside_destroys_and_errors(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    doomed = {"address": "a.gone", "mode": "managed", "type": "a", "change": {"actions": ["delete"]}}
+    plan = {**PROVISIONED, "resource_changes": [*PROVISIONED["resource_changes"], doomed]}
+    assert main([write(tmp_path, plan)]) == 3
+    out = capsys.readouterr().out.splitlines()
+    assert (
+        out[0] == "plangate gate: blocked: 1 to destroy; needs /approve-destroy; 2 to run code at apply; needs approval"
+    )
+    assert out[3:6] == [
+        "Runs code at apply (2):",
+        "  - local-exec provisioner of terraform_data.x (at create)",
+        "  - provisioners of a.gone, if a `removed` block has any (at destroy; the plan's JSON cannot show them)",
+    ]
+    code, doc = gate_json(capsys, write(tmp_path, {**PROVISIONED, "errored": True}))
+    assert (code, doc["verdict"]) == (2, "error") and len(doc["runs_code"]) == 1  # listed, and still an error
+
+
 def test_text_apply(capsys: pytest.CaptureFixture[str]) -> None:
     assert main([str(PLANS / "checkov/windows_utf16_bom.plan.json")]) == 0
     assert capsys.readouterr().out.splitlines() == [
@@ -135,7 +199,8 @@ def test_bad_input_exits_2(capsys: pytest.CaptureFixture[str], tmp_path: Path, c
     assert captured.err.startswith(f"plangate gate: error: cannot read {path}: ")
     code, doc = gate_json(capsys, str(path))
     assert code == 2
-    assert doc["verdict"] == "error" and doc["destroys"] == [] and doc["counts"] == {} and doc["error"]
+    assert doc["verdict"] == "error" and doc["destroys"] == [] == doc["runs_code"] and doc["counts"] == {}
+    assert doc["error"]
 
 
 def test_missing_file_and_directory_exit_2(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
@@ -156,4 +221,5 @@ def test_usage(capsys: pytest.CaptureFixture[str]) -> None:
     assert main([]) == 2
     assert "usage: plangate gate" in capsys.readouterr().err
     assert main(["--help"]) == 0
-    assert "exit status: 0 may apply, 3 destroys need approval, 2 cannot decide" in capsys.readouterr().out
+    said = " ".join(capsys.readouterr().out.split())  # argparse wraps the epilog
+    assert "exit status: 0 may apply, 3 destroys or code run at apply need approval, 2 cannot decide" in said

@@ -6,6 +6,7 @@ import hashlib
 import json
 from typing import Any
 
+import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
@@ -135,6 +136,19 @@ def test_deposed_objects_are_told_apart_by_their_own_before() -> None:
 
 
 def test_canonical_digest_is_pinned() -> None:
-    """Sorted keys, no whitespace, ASCII escapes: changing the form would void every approval in flight."""
-    expected = hashlib.sha256(b'{"a":null,"b":[1,"\\u00e9"]}').hexdigest()[:32]
-    assert digest({"b": [1, "é"], "a": None}) == expected == "a44633ba036df25280e4fd9ef09da6f5"
+    """Sorted keys, no whitespace, UTF-8: changing the form would void every approval in flight."""
+    expected = hashlib.sha256('{"a":null,"b":[1,"é"]}'.encode()).hexdigest()[:32]
+    assert digest({"b": [1, "é"], "a": None}) == expected == "f8f17faab95c024891d173fa43442b0e"
+
+
+@given(values)
+def test_orjson_writes_the_canonical_form(value: Any) -> None:
+    """Floats aside (orjson writes 1e16 where the standard library writes 1e+16), both write the same text."""
+    text = json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+    assert digest(value) == hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()[:32]
+
+
+@pytest.mark.parametrize("value", [{"n": 2**70, "s": "é"}, {"s": "\ud800"}, {"b": 2**64, "a": [1.5, None]}])
+def test_what_orjson_refuses_is_digested_the_same_canonical_way(value: Any) -> None:
+    text = json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+    assert digest(value) == hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()[:32]

@@ -15,11 +15,12 @@ from collections.abc import Iterator
 from dataclasses import dataclass, replace
 from pathlib import Path
 
-from core.plan import Plan, PlanError, parse_plan
+from core.plan import CodeRun, Plan, PlanError, parse_plan
 from core.plan_output import rendered_plan
 from core.projects import Project
 from core.results import ProjectResult
 from workers.adapters.checkout import checkout, job_workdir, object_cache
+from workers.adapters.terraform.local_providers import checkout_code_runs
 from workers.adapters.terraform.sandbox import SandboxError
 from workers.adapters.terraform.steps import StepResult, Terraform, TerraformError
 
@@ -64,6 +65,7 @@ class Planned:
     planfile: Path
     digest: str | None = None
     ours: bool = False  # the failure is plangate's environment (the sandbox), not the repository's
+    code_runs: tuple[CodeRun, ...] = ()  # the checkout's own: providers it brings (local_providers.py)
 
 
 @contextlib.contextmanager
@@ -135,14 +137,15 @@ def plan(tf: Terraform, project: Project, dirs: JobDirs) -> Planned:
         root = inside(dirs.src, project.dir)
         if not root.is_dir():
             return Planned(None, "", f"project dir `{project.dir}` does not exist at this commit", planfile)
+        runs = checkout_code_runs(dirs.src, root, tf.env)  # before init writes .terraform
         tf = for_project(tf, project, dirs)
         tool = Path(tf.tool).name
         init = tf.init(root)
         if not init.ok:
-            return Planned(None, init.output, f"{tool} init failed:\n{init.output}", planfile)
+            return Planned(None, init.output, f"{tool} init failed:\n{init.output}", planfile, code_runs=runs)
         step = tf.plan(root, planfile, destroy=project.destroy_from is not None)
         if not step.ok:
-            return Planned(None, step.output, f"{tool} plan failed:\n{step.output}", planfile)
+            return Planned(None, step.output, f"{tool} plan failed:\n{step.output}", planfile, code_runs=runs)
         text = None if step.result.truncated else rendered_plan(step.result.stdout.decode("utf-8", "replace"))
         if text is None:
             raw, text = tf.show_both(root, planfile)
@@ -150,7 +153,7 @@ def plan(tf: Terraform, project: Project, dirs: JobDirs) -> Planned:
             raw = tf.show_json(root, planfile)
         with gc_paused():
             parsed = parse_plan(raw)
-        return Planned(parsed, text, None, planfile, step.digest)
+        return Planned(parsed, text, None, planfile, step.digest, code_runs=runs)
     except UnsafePathError as exc:
         return Planned(None, "", f"project dir refused: {exc}", planfile)
     except SandboxError as exc:
@@ -191,6 +194,7 @@ def result(project: Project, sha: str, tool: str, planned: Planned) -> ProjectRe
         error=planned.error,
         ours=planned.ours,
         destroy_from=project.destroy_from,
+        checkout_code_runs=planned.code_runs,
     )
 
 
