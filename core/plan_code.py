@@ -6,8 +6,9 @@ source read at apply: a plan that destroys nothing can still run anything. What 
 (terraform 1.11, see tests/test_plan_code_terraform.py): each provisioner's `type` and `expressions`,
 but never `when` (a destroy-time provisioner looks like a create-time one), and no `removed` block at
 all, though a `removed` block's provisioners run when its object is destroyed. So, failing closed,
-every provisioner of a resource counts at create, replace and delete alike, and a delete of an object
-that has no resource in the configuration may run code the JSON does not show.
+every provisioner of a resource counts at create, replace and delete alike. A `removed` block's run
+only with the destroy of an object no longer configured, and that destroy is gated already: it is not
+listed again as code (what the block runs is in the change under review).
 """
 
 from __future__ import annotations
@@ -88,7 +89,7 @@ def _run(change: Change, raw: Mapping[str, Any], resources: dict[str, dict[str, 
     if not (unknown or "create" in change.actions or "delete" in change.actions):
         return None
     provisioners = None if resource is None else resource.get("provisioners")
-    if resource is not None and not provisioners:
+    if not provisioners:  # none, or no longer configured: a delete, gated as a destroy (module docstring)
         return None
     label = f"{change.address} (deposed {change.deposed})" if change.deposed else change.address
     phase = "at apply" if unknown else _PHASES.get(change.action_class, "at apply")
@@ -100,12 +101,6 @@ def _run(change: Change, raw: Mapping[str, Any], resources: dict[str, dict[str, 
         "before": masked(raw.get("before"), raw.get("before_sensitive")),
         "after": masked(raw.get("after"), raw.get("after_sensitive")),
     }
-    if provisioners is None:  # e.g. destroyed by a `removed` block, whose provisioners the JSON never shows
-        return CodeRun(
-            key=f"run provisioners of {label}",
-            what=f"provisioners of {label}, if a `removed` block has any ({phase}; the plan's JSON cannot show them)",
-            digest=digest({**facts, "configured": False}),
-        )
     types = ", ".join(dict.fromkeys(p["type"] for p in provisioners))
     noun = "provisioner" if len(provisioners) == 1 else "provisioners"
     return CodeRun(

@@ -150,13 +150,9 @@ def test_code_run_beside_destroys_and_errors(capsys: pytest.CaptureFixture[str],
     assert main([write(tmp_path, plan)]) == 3
     out = capsys.readouterr().out.splitlines()
     assert (
-        out[0] == "plangate gate: blocked: 1 to destroy; needs /approve-destroy; 2 to run code at apply; needs approval"
+        out[0] == "plangate gate: blocked: 1 to destroy; needs /approve-destroy; 1 to run code at apply; needs approval"
     )
-    assert out[3:6] == [
-        "Runs code at apply (2):",
-        "  - local-exec provisioner of terraform_data.x (at create)",
-        "  - provisioners of a.gone, if a `removed` block has any (at destroy; the plan's JSON cannot show them)",
-    ]
+    assert out[3:5] == ["Runs code at apply (1):", "  - local-exec provisioner of terraform_data.x (at create)"]
     code, doc = gate_json(capsys, write(tmp_path, {**PROVISIONED, "errored": True}))
     assert (code, doc["verdict"]) == (2, "error") and len(doc["runs_code"]) == 1  # listed, and still an error
 

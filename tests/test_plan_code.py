@@ -75,11 +75,10 @@ def test_a_resource_without_provisioners_runs_nothing() -> None:
     assert runs(change("terraform_data.x", ["delete", "create"]), resources=[resource("terraform_data.x")]) == {}
 
 
-def test_a_destroy_of_an_unconfigured_object_may_run_a_removed_blocks_provisioners() -> None:
-    """terraform's JSON never shows `removed` blocks, whose provisioners run at that destroy."""
-    found = runs(change("terraform_data.gone", ["delete"]), resources=[])
-    assert list(found) == ["run provisioners of terraform_data.gone"]
-    assert "`removed` block" in found["run provisioners of terraform_data.gone"]
+def test_a_destroy_of_an_unconfigured_object_is_gated_as_a_destroy_not_again_as_code() -> None:
+    """terraform's JSON never shows `removed` blocks, whose provisioners run only with that destroy:
+    the destroy needs its approval already."""
+    assert runs(change("terraform_data.gone", ["delete"]), resources=[]) == {}
     assert runs(change("module.old.terraform_data.x[0]", ["delete"])) == {}  # no configuration at all: none known
 
 
