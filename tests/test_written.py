@@ -47,6 +47,9 @@ def test_restored_text_says_who_changed_it_and_keeps_the_marker_first(redis_conn
     assert "@mallory edited this comment at 2026-12-02T10:00:05Z; plangate put its own text back." in noted
     assert "plangate posted it again" in with_note(BODY, None, None, deleted=True)
     assert with_note("x" * MAX_BODY, "m", None, deleted=False) == "x" * MAX_BODY  # no room: the text alone
+    twice = with_note(noted, "eve", None, deleted=False)
+    assert twice.count("> [!NOTE]") == 1 and "@eve edited this comment; plangate" in twice and "mallory" not in twice
+    assert twice.endswith(BODY.partition("\n")[2])
     records = Records(redis_conn, rsa_pem())
     again = written.restored(records, 1, answer(9, noted, "2026-12-02T10:00:06Z"), 7, "mallory")
     assert again.restored == "2026-12-02T10:00:06Z" and again.restored_from == "mallory"

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import json
 import logging
+import re
 from collections.abc import Iterable
 from dataclasses import dataclass
 
@@ -31,15 +32,22 @@ log = logging.getLogger("plangate.restore")
 MAX_BODY = 65_536
 
 
+_NOTE = re.compile(r"> \[!NOTE\]\n> [^\n]*; plangate (?:put its own text back|posted it again)\.\n\n")
+
+
 def with_note(body: str, by: str | None, at: str | None, *, deleted: bool) -> str:
-    """plangate's text with one line, after its marker, saying who changed it (when it fits GitHub's limit)."""
+    """plangate's text with one line, after its marker, saying who changed it last (when it fits GitHub's
+    limit): a note from an earlier time is replaced, not stacked."""
     who = f"@{one_line(by, 100)}" if by else "someone else"
     when = f" at {one_line(at, 40)}" if at else ""
     did = "deleted this comment" if deleted else "edited this comment"
     again = "posted it again" if deleted else "put its own text back"
-    note = f"> [!NOTE]\n> {who} {did}{when}; plangate {again}."
+    note = f"> [!NOTE]\n> {who} {did}{when}; plangate {again}.\n\n"
     marker, sep, rest = body.partition("\n")
-    noted = f"{marker}\n{note}\n\n{rest}" if sep and marker.startswith("<!--") else f"{note}\n\n{body}"
+    if not (sep and marker.startswith("<!--")):
+        marker, rest = "", body
+    rest = _NOTE.sub("", rest, count=1) if rest.startswith("> [!NOTE]") else rest
+    noted = f"{marker}\n{note}{rest}" if marker else f"{note}{rest}"
     return noted if len(noted) <= MAX_BODY else body
 
 
