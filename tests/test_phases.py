@@ -44,3 +44,4 @@ def test_plan_and_apply_credentials_and_caches_are_kept_apart(
         assert tf.init_lock is not None
         assert not any(tf.init_lock.is_relative_to(shown) for shown in (*tf.writable, *tf.readable))
     assert plan.init_lock != apply.init_lock
+    assert not plan.lock_state and not drift.lock_state and apply.lock_state  # only the apply phase writes state

@@ -6,14 +6,16 @@ import json
 import os
 import shutil
 import stat
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
 
 from core.projects import Project
 from core.sandbox_paths import Grant, parse_grants
+from tests.tfproject import apply_directly, main_tf, state_addresses
 from workers.adapters.terraform.env import build_env
-from workers.adapters.terraform.pipeline import JobDirs, UnsafePathError, inside, plan
+from workers.adapters.terraform.pipeline import JobDirs, UnsafePathError, apply, inside, plan
 from workers.adapters.terraform.runner import run
 from workers.adapters.terraform.sandbox import Sandbox, SandboxError, describe, prepare
 from workers.adapters.terraform.steps import Terraform
@@ -134,6 +136,33 @@ def test_grants_are_read_only_unless_rw(sandbox: Sandbox, tmp_path: Path) -> Non
     result = run(argv, cwd=tmp_path, env={"PATH": "/usr/bin:/bin"}, timeout=30, memory_limit_bytes=None)
     assert b"granted" in result.stdout and b"Read-only file system" in result.stderr
     assert not (ro / "out.txt").exists() and (rw / "out.txt").read_text() == "y\n"
+
+
+def test_a_plan_without_the_state_lock_needs_no_write_access_to_its_local_state(
+    sandbox: Sandbox, tmp_path: Path
+) -> None:
+    """A local state in a directory shown read-only: the local backend cannot lock it there, so plans
+    that only read it run with -lock=false; where the directory is writable, plan and apply lock."""
+    state = tmp_path / "state" / "terraform.tfstate"
+    apply_directly(tmp_path / "applied", main_tf(state, {"keep": "a"}))
+    before = state.read_bytes()
+    dirs = _dirs(tmp_path, main_tf(state, {"keep": "a", "new": "n"}))
+    project = Project("infra", "infra")
+    read_only = replace(sandbox, grants=(Grant(state.parent),))
+    locking = replace(_terraform(sandbox, tmp_path, dirs.src), sandbox=read_only)
+    refused = plan(locking, project, dirs)
+    assert refused.plan is None and "Error acquiring the state lock" in (refused.error or "")
+
+    planned = plan(replace(locking, lock_state=False), project, dirs)
+    assert planned.plan is not None, planned.error
+    assert [c.address for c in planned.plan.changes if c.actions == ("create",)] == ["terraform_data.new"]
+    assert state.read_bytes() == before and sorted(p.name for p in state.parent.iterdir()) == ["terraform.tfstate"]
+
+    applying = replace(locking, sandbox=replace(sandbox, grants=(Grant(state.parent, writable=True),)))
+    planned = plan(applying, project, dirs)
+    assert planned.plan is not None, planned.error
+    assert apply(applying, project, dirs, planned).ok
+    assert state_addresses(state) == {"terraform_data.keep", "terraform_data.new"}
 
 
 def test_a_plan_on_a_shared_tree_writes_only_its_own_copy(sandbox: Sandbox, tmp_path: Path) -> None:

@@ -54,7 +54,8 @@ class WorkerContext:
         """A runner for one project: tofu or terraform, clean env, the phase's credentials, the sandbox.
 
         A PR's plan gets a plugin cache of its own: its code could leave a provider binary there, which
-        must never be what a merge-time apply (with write credentials) or a drift check runs.
+        must never be what a merge-time apply (with write credentials) or a drift check runs. Plans and
+        drift checks write no state, so they plan without the state lock (steps.Terraform.lock_state).
         """
         trust = "untrusted" if phase == "plan" else "trusted"
         cache_dir = self.settings.workdir / "plugin-cache" / trust
@@ -77,6 +78,7 @@ class WorkerContext:
             init_lock=locks / f"plugin-cache-{trust}.lock",
             plugin_cache=cache_dir,
             sandbox=self.sandbox,
+            lock_state=phase == "apply",
         )
 
     @property
