@@ -83,7 +83,7 @@ def _steps(log: Path) -> list[tuple[str, tuple[str, ...]]]:
 
 def test_plan_apply_and_drift_run_one_pipeline(tmp_path: Path, redis_url: str, redis_conn: redis.Redis) -> None:
     state = applied_state(tmp_path)
-    log, bin_dir = tmp_path / "state" / "calls", tmp_path / "bin"
+    log, bin_dir = tmp_path / "marks" / "calls", tmp_path / "bin"  # marks: writable to every sandboxed step
     bin_dir.mkdir()
     log.mkdir(parents=True)
     (bin_dir / "terraform").write_text(RECORDER.format(log=log, real=tool()))

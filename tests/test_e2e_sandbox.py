@@ -64,7 +64,7 @@ def test_a_prs_code_finds_no_secret_no_redis_and_moves_no_gate(
     tmp_path: Path, redis_url: str, redis_conn: redis.Redis
 ) -> None:
     state = applied_state(tmp_path)
-    report = tmp_path / "state" / "evil-report.txt"  # the only host path the sandbox may write
+    report = tmp_path / "marks" / "evil-report.txt"  # the only host path a plan may write
     with running_stack(tmp_path, redis_url, key_file=True) as stack:
         secrets = _secrets(stack, redis_url)
         repo = infra_repo(stack, state)

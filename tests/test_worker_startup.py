@@ -1,8 +1,10 @@
-"""`plangate worker` at start-up: no sandbox or an open Redis stops it with one line; an opt-out is loud."""
+"""`plangate worker` at start-up: no sandbox, a secret file a sandbox could read or an open Redis stops it
+with one line; an opt-out is loud; the start-up line says what each phase's sandbox sees."""
 
 from __future__ import annotations
 
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -58,6 +60,24 @@ def test_no_sandbox_means_no_worker(tmp_path: Path, redis_url: str) -> None:
         "PLANGATE_SANDBOX_PATHS": f"{granted}:rw",
     }
     assert "holds a secret" in _one_line(_worker(exposed, tmp_path), "PLANGATE_SANDBOX_PATHS")
+
+
+def test_the_start_up_line_and_the_status_page_say_what_each_phase_sees(
+    tmp_path: Path, redis_url: str, redis_conn: redis.Redis
+) -> None:
+    state, scratch = tmp_path / "state", tmp_path / "scratch"
+    env = {
+        "REDIS_URL": redis_url,
+        "PLANGATE_SANDBOX_PATHS": f"{state}:rw",  # the old README example
+        "PLANGATE_SANDBOX_PATHS_PLAN": f"{scratch}:rw",
+    }
+    result = _worker(env, tmp_path)
+    assert result.returncode == 0, result.stderr
+    seen = f"plan sees {state} (ro), {scratch} (rw); apply sees {state} (rw)"
+    assert re.search(rf"sandbox: bubblewrap \((private|no) /proc\); {re.escape(seen)}$", result.stderr, re.M)
+    (recorded,) = read_sandboxes(redis_conn).values()
+    assert recorded.endswith(seen)
+    assert f"Terraform sandbox: {recorded}" in render_status_page([], {}, [], 0.0, sandboxes={"w": recorded})
 
 
 def test_an_opted_out_sandbox_is_logged_loudly_and_shown_on_the_status_page(
