@@ -6,6 +6,7 @@ import base64
 import os
 import subprocess
 import sys
+from collections.abc import Iterator, Mapping
 from pathlib import Path
 
 import pytest
@@ -219,6 +220,45 @@ def test_each_sandbox_paths_setting_is_named_in_its_errors(name: str) -> None:
         with pytest.raises(SettingsError) as err:
             settings.load({**others, name: value})
         assert err.value.name == name and str(err.value).startswith(f"setting {name}: ") and problem in str(err.value)
+
+
+class _Recorder(Mapping[str, str]):
+    """An empty environment that remembers every name it was asked for."""
+
+    def __init__(self) -> None:
+        self.asked: set[str] = set()
+
+    def __getitem__(self, key: str) -> str:
+        self.asked.add(key)
+        raise KeyError(key)
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(())
+
+    def __len__(self) -> int:
+        return 0
+
+
+def test_every_file_a_secret_is_read_from_is_one_the_worker_keeps_out_of_the_sandbox(tmp_path: Path) -> None:
+    recorder = _Recorder()
+    settings.load(recorder)
+    read_from_files = {name for name in recorder.asked if name.endswith("_PATH")}
+    assert read_from_files <= set(settings.SECRET_FILE_SETTINGS)  # a new *_PATH secret is checked unlisted
+    assert set(settings.SECRET_FILE_SETTINGS) == {
+        "GITHUB_APP_PRIVATE_KEY_PATH",
+        "GITHUB_WEBHOOK_SECRET_PATH",
+        "REDIS_PASSWORD_PATH",
+        "GITHUB_CLIENT_SECRET_PATH",
+        "PLANGATE_STATUS_TOKEN_PATH",
+        "PLANGATE_ENV_FILE",
+    }
+    files = {name: tmp_path / name.lower() for name in settings.SECRET_FILE_SETTINGS}
+    for path in files.values():
+        path.write_text("0123456789abcdef0123456789abcdef\n")
+    files["GITHUB_APP_PRIVATE_KEY_PATH"].write_text(rsa_pem())
+    env = {name: str(path) for name, path in files.items()}
+    loaded = settings.load({**env, "GITHUB_APP_ID": "1", "GITHUB_CLIENT_ID": "Iv1.abc"})
+    assert dict(loaded.secret_files) == files
 
 
 def test_a_bad_redis_url_never_echoes_its_password() -> None:
