@@ -106,7 +106,7 @@ def cmd_worker(args: argparse.Namespace) -> int:
 
     preload()
     from workers.adapters.github.auth import app_jwt, tls_context
-    from workers.adapters.terraform.sandbox import SandboxError, describe
+    from workers.adapters.terraform.sandbox import SandboxError
     from workers.context import context
 
     try:
@@ -118,7 +118,7 @@ def cmd_worker(args: argparse.Namespace) -> int:
     app_jwt(ctx.app_id, ctx.private_key)  # parses the key once, before the forks
     log = logging.getLogger("plangate.worker")
     if ctx.sandbox.enabled:
-        log.info("sandbox: %s", describe(ctx.sandbox))
+        log.info("sandbox: %s", ctx.described())
     else:
         log.warning("!!! SANDBOX OFF: terraform runs the pull request's code with this worker's view of the host")
     conn = connect(settings.redis_url)

@@ -38,6 +38,7 @@ import redis
 
 from benchmarks.bench_plan_overhead import POLL, _bare, _delivered, _settled
 from benchmarks.bench_sandbox import runner
+from core.sandbox_paths import SandboxPaths
 from standin.local_redis import private_redis
 from standin.sample import main_tf
 from standin.stack import running_stack
@@ -123,7 +124,7 @@ class Floors:
 def _floors(tool: str, root: Path, texts: list[str], workers: int) -> Floors:
     bare = [_bare(tool, text, root) for text in texts]
     parallel = _at_a_time(workers, lambda text: _bare(tool, text, root), texts)
-    sandbox = prepare("bwrap", (), root / "probe")
+    sandbox = prepare("bwrap", SandboxPaths(), root / "probe")
     boxed = _at_a_time(workers, lambda t: _boxed(sandbox, root, t, root / "state"), texts)
     return Floors(bare, parallel, boxed)
 

@@ -18,6 +18,7 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
+from core.sandbox_paths import SandboxPaths
 from workers.adapters.terraform.env import build_env
 from workers.adapters.terraform.sandbox import Sandbox, prepare
 from workers.adapters.terraform.steps import Terraform
@@ -66,7 +67,7 @@ def main() -> None:
     parser.add_argument("--resources", type=int, default=20)
     args = parser.parse_args()
     root = Path(tempfile.mkdtemp(prefix="plangate-bench-sandbox-"))
-    sandbox = prepare("bwrap", (), root / "probe")
+    sandbox = prepare("bwrap", SandboxPaths(), root / "probe")
     results: dict[str, dict[str, list[float]]] = {"off": {}, "bwrap": {}}
     for i in range(args.rounds):
         order = [("off", Sandbox("off")), ("bwrap", sandbox)]

@@ -7,7 +7,7 @@ import binascii
 import os
 import re
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from urllib.parse import quote, unquote, urlparse
 
@@ -16,22 +16,26 @@ from cryptography.hazmat.primitives.serialization import load_pem_private_key
 
 from core.cron import validate_schedule
 from core.render.mask import PatternError, compile_pattern
-from core.sandbox_paths import MODES, Grant, parse_grants
+from core.sandbox_paths import MODES, SETTING, Grant, SandboxPaths, parse_grants
 from core.status_settings import CLOSED, StatusAuth
 
 DEFAULT_API_URL = "https://api.github.com"
 DEFAULT_REDIS_URL = "redis://127.0.0.1:6379/0"
 LOG_LEVELS = ("debug", "info", "warning", "error")  # PLANGATE_LOG_LEVEL, as Probot's LOG_LEVEL
-# Read once at start-up, then removed from the process environment (see `forget_secrets`): no child
-# process (git, bwrap, terraform) can inherit them, whatever env a caller hands it.
-SECRET_VARIABLES = (
+# Secrets given either as `NAME` or as a file `NAME_PATH` names (a mounted secret).
+FILE_SECRETS = (
     "GITHUB_APP_PRIVATE_KEY",
     "GITHUB_WEBHOOK_SECRET",
     "GITHUB_CLIENT_SECRET",
-    "REDIS_URL",
     "REDIS_PASSWORD",
     "PLANGATE_STATUS_TOKEN",
 )
+# Read once at start-up, then removed from the process environment (see `forget_secrets`): no child
+# process (git, bwrap, terraform) can inherit them, whatever env a caller hands it.
+SECRET_VARIABLES = (*FILE_SECRETS, "REDIS_URL")
+# Every setting naming a file that holds a secret (the setup flow's `.env` holds the App key): the
+# worker refuses to start when a sandbox could read one of them.
+SECRET_FILE_SETTINGS = (*(f"{name}_PATH" for name in FILE_SECRETS), "PLANGATE_ENV_FILE")
 
 
 class SettingsError(Exception):
@@ -56,10 +60,10 @@ class Settings:
     mask_patterns: tuple[str, ...]
     drift_schedule: str | None  # server-wide drift schedule for repos that configure none
     sandbox: str = "bwrap"  # "bwrap" | "off"
-    sandbox_paths: tuple[Grant, ...] = ()
+    sandbox_paths: SandboxPaths = field(default_factory=SandboxPaths)  # PLANGATE_SANDBOX_PATHS, _PLAN and _APPLY
     tf_env_plan: tuple[str, ...] = ()  # added to tf_env for PR plans and drift checks
     tf_env_apply: tuple[str, ...] = ()  # added to tf_env for the post-merge plan and apply
-    secret_files: tuple[Path, ...] = ()  # files secrets were read from: never visible in the sandbox
+    secret_files: tuple[tuple[str, Path], ...] = ()  # (setting, file) of SECRET_FILE_SETTINGS: never in a sandbox
     status_auth: StatusAuth = CLOSED  # who may read / and /metrics; secrets kept out of repr
     report: str = "checks"  # "checks" (check runs) | "statuses" (commit statuses only)
     log_level: str = "info"  # one of LOG_LEVELS
@@ -102,6 +106,7 @@ def _decode_private_key(raw: str, name: str) -> str:
 def _read_secret(env: Mapping[str, str], name: str) -> str | None:
     """`NAME` from the environment, else the file `NAME_PATH` names (a mounted secret); None if neither
     (an empty file counts as unset, so a template's empty secret leaves the setting off)."""
+    assert name in FILE_SECRETS, f"{name}_PATH must be in SECRET_FILE_SETTINGS, or no sandbox is checked for it"
     if env.get(name):
         return env[name]
     path = env.get(f"{name}_PATH")
@@ -137,20 +142,23 @@ def _names(env: Mapping[str, str], name: str) -> tuple[str, ...]:
     return names
 
 
-def _sandbox(env: Mapping[str, str]) -> tuple[str, tuple[Grant, ...]]:
+def _sandbox(env: Mapping[str, str]) -> tuple[str, SandboxPaths]:
     mode = (env.get("PLANGATE_SANDBOX") or "bwrap").strip()
     if mode not in MODES:
         raise SettingsError("PLANGATE_SANDBOX", f"must be one of {', '.join(MODES)}, got {mode!r}")
+    common, plan, apply = (_grants(env, f"{SETTING}{suffix}") for suffix in ("", "_PLAN", "_APPLY"))
+    return mode, SandboxPaths(common, plan, apply)
+
+
+def _grants(env: Mapping[str, str], name: str) -> tuple[Grant, ...]:
     try:
-        grants = parse_grants(env.get("PLANGATE_SANDBOX_PATHS", ""))
+        return parse_grants(env.get(name, ""))
     except ValueError as exc:
-        raise SettingsError("PLANGATE_SANDBOX_PATHS", str(exc)) from None
-    return mode, grants
+        raise SettingsError(name, str(exc)) from None
 
 
-def _secret_files(env: Mapping[str, str]) -> tuple[Path, ...]:
-    names = ("GITHUB_APP_PRIVATE_KEY_PATH", "GITHUB_WEBHOOK_SECRET_PATH", "REDIS_PASSWORD_PATH", "PLANGATE_ENV_FILE")
-    return tuple(Path(env[n]) for n in names if env.get(n))
+def _secret_files(env: Mapping[str, str]) -> tuple[tuple[str, Path], ...]:
+    return tuple((name, Path(env[name])) for name in SECRET_FILE_SETTINGS if env.get(name))
 
 
 def forget_secrets(environ: dict[str, str] | os._Environ[str]) -> None:

@@ -124,9 +124,12 @@ def running_stack(
             "REDIS_URL": redis_url,
             "PLANGATE_WORKDIR": str(root / "work"),
             "PLANGATE_TF_TIMEOUT": "300",
-            # The sample projects keep their local state here, outside every checkout: the one host
-            # path the sandboxed terraform may write besides its checkout.
-            "PLANGATE_SANDBOX_PATHS": f"{root / 'state'}:rw",
+            # The sample projects keep their local state in `state`, outside every checkout: read-only
+            # to plans (a PR's code runs in them), writable to the apply after a merge, as the README
+            # recommends. `marks` is where the tests' terraform wrappers note what they did (a call
+            # log, a marker): writable to every step, and nothing a plan or an apply relies on.
+            "PLANGATE_SANDBOX_PATHS_PLAN": f"{root / 'state'},{root / 'marks'}:rw",
+            "PLANGATE_SANDBOX_PATHS_APPLY": f"{root / 'state'}:rw,{root / 'marks'}:rw",
             **(extra_env or {}),
         }
         cli = [sys.executable, "-m", "plangate"]

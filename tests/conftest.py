@@ -8,6 +8,7 @@ from collections.abc import Iterator
 import pytest
 import redis
 
+from core.sandbox_paths import SandboxPaths
 from standin.local_redis import private_redis
 from tests.standin_client import api, gh, key, receiver, repo  # noqa: F401  (fixtures for the stand-in's tests)
 from tests.tfplans import tf_env  # noqa: F401  (fixture for the tests of real plans)
@@ -44,4 +45,4 @@ def _fresh_redis(request: pytest.FixtureRequest) -> None:
 @pytest.fixture(scope="session")
 def sandbox(tmp_path_factory: pytest.TempPathFactory) -> Sandbox:
     """The sandbox `plangate worker` would run terraform in here (probed once, as at start-up)."""
-    return prepare("bwrap", (), tmp_path_factory.mktemp("probe"))
+    return prepare("bwrap", SandboxPaths(), tmp_path_factory.mktemp("probe"))

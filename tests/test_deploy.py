@@ -425,14 +425,15 @@ def test_only_the_worker_may_create_namespaces_and_nothing_is_privileged() -> No
 
 
 def test_the_sandbox_never_sees_the_secret_files() -> None:
-    """bwrap shows terraform the system directories, the job's paths and PLANGATE_SANDBOX_PATHS only."""
+    """bwrap shows terraform the system directories, the job's paths and PLANGATE_SANDBOX_PATHS* only."""
     docs = _base()
     config = _one(docs, "ConfigMap", "plangate-config")["data"]
     assert config["PLANGATE_SANDBOX"] == "bwrap"
     worker = _one(docs, "Deployment", "plangate-worker")["spec"]["template"]["spec"]
     files = _secret_files(worker, worker["containers"][0])
     visible = [config["PLANGATE_WORKDIR"], "/usr", "/bin", "/lib", "/etc/ssl", "/tmp"]
-    visible += [g.removesuffix(":rw") for g in config["PLANGATE_SANDBOX_PATHS"].split(",") if g.strip()]
+    for setting in ("PLANGATE_SANDBOX_PATHS", "PLANGATE_SANDBOX_PATHS_PLAN", "PLANGATE_SANDBOX_PATHS_APPLY"):
+        visible += [g.strip().removesuffix(":rw").removesuffix(":ro") for g in config[setting].split(",") if g.strip()]
     for path in files:
         assert not any(path == v or path.startswith(v.rstrip("/") + "/") for v in visible), path
 
@@ -1011,6 +1012,16 @@ def test_compose_unconfines_only_the_worker() -> None:
         if name != "worker":
             assert "security_opt" not in service, name
     assert _interpolate(services["worker"], _compose_filled())["environment"]["PLANGATE_SANDBOX"] == "bwrap"
+
+
+def test_the_shipped_settings_name_every_sandbox_path_setting_and_let_plans_write_nothing() -> None:
+    configmap = _one(_base(), "ConfigMap", "plangate-config")["data"]
+    compose = _interpolate(_compose()["services"]["worker"], _compose_filled())["environment"]
+    names = {"PLANGATE_SANDBOX_PATHS", "PLANGATE_SANDBOX_PATHS_PLAN", "PLANGATE_SANDBOX_PATHS_APPLY"}
+    for shipped in (configmap, compose):
+        assert names <= set(shipped)
+        paths = settings_module.load({name: str(shipped[name]) for name in names}).sandbox_paths
+        assert not any(grant.writable for grant in paths.grants("plan"))
 
 
 # --- Dockerfile ---------------------------------------------------------------------------------

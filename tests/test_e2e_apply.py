@@ -152,7 +152,7 @@ def test_apply_that_dies_is_reported_and_rerun_by_plan(tmp_path: Path, redis_url
     wrapper = bin_dir / "terraform"
     wrapper.write_text(SLOW_FIRST_APPLY.format(real=tool()))
     wrapper.chmod(0o755)
-    marker = tmp_path / "state" / "killed-once"  # inside the sandbox's granted path
+    marker = tmp_path / "marks" / "killed-once"  # a path every sandboxed step may write
     env = {
         "PATH": f"{bin_dir}:{os.environ['PATH']}",
         "KILLER_MARKER": str(marker),

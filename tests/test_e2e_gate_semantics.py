@@ -83,7 +83,7 @@ def _steps(log: Path) -> list[tuple[str, tuple[str, ...]]]:
 
 def test_plan_apply_and_drift_run_one_pipeline(tmp_path: Path, redis_url: str, redis_conn: redis.Redis) -> None:
     state = applied_state(tmp_path)
-    log, bin_dir = tmp_path / "state" / "calls", tmp_path / "bin"
+    log, bin_dir = tmp_path / "marks" / "calls", tmp_path / "bin"  # marks: writable to every sandboxed step
     bin_dir.mkdir()
     log.mkdir(parents=True)
     (bin_dir / "terraform").write_text(RECORDER.format(log=log, real=tool()))
@@ -114,7 +114,11 @@ def test_plan_apply_and_drift_run_one_pipeline(tmp_path: Path, redis_url: str, r
     words = [argv.split()[0] for argv, _ in planned]
     assert words == ["init", "plan", "show"]  # the plan's text is its own output: `show -json` only
     assert [a.split()[0] for a, _ in applied] == [*words, "apply"]
-    for one, other in ((planned, applied[:3]), (planned, drifted[:3])):
+    # Only the apply phase takes the state lock: plans and drift checks may see the state read-only.
+    assert [a.split()[0] for a, _ in planned + drifted if "-lock=false" in a.split()] == ["plan", "plan"]
+    assert not any("-lock=false" in a.split() for a, _ in applied)
+    locking = [(argv.replace(" -lock=false", ""), env) for argv, env in planned]
+    for one, other in ((locking, applied[:3]), (planned, drifted[:3])):
         assert sorted(one) == sorted(other)  # same argv (paths aside) and the same environment
 
 

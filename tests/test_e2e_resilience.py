@@ -46,7 +46,7 @@ def test_a_plan_whose_worker_died_is_run_again_without_anyone(
 ) -> None:
     state = applied_state(tmp_path)
     bin_dir = _fake_terraform(tmp_path, SLOW_FIRST_PLAN)
-    marker = tmp_path / "state" / "hung-once"
+    marker = tmp_path / "marks" / "hung-once"  # a path every sandboxed step may write
     env = {"PATH": f"{bin_dir}:{os.environ['PATH']}", "HANG_MARKER": str(marker), "PLANGATE_TF_ENV": "HANG_MARKER"}
     with running_stack(tmp_path, redis_url, extra_env=env) as stack:
         repo = infra_repo(stack, state)

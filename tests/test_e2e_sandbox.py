@@ -16,7 +16,7 @@ import redis
 from standin.gitops import Executable, FileContent, Symlink
 from standin.stack import Stack, running_stack
 from standin.state import Repo
-from tests.e2e import applied_state, bot_bodies, comment_and_wait, infra_repo, status
+from tests.e2e import BASE, applied_state, bot_bodies, comment_and_wait, infra_repo, plan_comment_shows, status
 from tests.tfproject import main_tf, state_addresses
 
 pytestmark = pytest.mark.e2e
@@ -50,6 +50,16 @@ EVIL_TF = """terraform {
 provider "evil" {}
 """
 PROC_LEAK = 'output "leak" { value = [for f in fileset("/proc", "*/environ") : file("/proc/${f}")] }\n'
+# A "provider" the PR ships beside the project whose state is shared: at plan time it tries to wipe
+# that state, then tells terraform (whose error quotes a plugin's first line) how far it got.
+STATE_WIPER = """#!/bin/bash
+state='{state}'
+: > "$state" 2>/dev/null && emptied=yes || emptied=no
+rm -f "$state" 2>/dev/null && deleted=yes || deleted=no
+echo planted > "$state.planted" 2>/dev/null && planted=yes || planted=no
+echo "state wiper: emptied=$emptied deleted=$deleted planted=$planted"
+exit 1
+"""
 
 
 def _secrets(stack: Stack, redis_url: str) -> list[str]:
@@ -64,7 +74,7 @@ def test_a_prs_code_finds_no_secret_no_redis_and_moves_no_gate(
     tmp_path: Path, redis_url: str, redis_conn: redis.Redis
 ) -> None:
     state = applied_state(tmp_path)
-    report = tmp_path / "state" / "evil-report.txt"  # the only host path the sandbox may write
+    report = tmp_path / "marks" / "evil-report.txt"  # the only host path a plan may write
     with running_stack(tmp_path, redis_url, key_file=True) as stack:
         secrets = _secrets(stack, redis_url)
         repo = infra_repo(stack, state)
@@ -98,6 +108,43 @@ def test_a_prs_code_finds_no_secret_no_redis_and_moves_no_gate(
         status(stack, repo, merged, "plangate/apply", "failure")
         assert "terraform_data.doomed" in state_addresses(state)
         assert not any("Destroys approved" in b for b in bot_bodies(stack, repo, pr.number))
+
+
+def test_a_prs_plan_leaves_the_state_the_old_readme_example_granted_read_write_untouched(
+    tmp_path: Path, redis_url: str
+) -> None:
+    state = applied_state(tmp_path)
+    before = state.read_bytes()
+    old_example = {  # PLANGATE_SANDBOX_PATHS=STATE_DIR:rw, no per-phase setting
+        "PLANGATE_SANDBOX_PATHS": f"{state.parent}:rw",
+        "PLANGATE_SANDBOX_PATHS_PLAN": "",
+        "PLANGATE_SANDBOX_PATHS_APPLY": "",
+    }
+    with running_stack(tmp_path, redis_url, extra_env=old_example) as stack:
+        assert "sandbox: bubblewrap" in stack.worker_log()
+        assert f"; plan sees {state.parent} (ro); apply sees {state.parent} (rw)" in stack.worker_log()
+        gh = stack.gh
+        repo = infra_repo(stack, state)
+        plugin = "infra/terraform.d/plugins/example.com/evil/evil/1.0.0/linux_amd64/terraform-provider-evil_v1.0.0"
+        files: dict[str, FileContent] = {
+            "infra/evil.tf": EVIL_TF,
+            plugin: Executable(STATE_WIPER.format(state=state)),
+        }
+        pr = gh.open_pr(repo, "wipe", "alice", "Tidy up", files)
+        assert "plans failed: infra" in status(stack, repo, pr.head_sha, "plangate/plan", "failure")
+        assert state.read_bytes() == before and not Path(f"{state}.planted").exists()
+        assert state_addresses(state) == {"terraform_data.keep", "terraform_data.doomed"}
+        plan_comment_shows(stack, repo, pr.head_sha)
+        (body,) = bot_bodies(stack, repo, pr.number)
+        said = " ".join(body.split())  # terraform wraps the plugin's line
+        assert "plugin message: state wiper: emptied=no deleted=no planted=no" in said  # it ran, and wrote nothing
+
+        # The same setting still lets the apply after a merge write the state, and plans need no lock.
+        added = gh.open_pr(repo, "add", "alice", "Add", {"infra/main.tf": main_tf(state, {**BASE, "new": "n"})})
+        assert "1 to add" in status(stack, repo, added.head_sha, "plangate/plan", "success")
+        merged = gh.merge_pr(added, merged_by="alice")
+        status(stack, repo, merged, "plangate/apply", "success")
+        assert state_addresses(state) == {"terraform_data.keep", "terraform_data.doomed", "terraform_data.new"}
 
 
 def _forge_approval(conn: redis.Redis, repo: Repo, number: int, sha: str, signature: bytes) -> None:

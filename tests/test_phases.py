@@ -8,6 +8,7 @@ import pytest
 import redis
 
 from core import settings as settings_module
+from core.sandbox_paths import Grant
 from tests.keys import rsa_pem
 from workers.adapters.github.auth import TokenCache
 from workers.adapters.store.records import Records
@@ -44,3 +45,29 @@ def test_plan_and_apply_credentials_and_caches_are_kept_apart(
         assert tf.init_lock is not None
         assert not any(tf.init_lock.is_relative_to(shown) for shown in (*tf.writable, *tf.readable))
     assert plan.init_lock != apply.init_lock
+
+
+def test_each_phase_sees_its_own_grants_and_only_the_apply_takes_the_state_lock(
+    tmp_path: Path, redis_conn: redis.Redis, sandbox: Sandbox
+) -> None:
+    state, scratch, deploy = tmp_path / "state", tmp_path / "scratch", tmp_path / "deploy"
+    loaded = settings_module.load(
+        {
+            "PLANGATE_WORKDIR": str(tmp_path / "work"),
+            "PLANGATE_SANDBOX_PATHS": f"{state}:rw",  # the old README example
+            "PLANGATE_SANDBOX_PATHS_PLAN": f"{scratch}:rw",
+            "PLANGATE_SANDBOX_PATHS_APPLY": f"{deploy}:rw",
+        }
+    )
+    key = rsa_pem()
+    ctx = WorkerContext(
+        loaded, redis_conn, TokenCache(redis_conn, app_id=1, private_key=key, api_url="http://x"),
+        Records(redis_conn, key), sandbox,
+    )  # fmt: skip
+    plan, drift, apply = (ctx.terraform("terraform", p) for p in ("plan", "drift", "apply"))
+    for tf in (plan, drift):
+        assert tf.sandbox.grants == (Grant(state), Grant(scratch, writable=True)) and not tf.lock_state
+    assert apply.sandbox.grants == (Grant(state, writable=True), Grant(deploy, writable=True)) and apply.lock_state
+    argv = plan.sandbox.wrap(["/usr/bin/true"], cwd=tmp_path)
+    assert argv[argv.index(str(state)) - 1] == "--ro-bind" and str(deploy) not in argv
+    assert apply.sandbox.wrap(["/usr/bin/true"], cwd=tmp_path).count("--bind") == 2

@@ -6,14 +6,16 @@ import json
 import os
 import shutil
 import stat
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
 
 from core.projects import Project
-from core.sandbox_paths import Grant, parse_grants
+from core.sandbox_paths import Grant, SandboxPaths, parse_grants
+from tests.tfproject import apply_directly, main_tf, state_addresses
 from workers.adapters.terraform.env import build_env
-from workers.adapters.terraform.pipeline import JobDirs, UnsafePathError, inside, plan
+from workers.adapters.terraform.pipeline import JobDirs, UnsafePathError, apply, inside, plan
 from workers.adapters.terraform.runner import run
 from workers.adapters.terraform.sandbox import Sandbox, SandboxError, describe, prepare
 from workers.adapters.terraform.steps import Terraform
@@ -50,22 +52,39 @@ def test_grants_parse_and_name_the_bad_item() -> None:
 
 
 def test_the_probe_finds_a_working_sandbox_here(sandbox: Sandbox) -> None:
-    assert sandbox.enabled and sandbox.bwrap
-    assert describe(sandbox).startswith("bubblewrap (")
-    assert "OFF" in describe(Sandbox("off"))
+    assert sandbox.enabled and sandbox.bwrap and not sandbox.grants
+    assert describe(sandbox, SandboxPaths()).startswith("bubblewrap (")
+    assert "OFF" in describe(Sandbox("off"), SandboxPaths())
+
+
+def test_the_description_says_what_each_phase_sees_and_how(sandbox: Sandbox) -> None:
+    paths = SandboxPaths(parse_grants("/srv/state:rw,/etc/aws"), parse_grants("/srv/scratch:rw"))
+    proc = "private /proc" if sandbox.proc else "no /proc"
+    assert describe(sandbox, paths) == (
+        f"bubblewrap ({proc}); plan sees /srv/state (ro), /etc/aws (ro), /srv/scratch (rw); "
+        "apply sees /srv/state (rw), /etc/aws (ro)"
+    )
+    assert describe(sandbox, SandboxPaths()).endswith("; plan sees no granted path; apply sees no granted path")
 
 
 def test_without_bwrap_the_worker_is_told_which_setting(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("PATH", str(tmp_path))
     with pytest.raises(SandboxError, match=r"PLANGATE_SANDBOX: bwrap .* not installed"):
-        prepare("bwrap", (), tmp_path)
-    assert not prepare("off", (), tmp_path).enabled
+        prepare("bwrap", SandboxPaths(), tmp_path)
+    assert not prepare("off", SandboxPaths(), tmp_path).enabled
 
 
 def test_a_read_only_grant_must_exist_and_a_writable_one_is_made(tmp_path: Path) -> None:
-    with pytest.raises(SandboxError, match=r"PLANGATE_SANDBOX_PATHS: .*missing does not exist"):
-        prepare("bwrap", (Grant(tmp_path / "missing"),), tmp_path / "probe")
-    prepare("bwrap", (Grant(tmp_path / "made", writable=True),), tmp_path / "probe")
+    missing = (Grant(tmp_path / "missing"),)
+    for paths, setting in (
+        (SandboxPaths(common=missing), "PLANGATE_SANDBOX_PATHS"),
+        (SandboxPaths(plan=missing), "PLANGATE_SANDBOX_PATHS_PLAN"),
+        (SandboxPaths(apply=missing), "PLANGATE_SANDBOX_PATHS_APPLY"),
+    ):
+        with pytest.raises(SandboxError, match=rf"^setting {setting}: .*missing does not exist"):
+            prepare("bwrap", paths, tmp_path / "probe")
+    made = SandboxPaths(plan=(Grant(tmp_path / "made"),), apply=(Grant(tmp_path / "made", writable=True),))
+    assert not prepare("bwrap", made, tmp_path / "probe").grants  # a step gets its phase's grants
     assert (tmp_path / "made").is_dir()
 
 
@@ -75,6 +94,10 @@ def test_secret_files_outside_the_sandbox_are_invisible(sandbox: Sandbox, tmp_pa
     granted = Sandbox("bwrap", sandbox.bwrap, grants=(Grant(tmp_path / "state"),))
     assert granted.visible(tmp_path / "state" / "key.pem")
     assert Sandbox("off").visible(tmp_path / "app.pem")
+    (tmp_path / "secrets").mkdir()
+    (tmp_path / "link").symlink_to(tmp_path / "secrets")  # bwrap mounts what a granted link points to
+    through_link = Sandbox("bwrap", sandbox.bwrap, grants=(Grant(tmp_path / "link"),))
+    assert through_link.visible(tmp_path / "secrets" / "app.pem")
 
 
 def test_of_etc_ssl_and_pki_only_the_ca_certificates_and_openssls_settings_are_shown(
@@ -134,6 +157,31 @@ def test_grants_are_read_only_unless_rw(sandbox: Sandbox, tmp_path: Path) -> Non
     result = run(argv, cwd=tmp_path, env={"PATH": "/usr/bin:/bin"}, timeout=30, memory_limit_bytes=None)
     assert b"granted" in result.stdout and b"Read-only file system" in result.stderr
     assert not (ro / "out.txt").exists() and (rw / "out.txt").read_text() == "y\n"
+
+
+def test_a_plan_phase_plan_needs_no_write_access_to_its_local_state(sandbox: Sandbox, tmp_path: Path) -> None:
+    """PLANGATE_SANDBOX_PATHS=STATE:rw shows a plan STATE read-only: the local backend cannot lock the
+    state there, so plan-phase plans run with -lock=false; the apply phase may write, and locks."""
+    state = tmp_path / "state" / "terraform.tfstate"
+    apply_directly(tmp_path / "applied", main_tf(state, {"keep": "a"}))
+    before = state.read_bytes()
+    paths = SandboxPaths(common=(Grant(state.parent, writable=True),))
+    dirs = _dirs(tmp_path, main_tf(state, {"keep": "a", "new": "n"}))
+    project = Project("infra", "infra")
+    locking = replace(_terraform(sandbox, tmp_path, dirs.src), sandbox=replace(sandbox, grants=paths.grants("plan")))
+    refused = plan(locking, project, dirs)
+    assert refused.plan is None and "Error acquiring the state lock" in (refused.error or "")
+
+    planned = plan(replace(locking, lock_state=False), project, dirs)
+    assert planned.plan is not None, planned.error
+    assert [c.address for c in planned.plan.changes if c.actions == ("create",)] == ["terraform_data.new"]
+    assert state.read_bytes() == before and sorted(p.name for p in state.parent.iterdir()) == ["terraform.tfstate"]
+
+    applying = replace(locking, sandbox=replace(sandbox, grants=paths.grants("apply")))
+    planned = plan(applying, project, dirs)
+    assert planned.plan is not None, planned.error
+    assert apply(applying, project, dirs, planned).ok
+    assert state_addresses(state) == {"terraform_data.keep", "terraform_data.new"}
 
 
 def test_a_plan_on_a_shared_tree_writes_only_its_own_copy(sandbox: Sandbox, tmp_path: Path) -> None:

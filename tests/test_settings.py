@@ -8,11 +8,13 @@ import re
 import select
 import subprocess
 import sys
+from collections.abc import Iterator, Mapping
 from pathlib import Path
 
 import pytest
 
 from core import settings
+from core.sandbox_paths import Grant, SandboxPaths
 from core.settings import SettingsError
 from core.status_settings import StatusAuth
 from tests.keys import ec_pem, rsa_pem
@@ -177,7 +179,10 @@ def test_secrets_can_come_from_files_and_leave_the_environment(tmp_path: Path) -
     assert loaded.webhook_secret == "hook-secret"
     assert loaded.redis_url == "redis://:p%40ss%2Fword@redis:6379/0" and loaded.redis_password == "p@ss/word"
     assert set(loaded.secrets) == {"hook-secret", "p@ss/word"}
-    assert loaded.secret_files == (tmp_path / "hook", tmp_path / "redis")
+    assert loaded.secret_files == (
+        ("GITHUB_WEBHOOK_SECRET_PATH", tmp_path / "hook"),
+        ("REDIS_PASSWORD_PATH", tmp_path / "redis"),
+    )
     unix = settings.load({"REDIS_URL": "unix:///run/redis.sock", "REDIS_PASSWORD": "pw"})
     assert unix.redis_url == "unix:///run/redis.sock?password=pw"
     environ = {"GITHUB_APP_PRIVATE_KEY": "k", "REDIS_URL": "u", "AWS_REGION": "eu", "PLANGATE_STATUS_TOKEN": "t"}
@@ -197,20 +202,76 @@ def test_sandbox_and_phase_settings() -> None:
     loaded = settings.load(
         {
             "PLANGATE_SANDBOX_PATHS": "/srv/state:rw,/etc/aws",
+            "PLANGATE_SANDBOX_PATHS_PLAN": " /srv/scratch:rw, /srv/cache:ro ",
+            "PLANGATE_SANDBOX_PATHS_APPLY": "/srv/deploy:rw",
             "PLANGATE_TF_ENV_PLAN": "AWS_RO_*",
             "PLANGATE_TF_ENV_APPLY": "AWS_RW_*, TF_VAR_x",
         }
     )
-    assert loaded.sandbox == "bwrap" and [g.writable for g in loaded.sandbox_paths] == [True, False]
+    assert loaded.sandbox == "bwrap" and loaded.sandbox_paths == SandboxPaths(
+        common=(Grant(Path("/srv/state"), writable=True), Grant(Path("/etc/aws"))),
+        plan=(Grant(Path("/srv/scratch"), writable=True), Grant(Path("/srv/cache"))),
+        apply=(Grant(Path("/srv/deploy"), writable=True),),
+    )
+    assert settings.load({}).sandbox_paths == SandboxPaths()
     assert loaded.tf_env_plan == ("AWS_RO_*",) and loaded.tf_env_apply == ("AWS_RW_*", "TF_VAR_x")
     for env, name in (
         ({"PLANGATE_SANDBOX": "docker"}, "PLANGATE_SANDBOX"),
-        ({"PLANGATE_SANDBOX_PATHS": "relative:rw"}, "PLANGATE_SANDBOX_PATHS"),
         ({"PLANGATE_TF_ENV_APPLY": "bad name"}, "PLANGATE_TF_ENV_APPLY"),
     ):
         with pytest.raises(SettingsError) as err:
             settings.load(env)
         assert err.value.name == name
+
+
+@pytest.mark.parametrize(
+    "name", ["PLANGATE_SANDBOX_PATHS", "PLANGATE_SANDBOX_PATHS_PLAN", "PLANGATE_SANDBOX_PATHS_APPLY"]
+)
+def test_each_sandbox_paths_setting_is_named_in_its_errors(name: str) -> None:
+    for value, problem in (("/ok, relative:rw", "'relative:rw' is not an absolute path"), ("/a:b", "only :rw or :ro")):
+        others = {other: "/fine:rw" for other in ("PLANGATE_SANDBOX_PATHS", "PLANGATE_SANDBOX_PATHS_PLAN")}
+        with pytest.raises(SettingsError) as err:
+            settings.load({**others, name: value})
+        assert err.value.name == name and str(err.value).startswith(f"setting {name}: ") and problem in str(err.value)
+
+
+class _Recorder(Mapping[str, str]):
+    """An empty environment that remembers every name it was asked for."""
+
+    def __init__(self) -> None:
+        self.asked: set[str] = set()
+
+    def __getitem__(self, key: str) -> str:
+        self.asked.add(key)
+        raise KeyError(key)
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(())
+
+    def __len__(self) -> int:
+        return 0
+
+
+def test_every_file_a_secret_is_read_from_is_one_the_worker_keeps_out_of_the_sandbox(tmp_path: Path) -> None:
+    recorder = _Recorder()
+    settings.load(recorder)
+    read_from_files = {name for name in recorder.asked if name.endswith("_PATH")}
+    assert read_from_files <= set(settings.SECRET_FILE_SETTINGS)  # a new *_PATH secret is checked unlisted
+    assert set(settings.SECRET_FILE_SETTINGS) == {
+        "GITHUB_APP_PRIVATE_KEY_PATH",
+        "GITHUB_WEBHOOK_SECRET_PATH",
+        "REDIS_PASSWORD_PATH",
+        "GITHUB_CLIENT_SECRET_PATH",
+        "PLANGATE_STATUS_TOKEN_PATH",
+        "PLANGATE_ENV_FILE",
+    }
+    files = {name: tmp_path / name.lower() for name in settings.SECRET_FILE_SETTINGS}
+    for path in files.values():
+        path.write_text("0123456789abcdef0123456789abcdef\n")
+    files["GITHUB_APP_PRIVATE_KEY_PATH"].write_text(rsa_pem())
+    env = {name: str(path) for name, path in files.items()}
+    loaded = settings.load({**env, "GITHUB_APP_ID": "1", "GITHUB_CLIENT_ID": "Iv1.abc"})
+    assert dict(loaded.secret_files) == files
 
 
 def test_a_bad_redis_url_never_echoes_its_password() -> None:

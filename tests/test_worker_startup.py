@@ -1,12 +1,16 @@
-"""`plangate worker` at start-up: no sandbox or an open Redis stops it with one line; an opt-out is loud."""
+"""`plangate worker` at start-up: no sandbox, a secret file a sandbox could read or an open Redis stops it
+with one line; an opt-out is loud; the start-up line says what each phase's sandbox sees."""
 
 from __future__ import annotations
 
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
+from urllib.parse import urlparse
 
+import pytest
 import redis
 
 from bot.status_page import read_sandboxes, render_status_page
@@ -58,6 +62,61 @@ def test_no_sandbox_means_no_worker(tmp_path: Path, redis_url: str) -> None:
         "PLANGATE_SANDBOX_PATHS": f"{granted}:rw",
     }
     assert "holds a secret" in _one_line(_worker(exposed, tmp_path), "PLANGATE_SANDBOX_PATHS")
+
+
+def _secret_file_settings(redis_url: str) -> dict[str, tuple[str, dict[str, str]]]:
+    """Each setting naming a secret file: what the file holds, and what else that setting needs."""
+    return {
+        "GITHUB_APP_PRIVATE_KEY_PATH": (rsa_pem(), {"GITHUB_APP_PRIVATE_KEY": ""}),
+        "GITHUB_WEBHOOK_SECRET_PATH": ("hook-secret", {}),
+        "REDIS_PASSWORD_PATH": (urlparse(redis_url).password or "", {}),
+        "GITHUB_CLIENT_SECRET_PATH": ("client-secret", {"GITHUB_CLIENT_ID": "Iv1.abc"}),
+        "PLANGATE_STATUS_TOKEN_PATH": ("0123456789abcdef0123456789abcdef", {}),
+        "PLANGATE_ENV_FILE": ("GITHUB_APP_ID=1\n", {}),
+    }
+
+
+@pytest.mark.parametrize("phase", ["plan", "apply"])
+@pytest.mark.parametrize(
+    "setting",
+    [
+        "GITHUB_APP_PRIVATE_KEY_PATH",
+        "GITHUB_WEBHOOK_SECRET_PATH",
+        "REDIS_PASSWORD_PATH",
+        "GITHUB_CLIENT_SECRET_PATH",
+        "PLANGATE_STATUS_TOKEN_PATH",
+        "PLANGATE_ENV_FILE",
+    ],
+)
+def test_a_secret_file_either_phase_could_read_means_no_worker(
+    tmp_path: Path, redis_url: str, setting: str, phase: str
+) -> None:
+    content, needs = _secret_file_settings(redis_url)[setting]
+    granted = tmp_path / "granted"
+    granted.mkdir()
+    (granted / "secret").write_text(content)
+    grant = f"PLANGATE_SANDBOX_PATHS_{phase.upper()}"
+    env = {"REDIS_URL": redis_url, **needs, setting: str(granted / "secret"), grant: str(granted)}
+    line = _one_line(_worker(env, tmp_path), grant)
+    assert f"{granted / 'secret'} ({setting}) holds a secret" in line and f"inside the {phase} phase's" in line
+
+
+def test_the_start_up_line_and_the_status_page_say_what_each_phase_sees(
+    tmp_path: Path, redis_url: str, redis_conn: redis.Redis
+) -> None:
+    state, scratch = tmp_path / "state", tmp_path / "scratch"
+    env = {
+        "REDIS_URL": redis_url,
+        "PLANGATE_SANDBOX_PATHS": f"{state}:rw",  # the old README example
+        "PLANGATE_SANDBOX_PATHS_PLAN": f"{scratch}:rw",
+    }
+    result = _worker(env, tmp_path)
+    assert result.returncode == 0, result.stderr
+    seen = f"plan sees {state} (ro), {scratch} (rw); apply sees {state} (rw)"
+    assert re.search(rf"sandbox: bubblewrap \((private|no) /proc\); {re.escape(seen)}$", result.stderr, re.M)
+    (recorded,) = read_sandboxes(redis_conn).values()
+    assert recorded.endswith(seen)
+    assert f"Terraform sandbox: {recorded}" in render_status_page([], {}, [], 0.0, sandboxes={"w": recorded})
 
 
 def test_an_opted_out_sandbox_is_logged_loudly_and_shown_on_the_status_page(

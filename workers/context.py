@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import os
 import socket
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from functools import cache
 from pathlib import Path
 from typing import Literal
@@ -13,6 +13,7 @@ import redis
 
 from core import settings as settings_module
 from core.redis_client import connect
+from core.sandbox_paths import GRANT_PHASES, GrantPhase
 from core.settings import Settings
 from workers.adapters.github.auth import TokenCache
 from workers.adapters.store.records import Records
@@ -24,6 +25,7 @@ from workers.adapters.terraform.sandbox import (
     SandboxError,
     describe,
     prepare,
+    shown_by,
 )
 from workers.adapters.terraform.steps import Terraform
 
@@ -32,13 +34,18 @@ from workers.adapters.terraform.steps import Terraform
 Phase = Literal["plan", "apply", "drift"]
 
 
+def grant_phase(phase: Phase) -> GrantPhase:
+    """Whose host paths a phase gets: drift checks only plan, so they get a PR plan's read-only view."""
+    return "apply" if phase == "apply" else "plan"
+
+
 @dataclass(frozen=True)
 class WorkerContext:
     settings: Settings
     redis: redis.Redis
     tokens: TokenCache
     records: Records
-    sandbox: Sandbox
+    sandbox: Sandbox  # as probed at start-up, showing no granted path: see `sandbox_for`
 
     @property
     def app_id(self) -> int:
@@ -51,10 +58,13 @@ class WorkerContext:
         return self.settings.private_key
 
     def terraform(self, preferred_tool: str | None, phase: Phase) -> Terraform:
-        """A runner for one project: tofu or terraform, clean env, the phase's credentials, the sandbox.
+        """A runner for one project: tofu or terraform, clean env, the phase's credentials, the sandbox
+        showing the phase's host paths.
 
         A PR's plan gets a plugin cache of its own: its code could leave a provider binary there, which
-        must never be what a merge-time apply (with write credentials) or a drift check runs.
+        must never be what a merge-time apply (with write credentials) or a drift check runs. Plans and
+        drift checks write no host path the operator did not grant them writable by name, so they plan
+        without the state lock (steps.Terraform.lock_state).
         """
         trust = "untrusted" if phase == "plan" else "trusted"
         cache_dir = self.settings.workdir / "plugin-cache" / trust
@@ -63,6 +73,7 @@ class WorkerContext:
         for made in (home, cache_dir, locks):
             made.mkdir(parents=True, exist_ok=True)
         extra = self.settings.tf_env_apply if phase == "apply" else self.settings.tf_env_plan
+        grants_of = grant_phase(phase)
         env = build_env(
             passthrough=[*self.settings.tf_env, *extra],
             source_env=os.environ,
@@ -76,8 +87,13 @@ class WorkerContext:
             memory_limit_bytes=self.settings.tf_memory_mb * 1024 * 1024,
             init_lock=locks / f"plugin-cache-{trust}.lock",
             plugin_cache=cache_dir,
-            sandbox=self.sandbox,
+            sandbox=self.sandbox_for(grants_of),
+            lock_state=grants_of == "apply",
         )
+
+    def sandbox_for(self, phase: GrantPhase) -> Sandbox:
+        """The sandbox showing the host paths granted to `phase` (core/sandbox_paths.py)."""
+        return replace(self.sandbox, grants=self.settings.sandbox_paths.grants(phase))
 
     @property
     def checkouts(self) -> Path:
@@ -91,16 +107,27 @@ class WorkerContext:
     def record_sandbox(self) -> None:
         """Tell the status page how this worker runs terraform (an opt-out must be visible)."""
         name = f"{socket.gethostname()}:{os.getpid()}"
-        self.redis.set(f"{SANDBOX_KEY_PREFIX}{name}", describe(self.sandbox), ex=SANDBOX_RECORD_TTL)
+        self.redis.set(f"{SANDBOX_KEY_PREFIX}{name}", self.described(), ex=SANDBOX_RECORD_TTL)
+
+    def described(self) -> str:
+        """The sandbox and what each phase sees of the host, for the start-up line and the status page."""
+        return describe(self.sandbox, self.settings.sandbox_paths)
 
 
 def check_secrets_hidden(settings: Settings, sandbox: Sandbox) -> None:
-    """A secret file the sandbox could read would hand it to the plan's code: refuse to start."""
-    for path in settings.secret_files:
-        if sandbox.enabled and sandbox.visible(path):
+    """A secret file either phase's sandbox could read would hand it to terraform: refuse to start,
+    naming the grant that shows it (else the secret's own setting: it lies in a system directory)."""
+    if not sandbox.enabled:
+        return
+    for setting, path in settings.secret_files:
+        for phase in GRANT_PHASES:
+            if not replace(sandbox, grants=settings.sandbox_paths.grants(phase)).visible(path):
+                continue
+            granted = settings.sandbox_paths.by_setting(phase)
+            exposed_by = next((name for name, grants in granted if shown_by(path, [g.path for g in grants])), setting)
             raise SandboxError(
-                f"setting PLANGATE_SANDBOX_PATHS: {path} holds a secret and would be visible inside the sandbox; "
-                "keep secrets outside /usr, /etc and the granted paths"
+                f"setting {exposed_by}: {path} ({setting}) holds a secret and would be visible inside the "
+                f"{phase} phase's sandbox; keep secrets outside /usr, /etc and the granted paths"
             )
 
 

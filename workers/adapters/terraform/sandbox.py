@@ -6,7 +6,8 @@ its own user, PID, IPC, UTS and cgroup namespaces (so `/proc` shows only its own
 only when the kernel lets a fresh one be mounted, else there is no `/proc` at all); the system's
 programs and libraries and the few `/etc` files that name resolution and TLS need, read-only; a
 private tmpfs `/tmp` holding HOME; the paths the step needs (the job's checkout, a plugin cache,
-the plan file's directory); and the operator's `PLANGATE_SANDBOX_PATHS`. The network is shared:
+the plan file's directory); and the host paths the operator grants the step's phase
+(core/sandbox_paths.py: a PR's plan writes none unless told to). The network is shared:
 providers and backends need it, which is why Redis needs a password and gate records are signed.
 
 bubblewrap beats the alternatives here: a second uid alone still sees every process's argv and
@@ -23,12 +24,12 @@ from __future__ import annotations
 import os
 import shutil
 import subprocess
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from core import keys
-from core.sandbox_paths import Grant
+from core.sandbox_paths import GRANT_PHASES, Grant, SandboxPaths
 
 SANDBOX_KEY_PREFIX = keys.SANDBOX_PREFIX  # + worker name → describe(): what the status page shows
 SANDBOX_RECORD_TTL = keys.SANDBOX_TTL
@@ -143,9 +144,15 @@ class Sandbox:
         """Could a sandboxed process read `path`? (Secret files must answer False.)"""
         if not self.enabled:
             return True
-        real = Path(os.path.realpath(path))
         roots = [Path(d) for d in _SYSTEM_DIRS] + [Path("/etc", n) for n in _ETC] + [g.path for g in self.grants]
-        return any(real == r or r in real.parents for r in roots)
+        return shown_by(path, roots)
+
+
+def shown_by(path: Path, roots: Iterable[Path]) -> bool:
+    """Is `path` one of `roots` or inside one, symlinks resolved on both sides (bwrap mounts what a
+    granted symlink points to)?"""
+    real = Path(os.path.realpath(path))
+    return any(real == r or r in real.parents for r in (Path(os.path.realpath(root)) for root in roots))
 
 
 def _under_system(path: str) -> bool:
@@ -178,31 +185,32 @@ def _try(sandbox: Sandbox, probe_dir: Path) -> str | None:
     return done.stderr.decode("utf-8", "replace").strip().splitlines()[-1:][0] if done.stderr.strip() else "failed"
 
 
-def prepare(mode: str, grants: tuple[Grant, ...], probe_dir: Path) -> Sandbox:
-    """The sandbox this host can run, probed once at start-up; SandboxError says why not."""
+def prepare(mode: str, paths: SandboxPaths, probe_dir: Path) -> Sandbox:
+    """The sandbox this host can run, probed once at start-up with every granted path mounted;
+    SandboxError says why not. It shows no granted path: a step gets those of its phase."""
     if mode == "off":
-        return Sandbox("off", grants=grants)
+        return Sandbox("off")
     found = shutil.which("bwrap")
     if found is None:
         raise SandboxError(
             "setting PLANGATE_SANDBOX: bwrap (bubblewrap) is not installed; install it "
             "(Debian: apt-get install bubblewrap) or set PLANGATE_SANDBOX=off to accept the risk"
         )
-    for grant in grants:
+    for grant in paths.every:
         if grant.writable:
             grant.path.mkdir(parents=True, exist_ok=True)
         elif not grant.path.exists():
-            raise SandboxError(f"setting PLANGATE_SANDBOX_PATHS: {grant.path} does not exist")
+            raise SandboxError(f"setting {paths.setting_of(grant.path)}: {grant.path} does not exist")
     probe_dir.mkdir(parents=True, exist_ok=True)
     help_text = subprocess.run([found, "--help"], capture_output=True, check=False, timeout=30).stdout
     disable_userns = b"--disable-userns" in help_text
-    with_proc = Sandbox("bwrap", found, True, grants, disable_userns)
+    with_proc = Sandbox("bwrap", found, True, paths.every, disable_userns)
     if _try(with_proc, probe_dir) is None:
-        return with_proc
+        return replace(with_proc, grants=())
     without_proc = replace(with_proc, proc=False)
     why = _try(without_proc, probe_dir)
     if why is None:
-        return without_proc
+        return replace(without_proc, grants=())
     raise SandboxError(
         f"setting PLANGATE_SANDBOX: bubblewrap cannot start a sandbox here ({why}); allow user namespaces "
         "(and, in a container, a seccomp/AppArmor profile that permits them) or set PLANGATE_SANDBOX=off "
@@ -210,10 +218,16 @@ def prepare(mode: str, grants: tuple[Grant, ...], probe_dir: Path) -> Sandbox:
     )
 
 
-def describe(sandbox: Sandbox) -> str:
-    """One line for logs and the status page."""
+def describe(sandbox: Sandbox, paths: SandboxPaths) -> str:
+    """One line for logs and the status page: the sandbox, and which granted paths each phase sees
+    how (`bubblewrap (private /proc); plan sees /srv/state (ro); apply sees /srv/state (rw)`)."""
     if not sandbox.enabled:
         return "OFF: terraform runs with the worker's own view of the host (PLANGATE_SANDBOX=off)"
     proc = "private /proc" if sandbox.proc else "no /proc"
-    extra = f", {len(sandbox.grants)} granted path(s)" if sandbox.grants else ""
-    return f"bubblewrap ({proc}{extra})"
+    seen = [f"{phase} sees {_listed(paths.grants(phase))}" for phase in GRANT_PHASES]
+    return "; ".join([f"bubblewrap ({proc})", *seen])
+
+
+def _listed(grants: tuple[Grant, ...]) -> str:
+    shown = [f"{g.path} ({'rw' if g.writable else 'ro'})" for g in grants]
+    return ", ".join(shown) or "no granted path"

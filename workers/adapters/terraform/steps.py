@@ -70,6 +70,14 @@ class Terraform:
     writable: tuple[Path, ...] = ()
     readable: tuple[Path, ...] = ()  # shown read-only to every step (a shared tree of the commit)
     mounts: tuple[tuple[Path, Path], ...] = ()  # (source, target): writable over what `readable` shows
+    # False for the plan phase (PR plans, drift checks): their `plan` runs with -lock=false, and so
+    # reads a local state in a directory granted read-only, where taking the lock fails ("Error
+    # acquiring the state lock": the local backend writes its lock file beside the state); both are
+    # run with real terraform in tests/test_sandbox.py. The lock guards nothing there: such a plan
+    # never writes state, and plangate runs one step at a time per project anyway (the RQ RateLimit
+    # a project's plan, apply and drift jobs share). With a remote backend, a plan's read-only
+    # credentials then need no write access to a lock table either. Apply-phase steps lock.
+    lock_state: bool = True
 
     def _run(
         self,
@@ -127,6 +135,7 @@ class Terraform:
             "-input=false",
             "-no-color",
             "-detailed-exitcode",
+            *([] if self.lock_state else ["-lock=false"]),
             *(["-destroy"] if destroy else []),
             f"-out={out}",
         ]
