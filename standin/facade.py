@@ -12,7 +12,7 @@ from typing import Any
 
 import httpx
 
-from standin import checks, delivery, gitops, merge_queue, payloads, payloads_checks, pulls
+from standin import checks, comment_edits, delivery, gitops, merge_queue, payloads, payloads_checks, pulls
 from standin.delivery import Delivery
 from standin.faults import Faults
 from standin.gitops import FileContent
@@ -274,19 +274,22 @@ class StandIn:
         return comment
 
     def edit_comment(self, comment: Comment, body: str, editor: str | None = None, deliver: bool = True) -> Comment:
+        """`editor` (default: the author) rewrites the comment: `issue_comment` `edited` with `changes.body.from`.
+        GitHub lets the author and anyone with write access do it (so a writer may rewrite the App's comments);
+        anyone else gets PermissionError. The edit is kept on `comment.edits` and bumps `updated_at`."""
         state, user = self.state, self.add_user(editor or comment.user.login)
-        with state.lock:
-            old, comment.body, comment.updated_at = comment.body, body, utcnow()
-            repo = state.repos[comment.repo_id]
+        old = comment_edits.edit(state, comment, body, user)
+        repo = state.repos[comment.repo_id]
         payload = payloads.issue_comment(state, repo, comment, "edited", user, self.base_url, old_body=old)
         self._emit("issue_comment", payload, deliver)
         return comment
 
     def delete_comment(self, comment: Comment, deleter: str | None = None, deliver: bool = True) -> None:
+        """`deleter` (default: the author) deletes the comment: `issue_comment` `deleted`; who may is as for
+        `edit_comment`. Who did it is kept on `comment.deletion`."""
         state, user = self.state, self.add_user(deleter or comment.user.login)
-        with state.lock:
-            state.comments.pop(comment.id, None)
-            repo = state.repos[comment.repo_id]
+        comment_edits.delete(state, comment, user)
+        repo = state.repos[comment.repo_id]
         payload = payloads.issue_comment(state, repo, comment, "deleted", user, self.base_url)
         self._emit("issue_comment", payload, deliver)
 

@@ -13,6 +13,7 @@ from typing import Any
 from standin.hookshot import Hookshot
 
 PERMISSIONS = ("read", "triage", "write", "maintain", "admin")
+WRITERS = ("write", "maintain", "admin")  # who may push to any branch, and edit or delete anyone's comment
 # What the App asks for and an installation grants by default: plangate's manifest, check runs, merge-queue events.
 DEFAULT_PERMISSIONS = {
     "checks": "write",
@@ -126,6 +127,15 @@ class Issue:
     closed_at: dt.datetime | None = None
 
 
+@dataclass(frozen=True)
+class CommentEdit:
+    """Who changed a comment and when, as the comment's edit history shows it; `body` is what it said before."""
+
+    editor: User
+    at: dt.datetime
+    body: str
+
+
 @dataclass
 class Comment:
     id: int
@@ -135,6 +145,8 @@ class Comment:
     user: User
     created_at: dt.datetime
     updated_at: dt.datetime
+    edits: list[CommentEdit] = field(default_factory=list)  # oldest first
+    deletion: CommentEdit | None = None  # set once deleted
 
 
 @dataclass
