@@ -12,7 +12,7 @@ from typing import Any
 
 import httpx
 
-from standin import checks, comment_edits, delivery, gitops, merge_queue, payloads, payloads_checks, pulls
+from standin import checks, comment_edits, delivery, gitops, identities, merge_queue, payloads, payloads_checks, pulls
 from standin.delivery import Delivery
 from standin.faults import Faults
 from standin.gitops import FileContent
@@ -123,7 +123,7 @@ class StandIn:
         with state.lock:
             path = self.root / owner / f"{name}.git"
             gitops.init_bare(path, default_branch)
-            sha = gitops.commit_files(path, None, dict(files), "Initial commit", owner)
+            sha = gitops.commit_files(path, None, dict(files), "Initial commit", identities.of(state, owner))
             gitops.update_ref(path, f"refs/heads/{default_branch}", sha)
             repo = Repo(state.next_id(), state.user(owner), name, default_branch, private, path)
             state.repos[repo.id] = repo
@@ -139,10 +139,11 @@ class StandIn:
     def commit(
         self, repo: Repo, branch: str, files: Mapping[str, FileContent], message: str = "Update", author: str = "dev"
     ) -> str:
-        """A new commit on `branch` (created from the default branch if missing); sends no webhook."""
+        """A new commit on `branch` (created from the default branch if missing), authored and committed by
+        the login `author`; sends no webhook."""
         with self.state.lock:
             parent = self.head(repo, branch) or self.head(repo, repo.default_branch)
-            sha = gitops.commit_files(repo.path, parent, files, message, author)
+            sha = gitops.commit_files(repo.path, parent, files, message, identities.of(self.state, author))
             gitops.update_ref(repo.path, f"refs/heads/{branch}", sha)
             return sha
 

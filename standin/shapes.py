@@ -231,7 +231,7 @@ def _branch(r: Repo, ref: str, sha: str, base: str, full_name: str | None = None
     return {"label": f"{shown['owner']['login']}:{ref}", "ref": ref, "sha": sha, "user": shown["owner"], "repo": shown}
 
 
-def pull(pr: PullRequest, r: Repo, base: str, changed_files: int) -> Json:
+def pull(pr: PullRequest, r: Repo, base: str, changed_files: int, commits: int) -> Json:
     api = f"{base}/repos/{r.full_name}"
     html = f"{base}/{r.full_name}/pull/{pr.number}"
     return {
@@ -280,7 +280,7 @@ def pull(pr: PullRequest, r: Repo, base: str, changed_files: int) -> Json:
         "comments": 0,
         "review_comments": 0,
         "maintainer_can_modify": False,
-        "commits": 1,
+        "commits": commits,
         "additions": 0,
         "deletions": 0,
         "changed_files": changed_files,
