@@ -12,7 +12,7 @@ from typing import Any
 
 import httpx
 
-from standin import comment_edits, delivery, gitops, identities, payloads
+from standin import comment_edits, delivery, gitops, payloads
 from standin.delivery import Delivery
 from standin.facade_checks import ChecksControl
 from standin.facade_pulls import PullsControl
@@ -20,6 +20,7 @@ from standin.faults import Faults
 from standin.gitops import FileContent
 from standin.keys import public_key_of
 from standin.limits import Limits
+from standin.pushes import commit_on
 from standin.state import App, CheckRun, Comment, Repo, State, Status, User, utcnow
 
 
@@ -120,14 +121,14 @@ class StandIn(PullsControl, ChecksControl):
         private: bool = False,
         installed: bool = True,
     ) -> Repo:
-        """A bare repo with one initial commit; installed: the App's installation on `owner` covers it."""
+        """A bare repo with one initial commit, pushed by `owner`; installed: the App's installation on `owner`
+        covers it."""
         state = self.state
         with state.lock:
             path = self.root / owner / f"{name}.git"
             gitops.init_bare(path, default_branch)
-            sha = gitops.commit_files(path, None, dict(files), "Initial commit", identities.of(state, owner))
-            gitops.update_ref(path, f"refs/heads/{default_branch}", sha)
             repo = Repo(state.next_id(), state.user(owner), name, default_branch, private, path)
+            commit_on(state, repo, default_branch, dict(files), "Initial commit", repo.owner, owner, owner)
             state.repos[repo.id] = repo
             if installed:
                 inst = state.installation_for(owner)
@@ -141,13 +142,9 @@ class StandIn(PullsControl, ChecksControl):
     def commit(
         self, repo: Repo, branch: str, files: Mapping[str, FileContent], message: str = "Update", author: str = "dev"
     ) -> str:
-        """A new commit on `branch` (created from the default branch if missing), authored and committed by
-        the login `author`; sends no webhook."""
-        with self.state.lock:
-            parent = self.head(repo, branch) or self.head(repo, repo.default_branch)
-            sha = gitops.commit_files(repo.path, parent, files, message, identities.of(self.state, author))
-            gitops.update_ref(repo.path, f"refs/heads/{branch}", sha)
-            return sha
+        """A new commit on `branch` (created from the default branch if missing), authored, committed and
+        pushed by the login `author`; sends no webhook."""
+        return commit_on(self.state, repo, branch, files, message, self.add_user(author), author, author)
 
     def push(
         self,

@@ -85,7 +85,7 @@ class ChecksControl:
         `gh-readonly-queue/{base}/pr-{n}-{sha}` and sends `merge_group` `checks_requested` (sender: `by`, who
         queued the last PR, default its author). No event without the installation's `merge_queues` permission."""
         with self.state.lock:
-            group = merge_queue.build(repo, prs, base or repo.default_branch)
+            group = merge_queue.build(self.state, repo, prs, base or repo.default_branch)
         sender = self.add_user(by) if by else prs[-1].author
         payload = payloads_checks.merge_group(self.state, group, "checks_requested", sender, self.base_url)
         self._emit_if_granted(repo, "merge_queues", "merge_group", payload, deliver)
@@ -102,7 +102,7 @@ class ChecksControl:
         with self.state.lock:
             if reason == "merged":
                 merge_queue.merge(self.state, group)
-            merge_queue.delete_branch(group)
+            merge_queue.delete_branch(self.state, group)
             group.reason = reason
         if reason == "merged":
             for pr in group.prs:

@@ -5,8 +5,9 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
-from standin import gitops, payloads, pulls
+from standin import activity, gitops, payloads, pulls
 from standin.gitops import FileContent
+from standin.pushes import commit_on
 from standin.state import PullRequest, Repo, State, User, utcnow
 
 
@@ -20,10 +21,6 @@ class PullsControl:
         def add_user(self, login: str, type: str = "User") -> User: ...
 
         def head(self, repo: Repo, branch: str) -> str | None: ...
-
-        def commit(
-            self, repo: Repo, branch: str, files: Mapping[str, FileContent], message: str = ..., author: str = ...
-        ) -> str: ...
 
         def _emit(self, event: str, payload: dict[str, Any], deliver: bool) -> None: ...
 
@@ -47,8 +44,8 @@ class PullsControl:
         """Open a PR from head_branch (committing `files` onto it first); fork: the head repo's full name."""
         state, user = self.state, self.add_user(author)
         with state.lock:
-            if files is not None:
-                self.commit(repo, head_branch, files, title, author)
+            if files is not None:  # a fork's branch is pushed to the fork: GitHub records no activity here
+                commit_on(state, repo, head_branch, files, title, user, author, author, recorded=fork is None)
             base_ref = base or repo.default_branch
             head_sha, base_sha = self.head(repo, head_branch), self.head(repo, base_ref)
             if head_sha is None or base_sha is None:
@@ -82,7 +79,8 @@ class PullsControl:
         with state.lock:
             repo = state.repos[pr.repo_id]
             before = pr.head_sha
-            pr.head_sha = self.commit(repo, pr.head_ref, files, message, pr.author.login)
+            who, fork = pr.author.login, pr.head_repo_full_name is not None
+            pr.head_sha = commit_on(state, repo, pr.head_ref, files, message, pr.author, who, who, recorded=not fork)
             pr.updated_at = utcnow()
             self._refresh_pull_refs(repo, pr)
         payload = payloads.pull_request(state, repo, pr, "synchronize", pr.author, self.base_url, before=before)
@@ -112,7 +110,7 @@ class PullsControl:
                     sha = gitops.commit_tree(repo.path, tree, [before, pr.head_sha], message)
                 else:
                     sha = gitops.commit_tree(repo.path, tree, [before], f"{pr.title} (#{pr.number})")
-            gitops.update_ref(repo.path, f"refs/heads/{pr.base_ref}", sha)
+            activity.move(state, repo, pr.base_ref, sha, user, "pr_merge")
             now = utcnow()
             pr.state, pr.merged, pr.merged_at, pr.closed_at, pr.updated_at = "closed", True, now, now, now
             pr.merged_by, pr.merge_commit_sha = user, sha

@@ -171,6 +171,20 @@ class Status:
     created_at: dt.datetime
 
 
+@dataclass(frozen=True)
+class Activity:
+    """One change of a branch as GitHub records it (standin.activity)."""
+
+    id: int
+    repo_id: int
+    ref: str  # refs/heads/<branch>
+    before: str  # all zeros for a branch created
+    after: str  # all zeros for a branch deleted
+    timestamp: dt.datetime
+    activity_type: str
+    actor: User | None  # None: GitHub shows a ghost (a deleted account)
+
+
 @dataclass
 class Token:
     installation_id: int
@@ -269,6 +283,7 @@ class State:
         self.requests: list[LoggedRequest] = []
         self.check_suites: dict[int, CheckSuite] = {}
         self.check_runs: dict[int, CheckRun] = {}
+        self.activities: list[Activity] = []  # every branch change, oldest first (standin.activity)
         self.hookshot = Hookshot()  # webhooks an API call causes, delivered after the answer
 
     def next_id(self) -> int:
