@@ -7,12 +7,13 @@ from typing import TYPE_CHECKING, Any
 
 from standin import activity, gitops, payloads, pulls
 from standin.gitops import FileContent
-from standin.pushes import commit_on
+from standin.identities import Who
+from standin.pushes import check_may_push, commit_on, fork_owner
 from standin.state import PullRequest, Repo, State, User, utcnow
 
 
 class PullsControl:
-    """Pull requests as people make them: opened, pushed to, merged, closed."""
+    """Pull requests as people make them: opened, pushed to (by whoever GitHub lets push), merged, closed."""
 
     if TYPE_CHECKING:  # what StandIn provides
         state: State
@@ -40,8 +41,11 @@ class PullsControl:
         base: str | None = None,
         fork: str | None = None,
         deliver: bool = True,
+        maintainer_can_modify: bool = True,
     ) -> PullRequest:
-        """Open a PR from head_branch (committing `files` onto it first); fork: the head repo's full name."""
+        """Open a PR from head_branch (committing `files` onto it first); fork: the head repo's full name.
+        maintainer_can_modify: a fork PR's "Allow edits by maintainers" box, checked by default as on GitHub
+        (a PR from the repository's own branch reports false)."""
         state, user = self.state, self.add_user(author)
         with state.lock:
             if files is not None:  # a fork's branch is pushed to the fork: GitHub records no activity here
@@ -65,6 +69,7 @@ class PullsControl:
                 now,
                 now,
                 head_repo_full_name=fork,
+                maintainer_can_modify=maintainer_can_modify and fork is not None,
             )
             state.pulls[(repo.id, number)] = pr
             self._refresh_pull_refs(repo, pr)
@@ -72,18 +77,66 @@ class PullsControl:
         return pr
 
     def push_pr(
-        self, pr: PullRequest, files: Mapping[str, FileContent], message: str = "Update", deliver: bool = True
+        self,
+        pr: PullRequest,
+        files: Mapping[str, FileContent],
+        message: str = "Update",
+        deliver: bool = True,
+        *,
+        pusher: str | None = None,
+        author: Who | None = None,
+        committer: Who | None = None,
     ) -> str:
-        """A new commit on the PR's head branch and the `synchronize` webhook."""
-        state = self.state
+        """`pusher` (default: the PR's author) pushes a new commit onto the PR's head branch: the `synchronize`
+        webhook, sent by `pusher`. Returns the new head SHA.
+
+        Who may push is GitHub's rule (`standin.pushes.check_may_push`): to a branch of the repository, anyone
+        with write access and the PR's author; to a fork's branch, the fork's owner and, when the PR allows edits
+        by maintainers, the repository's writers. Anyone else gets PermissionError, as git gets GitHub's 403.
+
+        `author` and `committer` are the commit's git identities (default: the pusher): a login is written with
+        that user's no-reply email, which GitHub maps back to them; a `standin.Identity(name, email)` is written
+        as given, and GitHub maps it to a user only by its email: `Identity("ghost", "nobody@example.com")` is a
+        commit of nobody (REST `author`/`committer` null, no `username` in push payloads)."""
+        return self._push_pr(pr, files, message, deliver, pusher, author, committer, None)
+
+    def force_push_pr(
+        self,
+        pr: PullRequest,
+        files: Mapping[str, FileContent],
+        message: str = "Update",
+        deliver: bool = True,
+        *,
+        pusher: str | None = None,
+        author: Who | None = None,
+        committer: Who | None = None,
+        onto: str | None = None,
+    ) -> str:
+        """Like `push_pr`, but the new commit's parent is `onto` (default: the PR's base SHA), so the PR's earlier
+        commits leave its branch and its commit list: a force push, recorded as one in the repository's activity."""
+        return self._push_pr(pr, files, message, deliver, pusher, author, committer, onto or pr.base_sha)
+
+    def _push_pr(
+        self,
+        pr: PullRequest,
+        files: Mapping[str, FileContent],
+        message: str,
+        deliver: bool,
+        pusher: str | None,
+        author: Who | None,
+        committer: Who | None,
+        parent: str | None,
+    ) -> str:
+        state, user = self.state, self.add_user(pusher or pr.author.login)
         with state.lock:
             repo = state.repos[pr.repo_id]
-            before = pr.head_sha
-            who, fork = pr.author.login, pr.head_repo_full_name is not None
-            pr.head_sha = commit_on(state, repo, pr.head_ref, files, message, pr.author, who, who, recorded=not fork)
+            check_may_push(state, repo, pr, user.login)
+            before, fork = pr.head_sha, fork_owner(pr) is not None
+            made = (author or user.login, committer or user.login)
+            pr.head_sha = commit_on(state, repo, pr.head_ref, files, message, user, *made, parent, recorded=not fork)
             pr.updated_at = utcnow()
             self._refresh_pull_refs(repo, pr)
-        payload = payloads.pull_request(state, repo, pr, "synchronize", pr.author, self.base_url, before=before)
+        payload = payloads.pull_request(state, repo, pr, "synchronize", user, self.base_url, before=before)
         self._emit("pull_request", payload, deliver)
         return pr.head_sha
 

@@ -1,4 +1,4 @@
-"""Commits pushed to a branch, recorded in the repository's activity."""
+"""Commits pushed to a branch, and who GitHub lets push onto a pull request's branch."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ from collections.abc import Mapping
 from standin import activity, gitops, identities
 from standin.gitops import FileContent
 from standin.identities import Who
-from standin.state import Repo, State, User
+from standin.state import WRITERS, PullRequest, Repo, State, User
 
 
 def commit_on(
@@ -37,3 +37,25 @@ def commit_on(
         else:
             gitops.update_ref(repo.path, f"refs/heads/{branch}", sha)
         return sha
+
+
+def fork_owner(pr: PullRequest) -> str | None:
+    """The login owning the fork a PR comes from; None for a PR from a branch of the repository itself."""
+    return pr.head_repo_full_name.split("/", 1)[0] if pr.head_repo_full_name else None
+
+
+def check_may_push(state: State, repo: Repo, pr: PullRequest, login: str) -> None:
+    """GitHub's rule for pushing to a PR's branch, or PermissionError with git's 403 refusal.
+
+    A branch of the repository: anyone with write access (a writer may push onto a colleague's PR), and the
+    PR's author, who pushed the branch. A fork's branch: the fork's owner, and the repository's writers when
+    the PR allows edits by maintainers."""
+    writer = state.permission(repo, login) in WRITERS
+    owner = fork_owner(pr)
+    if owner is None:
+        allowed = writer or login == pr.author.login
+    else:
+        allowed = login == owner or (writer and pr.maintainer_can_modify)
+    if not allowed:
+        target = pr.head_repo_full_name or repo.full_name
+        raise PermissionError(f"Permission to {target}.git denied to {login}.")

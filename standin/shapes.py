@@ -279,7 +279,7 @@ def pull(pr: PullRequest, r: Repo, base: str, changed_files: int, commits: int) 
         "merged_by": user(pr.merged_by, base) if pr.merged_by else None,
         "comments": 0,
         "review_comments": 0,
-        "maintainer_can_modify": False,
+        "maintainer_can_modify": pr.maintainer_can_modify,
         "commits": commits,
         "additions": 0,
         "deletions": 0,

@@ -110,6 +110,7 @@ class PullRequest:
     merge_commit_sha: str | None = None
     mergeability_unknown: int = 0  # GETs left that answer `mergeable: null` while GitHub makes the test merge
     previous_merge: str | None = None  # the test merge those GETs still name
+    maintainer_can_modify: bool = False  # a fork PR's "Allow edits by maintainers": the base repo's writers may push
 
 
 @dataclass

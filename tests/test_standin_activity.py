@@ -29,24 +29,35 @@ def summary(items: list[dict[str, Any]]) -> list[tuple[str, str, str | None]]:
 
 def test_every_branch_change_is_recorded_with_its_actor(gh: StandIn, repo: Repo, api: httpx.Client) -> None:
     created = gh.head(repo, "main")
+    gh.set_permission(repo, "bob", "write")
     pr = gh.open_pr(repo, "feature", "alice", "Change", {"a.tf": "1"}, deliver=False)
     first = pr.head_sha
-    pushed = gh.push_pr(pr, {"b.tf": "1"}, deliver=False)
+    pushed = gh.push_pr(pr, {"b.tf": "1"}, pusher="bob", deliver=False)
+    forced = gh.force_push_pr(pr, {"c.tf": "1"}, pusher="bob", deliver=False)
     direct = gh.push(repo, "main", {"d.tf": "1"}, pusher="carol", deliver=False)
     merged = gh.merge_pr(pr, merged_by="dave", deliver=False)
     assert summary(listed(api, direction="asc")) == [
         ("branch_creation", "refs/heads/main", "acme"),
         ("branch_creation", "refs/heads/feature", "alice"),
-        ("push", "refs/heads/feature", "alice"),
+        ("push", "refs/heads/feature", "bob"),
+        ("force_push", "refs/heads/feature", "bob"),
         ("push", "refs/heads/main", "carol"),
         ("pr_merge", "refs/heads/main", "dave"),
     ]
     items = listed(api)
     assert [a["activity_type"] for a in items][:2] == ["pr_merge", "push"]  # newest first by default
     moves = [(a["before"], a["after"]) for a in reversed(items)]
-    assert moves == [(ZERO, created), (ZERO, first), (first, pushed), (created, direct), (direct, merged)]
+    assert moves == [
+        (ZERO, created),
+        (ZERO, first),
+        (first, pushed),
+        (pushed, forced),
+        (created, direct),
+        (direct, merged),
+    ]
     assert all(set(a) == ACTIVITY_KEYS for a in items) and items[0]["actor"]["type"] == "User"
     assert dt.datetime.fromisoformat(items[0]["timestamp"]).tzinfo is not None and items[0]["timestamp"].endswith("Z")
+    assert [c["sha"] for c in api.get(f"/repos/acme/infra/pulls/{pr.number}/commits").json()] == [forced]
 
 
 def test_the_merge_queue_creates_merges_and_deletes_its_branch(gh: StandIn, repo: Repo, api: httpx.Client) -> None:

@@ -1,5 +1,6 @@
-"""Everyone who could have put code in a PR, as GitHub tells it: a PR's commits (REST, capped at 250), with
-the users GitHub maps their author and committer emails to."""
+"""Everyone who could have put code in a PR, as GitHub tells it: who may push onto a PR's branch, the commit
+identities GitHub maps to users or to nobody, a PR's commits (REST, capped at 250), and the repository's
+activity (who moved which branch, force pushes included)."""
 
 from __future__ import annotations
 
@@ -9,7 +10,7 @@ from typing import Any
 import httpx
 import pytest
 
-from standin import StandIn
+from standin import Identity, StandIn
 from standin.state import PullRequest, Repo
 
 # Required keys of GitHub's "Commit" (pulls/list-commits) and of its `commit`, from the REST description.
@@ -31,6 +32,88 @@ def commits_of(api: httpx.Client, pr: PullRequest, **params: Any) -> httpx.Respo
 
 def login(user: dict[str, Any] | None) -> str | None:
     return None if user is None else str(user["login"])
+
+
+def test_a_writer_pushes_onto_a_colleagues_pr(gh: StandIn, repo: Repo, pr: PullRequest, api: httpx.Client) -> None:
+    gh.set_permission(repo, "bob", "write")
+    before = pr.head_sha
+    after = gh.push_pr(pr, {"main.tf": "# bob\n"}, "Bob's change", pusher="bob")
+    sync = gh.outbox[-1].payload
+    assert (sync["action"], sync["sender"]["login"], sync["before"], sync["after"]) == (
+        "synchronize",
+        "bob",
+        before,
+        after,
+    )
+    head = commits_of(api, pr).json()[-1]
+    assert head["sha"] == after and head["commit"]["message"] == "Bob's change"
+    assert (login(head["author"]), login(head["committer"])) == ("bob", "bob")
+    assert head["commit"]["author"]["email"] == f"{gh.state.users['bob'].id}+bob@users.noreply.github.com"
+
+
+@pytest.mark.parametrize("role", [None, "read", "triage"])
+def test_who_may_not_push_gets_githubs_403(
+    gh: StandIn, repo: Repo, pr: PullRequest, api: httpx.Client, role: str | None
+) -> None:
+    if role is not None:
+        gh.set_permission(repo, "mallory", role)
+    sent, recorded = len(gh.outbox), len(gh.state.activities)
+    with pytest.raises(PermissionError, match=r"Permission to acme/infra\.git denied to mallory\."):
+        gh.push_pr(pr, {"main.tf": "# mallory\n"}, pusher="mallory")
+    assert gh.head(repo, "feature") == pr.head_sha and len(commits_of(api, pr).json()) == 1
+    assert (len(gh.outbox), len(gh.state.activities)) == (sent, recorded)
+
+
+@pytest.mark.parametrize("role", ["write", "maintain", "admin"])
+def test_every_writer_may_push_and_the_author_needs_no_role(
+    gh: StandIn, repo: Repo, pr: PullRequest, role: str
+) -> None:
+    gh.set_permission(repo, "carol", role)
+    gh.push_pr(pr, {"a.tf": "1"}, pusher="carol", deliver=False)
+    gh.push_pr(pr, {"b.tf": "2"}, deliver=False)  # alice, the author, holds no role at all
+    assert [a.actor.login for a in gh.state.activities[-2:] if a.actor] == ["carol", "alice"]
+
+
+def test_a_forks_branch_takes_its_owner_and_maintainers_when_allowed(gh: StandIn, repo: Repo) -> None:
+    gh.set_permission(repo, "bob", "write")
+    allowed = gh.open_pr(repo, "f1", "mallory", "Fork", {"a.tf": "1"}, fork="mallory/infra", deliver=False)
+    closed = gh.open_pr(
+        repo, "f2", "mallory", "Fork", {"b.tf": "1"}, fork="mallory/infra", deliver=False, maintainer_can_modify=False
+    )
+    recorded = len(gh.state.activities)
+    gh.push_pr(allowed, {"a.tf": "2"}, deliver=False)
+    gh.push_pr(allowed, {"a.tf": "3"}, pusher="bob", deliver=False)
+    with pytest.raises(PermissionError, match=r"mallory/infra\.git denied to bob"):
+        gh.push_pr(closed, {"b.tf": "2"}, pusher="bob")
+    assert len(gh.state.activities) == recorded  # a fork's pushes are the fork's activity, not this repository's
+    assert gh.outbox[-1].payload["sender"]["login"] == "bob"
+    assert gh.outbox[-1].payload["pull_request"]["maintainer_can_modify"] is True
+
+
+def test_identities_github_maps_to_nobody_or_to_someone(
+    gh: StandIn, repo: Repo, pr: PullRequest, api: httpx.Client
+) -> None:
+    gh.set_permission(repo, "bob", "write")
+    alice = gh.state.users["alice"]
+    ghost = Identity("ghost", "nobody@example.com")
+    gh.push_pr(pr, {"a.tf": "1"}, pusher="bob", author=ghost, committer=ghost, deliver=False)
+    gh.push_pr(pr, {"b.tf": "1"}, pusher="bob", author=Identity("A", "alice@users.noreply.github.com"), deliver=False)
+    gh.push_pr(pr, {"c.tf": "1"}, pusher="bob", author=Identity("A", f"{alice.id + 1}+alice@users.noreply.github.com"))
+    gh.push_pr(pr, {"d.tf": "1"}, pusher="bob", author="carol", committer=Identity("GitHub", "noreply@github.com"))
+    shown = commits_of(api, pr).json()
+    people = [(login(c["author"]), login(c["committer"])) for c in shown]
+    assert people == [("alice", "alice"), (None, None), ("alice", "bob"), (None, "bob"), ("carol", "web-flow")]
+    written = shown[1]["commit"]
+    assert (written["author"]["name"], written["author"]["email"], written["committer"]["email"]) == (
+        "ghost",
+        ghost.email,
+        ghost.email,
+    )
+    merged = gh.merge_pr(pr, "rebase", deliver=False)
+    push = gh.outbox[-1].payload
+    assert push["after"] == merged and len(push["commits"]) == 5
+    assert "username" not in push["commits"][1]["author"] and push["commits"][1]["author"]["email"] == ghost.email
+    assert [c["author"].get("username") for c in push["commits"]] == ["alice", None, "alice", None, "carol"]
 
 
 def test_pull_commits_shape_order_and_pages(gh: StandIn, repo: Repo, pr: PullRequest, api: httpx.Client) -> None:
