@@ -143,7 +143,8 @@ class PullsControl:
     def merge_pr(
         self, pr: PullRequest, method: str = "merge", merged_by: str | None = None, deliver: bool = True
     ) -> str:
-        """Merge like GitHub: `pull_request` closed (merged) then `push`; returns the pushed SHA.
+        """Merge like GitHub: `pull_request` closed (merged) then `push`; returns the pushed SHA. The repository's
+        activity records a `pr_merge` by `merged_by` (default: the PR's author).
 
         merge: a merge commit; squash: one new commit; rebase: the head SHA when base is its ancestor
         (fast-forward), else one rebased commit."""

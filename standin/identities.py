@@ -29,7 +29,7 @@ def of(state: State, who: Who) -> Identity:
 
 
 def user_of(state: State, email: str) -> User | None:
-    """The user GitHub links a commit email to, or None (an email no user owns); creates no user."""
+    """The user GitHub links a commit email to, or None (an email no user owns); creates none but `web-flow`."""
     if email.lower() == GITHUB.email:
         return state.user(WEB_FLOW)
     found = _NOREPLY.match(email)

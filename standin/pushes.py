@@ -27,15 +27,14 @@ def commit_on(
     `parent` (default: the branch's head, so a fast-forward). `recorded`: False for a fork's branch, whose
     pushes GitHub records on the fork, not here."""
     with state.lock:
-        tip = gitops.rev(repo.path, f"refs/heads/{branch}") or gitops.rev(
-            repo.path, f"refs/heads/{repo.default_branch}"
-        )
+        own, default = f"refs/heads/{branch}", f"refs/heads/{repo.default_branch}"
+        tip = gitops.rev(repo.path, own) or gitops.rev(repo.path, default)
         made = identities.of(state, author), identities.of(state, committer)
         sha = gitops.commit_files(repo.path, parent or tip, files, message, *made)
         if recorded:
             activity.move(state, repo, branch, sha, pusher)
         else:
-            gitops.update_ref(repo.path, f"refs/heads/{branch}", sha)
+            gitops.update_ref(repo.path, own, sha)
         return sha
 
 
