@@ -13,6 +13,7 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from standin import (
     git_http,
+    routes_activity,
     routes_apps,
     routes_checks,
     routes_contents,
@@ -75,6 +76,7 @@ def create_app(state: State, faults: Faults, limits: Limits) -> ASGIApp:
     """The whole stand-in, with the fault queue and rate limits the facade exposes (`gh.faults`, `gh.limits`)."""
     app = Starlette(
         routes=[
+            *routes_activity.routes,
             *routes_apps.routes,
             *routes_repos.routes,
             *routes_checks.routes,

@@ -12,13 +12,16 @@ from typing import Any
 
 import httpx
 
-from standin import checks, delivery, gitops, merge_queue, payloads, payloads_checks, pulls
+from standin import comment_edits, delivery, gitops, payloads
 from standin.delivery import Delivery
+from standin.facade_checks import ChecksControl
+from standin.facade_pulls import PullsControl
 from standin.faults import Faults
 from standin.gitops import FileContent
 from standin.keys import public_key_of
 from standin.limits import Limits
-from standin.state import App, CheckRun, Comment, PullRequest, Repo, State, Status, User, utcnow
+from standin.pushes import commit_on
+from standin.state import App, CheckRun, Comment, Repo, State, Status, User, utcnow
 
 
 @dataclass(frozen=True)
@@ -43,7 +46,7 @@ class Report:
         return cls(run.name, state, run.title, run.details_url, run.summary, actions)
 
 
-class StandIn:
+class StandIn(PullsControl, ChecksControl):
     """One fake GitHub with one App. `base_url` is set by `standin.server.start`."""
 
     def __init__(
@@ -118,14 +121,14 @@ class StandIn:
         private: bool = False,
         installed: bool = True,
     ) -> Repo:
-        """A bare repo with one initial commit; installed: the App's installation on `owner` covers it."""
+        """A bare repo with one initial commit, pushed by `owner`; installed: the App's installation on `owner`
+        covers it."""
         state = self.state
         with state.lock:
             path = self.root / owner / f"{name}.git"
             gitops.init_bare(path, default_branch)
-            sha = gitops.commit_files(path, None, dict(files), "Initial commit", owner)
-            gitops.update_ref(path, f"refs/heads/{default_branch}", sha)
             repo = Repo(state.next_id(), state.user(owner), name, default_branch, private, path)
+            commit_on(state, repo, default_branch, dict(files), "Initial commit", repo.owner, owner, owner)
             state.repos[repo.id] = repo
             if installed:
                 inst = state.installation_for(owner)
@@ -139,12 +142,9 @@ class StandIn:
     def commit(
         self, repo: Repo, branch: str, files: Mapping[str, FileContent], message: str = "Update", author: str = "dev"
     ) -> str:
-        """A new commit on `branch` (created from the default branch if missing); sends no webhook."""
-        with self.state.lock:
-            parent = self.head(repo, branch) or self.head(repo, repo.default_branch)
-            sha = gitops.commit_files(repo.path, parent, files, message, author)
-            gitops.update_ref(repo.path, f"refs/heads/{branch}", sha)
-            return sha
+        """A new commit on `branch` (created from the default branch if missing), authored, committed and
+        pushed by the login `author`; sends no webhook."""
+        return commit_on(self.state, repo, branch, files, message, self.add_user(author), author, author)
 
     def push(
         self,
@@ -161,104 +161,6 @@ class StandIn:
         self._push_event(repo, branch, before, sha, self.add_user(pusher), deliver)
         return sha
 
-    # -- pull requests ---------------------------------------------------------------------------
-    def open_pr(
-        self,
-        repo: Repo,
-        head_branch: str,
-        author: str,
-        title: str,
-        files: Mapping[str, FileContent] | None = None,
-        *,
-        body: str | None = None,
-        base: str | None = None,
-        fork: str | None = None,
-        deliver: bool = True,
-    ) -> PullRequest:
-        """Open a PR from head_branch (committing `files` onto it first); fork: the head repo's full name."""
-        state, user = self.state, self.add_user(author)
-        with state.lock:
-            if files is not None:
-                self.commit(repo, head_branch, files, title, author)
-            base_ref = base or repo.default_branch
-            head_sha, base_sha = self.head(repo, head_branch), self.head(repo, base_ref)
-            if head_sha is None or base_sha is None:
-                raise ValueError(f"no branch {head_branch!r} or {base_ref!r} in {repo.full_name}")
-            now, number = utcnow(), state.next_number(repo.id)
-            pr = PullRequest(
-                state.next_id(),
-                repo.id,
-                number,
-                title,
-                body,
-                user,
-                head_branch,
-                head_sha,
-                base_ref,
-                base_sha,
-                now,
-                now,
-                head_repo_full_name=fork,
-            )
-            state.pulls[(repo.id, number)] = pr
-            self._refresh_pull_refs(repo, pr)
-        self._emit("pull_request", payloads.pull_request(state, repo, pr, "opened", user, self.base_url), deliver)
-        return pr
-
-    def push_pr(
-        self, pr: PullRequest, files: Mapping[str, FileContent], message: str = "Update", deliver: bool = True
-    ) -> str:
-        """A new commit on the PR's head branch and the `synchronize` webhook."""
-        state = self.state
-        with state.lock:
-            repo = state.repos[pr.repo_id]
-            before = pr.head_sha
-            pr.head_sha = self.commit(repo, pr.head_ref, files, message, pr.author.login)
-            pr.updated_at = utcnow()
-            self._refresh_pull_refs(repo, pr)
-        payload = payloads.pull_request(state, repo, pr, "synchronize", pr.author, self.base_url, before=before)
-        self._emit("pull_request", payload, deliver)
-        return pr.head_sha
-
-    def merge_pr(
-        self, pr: PullRequest, method: str = "merge", merged_by: str | None = None, deliver: bool = True
-    ) -> str:
-        """Merge like GitHub: `pull_request` closed (merged) then `push`; returns the pushed SHA.
-
-        merge: a merge commit; squash: one new commit; rebase: the head SHA when base is its ancestor
-        (fast-forward), else one rebased commit."""
-        state, user = self.state, self.add_user(merged_by or pr.author.login)
-        with state.lock:
-            repo = state.repos[pr.repo_id]
-            if pr.state != "open":
-                raise ValueError(f"PR #{pr.number} is not open")
-            pulls.refresh_base(state, repo, pr)
-            before = pr.base_sha
-            if method == "rebase" and gitops.is_ancestor(repo.path, before, pr.head_sha):
-                sha = pr.head_sha
-            else:
-                tree = gitops.merge_tree(repo.path, before, pr.head_sha)
-                if method == "merge":
-                    message = f"Merge pull request #{pr.number} from {pr.head_ref}\n\n{pr.title}"
-                    sha = gitops.commit_tree(repo.path, tree, [before, pr.head_sha], message)
-                else:
-                    sha = gitops.commit_tree(repo.path, tree, [before], f"{pr.title} (#{pr.number})")
-            gitops.update_ref(repo.path, f"refs/heads/{pr.base_ref}", sha)
-            now = utcnow()
-            pr.state, pr.merged, pr.merged_at, pr.closed_at, pr.updated_at = "closed", True, now, now, now
-            pr.merged_by, pr.merge_commit_sha = user, sha
-        self._emit("pull_request", payloads.pull_request(state, repo, pr, "closed", user, self.base_url), deliver)
-        self._push_event(repo, pr.base_ref, before, sha, user, deliver)
-        return sha
-
-    def close_pr(self, pr: PullRequest, closed_by: str | None = None, deliver: bool = True) -> None:
-        state, user = self.state, self.add_user(closed_by or pr.author.login)
-        with state.lock:
-            repo = state.repos[pr.repo_id]
-            pulls.refresh_base(state, repo, pr)
-            pr.state, pr.closed_at, pr.updated_at = "closed", utcnow(), utcnow()
-        self._emit("pull_request", payloads.pull_request(state, repo, pr, "closed", user, self.base_url), deliver)
-
     # -- comments --------------------------------------------------------------------------------
     def comment(self, repo: Repo, number: int, login: str, body: str, deliver: bool = True) -> Comment:
         """A human (or any user) comments on an issue or PR: `issue_comment` created."""
@@ -274,19 +176,22 @@ class StandIn:
         return comment
 
     def edit_comment(self, comment: Comment, body: str, editor: str | None = None, deliver: bool = True) -> Comment:
+        """`editor` (default: the author) rewrites the comment: `issue_comment` `edited` with `changes.body.from`.
+        GitHub lets the author and anyone with write access do it (so a writer may rewrite the App's comments);
+        anyone else gets PermissionError. The edit is kept on `comment.edits` and bumps `updated_at`."""
         state, user = self.state, self.add_user(editor or comment.user.login)
-        with state.lock:
-            old, comment.body, comment.updated_at = comment.body, body, utcnow()
-            repo = state.repos[comment.repo_id]
+        old = comment_edits.edit(state, comment, body, user)
+        repo = state.repos[comment.repo_id]
         payload = payloads.issue_comment(state, repo, comment, "edited", user, self.base_url, old_body=old)
         self._emit("issue_comment", payload, deliver)
         return comment
 
     def delete_comment(self, comment: Comment, deleter: str | None = None, deliver: bool = True) -> None:
+        """`deleter` (default: the author) deletes the comment: `issue_comment` `deleted`; who may is as for
+        `edit_comment`. Who did it is kept on `comment.deletion`."""
         state, user = self.state, self.add_user(deleter or comment.user.login)
-        with state.lock:
-            state.comments.pop(comment.id, None)
-            repo = state.repos[comment.repo_id]
+        comment_edits.delete(state, comment, user)
+        repo = state.repos[comment.repo_id]
         payload = payloads.issue_comment(state, repo, comment, "deleted", user, self.base_url)
         self._emit("issue_comment", payload, deliver)
 
@@ -349,123 +254,6 @@ class StandIn:
                     self._refresh_pull_refs(repo, pr)
         payload = payloads.push(self.state, repo, f"refs/heads/{branch}", before, after, sender, self.base_url)
         self._emit("push", payload, deliver)
-
-    def _refresh_pull_refs(self, repo: Repo, pr: PullRequest) -> None:
-        """refs/pull/N/head and the test merge, so a client can fetch both, as on GitHub."""
-        gitops.update_ref(repo.path, f"refs/pull/{pr.number}/head", pr.head_sha)
-        pulls.refresh_base(self.state, repo, pr)
-        pr.previous_merge, pr.merge_commit_sha = pr.merge_commit_sha, pulls.test_merge(repo, pr)
-        pr.mergeability_unknown = self.state.mergeability_reads
-
-    # -- installation permissions, check runs, the merge queue ----------------------------------------
-    def set_installation_permission(self, repo: Repo, name: str, level: str | None) -> None:
-        """Change what the installation on `repo` was granted (`level` None drops `name`). Its tokens, old and
-        new, get GitHub's 403 on the check-run routes without `checks`, and it is sent no `check_run`
-        `rerequested`/`requested_action` without `checks: write` and no `merge_group` without `merge_queues`."""
-        with self.state.lock:
-            if repo.installation_id is None:
-                raise ValueError(f"the App is not installed on {repo.full_name}")
-            granted = self.state.installations[repo.installation_id].permissions
-            if level is None:
-                granted.pop(name, None)
-            else:
-                granted[name] = level
-
-    def check_runs(self, repo: Repo, sha: str) -> dict[str, CheckRun]:
-        """The newest check run of each name on `sha`, of every App."""
-        with self.state.lock:
-            return {run.name: run for run in checks.latest_per_name(checks.runs_at(self.state, repo, sha))}
-
-    def all_check_runs(self, repo: Repo, sha: str) -> list[CheckRun]:
-        """Every check run on `sha`, of every App, oldest first."""
-        with self.state.lock:
-            return checks.runs_at(self.state, repo, sha)
-
-    def add_foreign_check_run(
-        self, repo: Repo, sha: str, name: str, app_slug: str = "ci", conclusion: str | None = "success"
-    ) -> CheckRun:
-        """A check run of another App (a CI service): completed with `conclusion`, or in progress when None.
-        GitHub tells this App nothing about it; this App may read it but not change it."""
-        with self.state.lock:
-            body = {"name": name, "head_sha": sha, "status": "in_progress"}
-            if conclusion is not None:
-                body["conclusion"] = conclusion
-            return checks.create_run(self.state, repo, checks.other_app(self.state, app_slug), body)
-
-    def rerequest_check_run(self, run: CheckRun, login: str, deliver: bool = True) -> None:
-        """`login` presses "Re-run" on a completed run: its suite starts over and the App that made it gets
-        `check_run` `rerequested`; the run itself is not changed."""
-        self._check_run_event(run, login, "rerequested", None, deliver)
-
-    def request_check_run_action(self, run: CheckRun, login: str, identifier: str, deliver: bool = True) -> None:
-        """`login` presses the completed run's button `identifier`: `check_run` `requested_action`."""
-        if identifier not in [action["identifier"] for action in run.actions]:
-            raise ValueError(f"check run {run.id} offers no action {identifier!r}")
-        self._check_run_event(run, login, "requested_action", identifier, deliver)
-
-    def wait_for_app_events(self, timeout: float = 10.0) -> None:
-        """Until the webhooks caused by API calls so far (a run created or completed) have been delivered."""
-        self.state.hookshot.wait(timeout)
-
-    def queue_merge_group(
-        self,
-        repo: Repo,
-        prs: list[PullRequest],
-        base: str | None = None,
-        *,
-        by: str | None = None,
-        deliver: bool = True,
-    ) -> merge_queue.MergeGroup:
-        """The merge queue takes `prs` (in order) into `base` (default branch): it builds
-        `gh-readonly-queue/{base}/pr-{n}-{sha}` and sends `merge_group` `checks_requested` (sender: `by`, who
-        queued the last PR, default its author). No event without the installation's `merge_queues` permission."""
-        with self.state.lock:
-            group = merge_queue.build(repo, prs, base or repo.default_branch)
-        sender = self.add_user(by) if by else prs[-1].author
-        payload = payloads_checks.merge_group(self.state, group, "checks_requested", sender, self.base_url)
-        self._emit_if_granted(repo, "merge_queues", "merge_group", payload, deliver)
-        return group
-
-    def merge_group_done(self, group: merge_queue.MergeGroup, reason: str, deliver: bool = True) -> None:
-        """The group ends: `merged` fast-forwards the base to the group's head, closes each PR as merged
-        (its own queue merge commit as `merge_commit_sha`) with `pull_request` `closed`, then one `push`;
-        `invalidated` and `dequeued` leave the base and the PRs alone. Every time the temporary branch is deleted
-        and `merge_group` `destroyed` is sent last."""
-        if reason not in merge_queue.REASONS or group.reason is not None:
-            raise ValueError(f"cannot end a merge group that is {group.reason or 'queued'} as {reason!r}")
-        repo, bot = group.repo, self.add_user(merge_queue.QUEUE_BOT, "Bot")
-        with self.state.lock:
-            if reason == "merged":
-                merge_queue.merge(self.state, group)
-            merge_queue.delete_branch(group)
-            group.reason = reason
-        if reason == "merged":
-            for pr in group.prs:
-                payload = payloads.pull_request(self.state, repo, pr, "closed", bot, self.base_url)
-                self._emit("pull_request", payload, deliver)
-            self._push_event(repo, group.base_ref, group.base_sha, group.head_sha, bot, deliver)
-        payload = payloads_checks.merge_group(self.state, group, "destroyed", bot, self.base_url, reason)
-        self._emit_if_granted(repo, "merge_queues", "merge_group", payload, deliver)
-
-    def _check_run_event(self, run: CheckRun, login: str, action: str, identifier: str | None, deliver: bool) -> None:
-        """GitHub offers these buttons on completed runs and tells only the App that made the run."""
-        if run.status != "completed" or run.app.id != self.app.id:
-            raise ValueError(f"check run {run.id} is {run.status}, of App {run.app.slug}: nothing to press")
-        user = self.add_user(login)
-        with self.state.lock:
-            repo = self.state.repos[run.repo_id]
-            if action == "rerequested":
-                checks.rerequest(self.state, run)
-            payload = payloads_checks.check_run(self.state, repo, run, action, user, self.base_url, identifier)
-        self._emit_if_granted(repo, "checks", "check_run", payload, deliver, level="write")
-
-    def _emit_if_granted(
-        self, repo: Repo, permission: str, event: str, payload: dict[str, Any], deliver: bool, level: str = "read"
-    ) -> None:
-        """GitHub sends these events only to an installation granted `permission` (at least `level`)."""
-        granted = self.state.installations[repo.installation_id].permissions if repo.installation_id else {}
-        if granted.get(permission) in (level, "write"):
-            self._emit(event, payload, deliver)
 
     def _deliver_later(self, item: Delivery) -> None:
         """The hookshot's sender: like `deliver`, but a failed delivery is only recorded, as on GitHub."""

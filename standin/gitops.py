@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import datetime as dt
 import os
 import subprocess
 import tempfile
@@ -11,11 +12,24 @@ from pathlib import Path
 
 EMPTY_TREE = "4b825dc642cb6eb9a060e54bf8d69288fbee4904"
 
+
+@dataclass(frozen=True)
+class Identity:
+    """A commit's author or committer as git records it. GitHub links it to a user by the email alone, so an
+    identity with an email no user owns (`Identity("ghost", "nobody@example.com")`) is nobody on GitHub."""
+
+    name: str
+    email: str
+
+
+# The committer of GitHub's own commits (merges made on the site): GitHub maps it to `web-flow`.
+GITHUB = Identity("GitHub", "noreply@github.com")
+
 _IDENTITY = {
     "GIT_AUTHOR_NAME": "standin",
     "GIT_AUTHOR_EMAIL": "standin@users.noreply.github.com",
-    "GIT_COMMITTER_NAME": "GitHub",
-    "GIT_COMMITTER_EMAIL": "noreply@github.com",
+    "GIT_COMMITTER_NAME": GITHUB.name,
+    "GIT_COMMITTER_EMAIL": GITHUB.email,
 }
 
 
@@ -85,14 +99,23 @@ _COMMITS: set[tuple[str, str]] = set()
 
 
 def commit_files(
-    repo: Path, parent: str | None, files: Mapping[str, FileContent], message: str, author: str = "standin"
+    repo: Path,
+    parent: str | None,
+    files: Mapping[str, FileContent],
+    message: str,
+    author: Identity,
+    committer: Identity | None = None,
 ) -> str:
-    """A new commit on top of `parent` with `files` written (None deletes); returns its SHA."""
+    """A new commit on top of `parent` with `files` written (None deletes); returns its SHA.
+    The committer is the author unless given, as when someone commits on their own machine."""
+    committer = committer or author
     with tempfile.TemporaryDirectory() as tmp:
         env = {
             "GIT_INDEX_FILE": str(Path(tmp) / "index"),
-            "GIT_AUTHOR_NAME": author,
-            "GIT_AUTHOR_EMAIL": f"{author}@users.noreply.github.com",
+            "GIT_AUTHOR_NAME": author.name,
+            "GIT_AUTHOR_EMAIL": author.email,
+            "GIT_COMMITTER_NAME": committer.name,
+            "GIT_COMMITTER_EMAIL": committer.email,
         }
         git(repo, "read-tree", parent or EMPTY_TREE, env=env)
         lines = []
@@ -111,6 +134,42 @@ def commit_files(
 
 def update_ref(repo: Path, ref: str, sha: str) -> None:
     git(repo, "update-ref", ref, sha)
+
+
+@dataclass(frozen=True)
+class CommitInfo:
+    """One commit as `git log` tells it: what GitHub's commit objects are made of."""
+
+    sha: str
+    tree: str
+    parents: tuple[str, ...]
+    author: Identity
+    authored: dt.datetime
+    committer: Identity
+    committed: dt.datetime
+    message: str
+
+
+_LOG_FORMAT = "%H%x1f%T%x1f%P%x1f%an%x1f%ae%x1f%aI%x1f%cn%x1f%ce%x1f%cI%x1f%B"
+
+
+def log(repo: Path, base: str, head: str) -> list[CommitInfo]:
+    """The commits reachable from `head` but not from `base`, oldest first (a PR's commits)."""
+    out = git(repo, "log", "-z", "--reverse", f"--format={_LOG_FORMAT}", f"{base}..{head}")
+    commits = []
+    for record in filter(None, out.split("\0")):
+        sha, tree, parents, an, ae, ad, cn, ce, cd, message = record.split("\x1f", 9)
+        when = dt.datetime.fromisoformat
+        author, committer = Identity(an, ae), Identity(cn, ce)
+        commits.append(
+            CommitInfo(sha, tree, tuple(parents.split()), author, when(ad), committer, when(cd), message.rstrip("\n"))
+        )
+    return commits
+
+
+def count(repo: Path, base: str, head: str) -> int:
+    """How many commits `log` would list, without reading them."""
+    return int(git(repo, "rev-list", "--count", f"{base}..{head}").strip())
 
 
 def merge_tree(repo: Path, base: str, head: str) -> str:

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from standin import gitops
+from standin import activity, gitops
 from standin.state import PullRequest, Repo, State, utcnow
 
 QUEUE_BOT = "github-merge-queue[bot]"  # who GitHub says pushed and merged
@@ -28,7 +28,7 @@ class MergeGroup:
     reason: str | None = None  # set once the group is destroyed
 
 
-def build(repo: Repo, prs: list[PullRequest], base_ref: str) -> MergeGroup:
+def build(state: State, repo: Repo, prs: list[PullRequest], base_ref: str) -> MergeGroup:
     """Merge `prs` in order onto the base branch's head; ValueError for a PR that cannot be queued there."""
     base_sha = gitops.rev(repo.path, f"refs/heads/{base_ref}")
     if not prs or base_sha is None:
@@ -45,7 +45,7 @@ def build(repo: Repo, prs: list[PullRequest], base_ref: str) -> MergeGroup:
         message = f"Merge pull request #{pr.number} from {owner}/{pr.head_ref}\n\n{pr.title}"
         sha = commits[pr.number] = gitops.commit_tree(repo.path, tree, [sha, pr.head_sha], message)
     head_ref = f"gh-readonly-queue/{base_ref}/pr-{prs[-1].number}-{prs[-1].head_sha}"
-    gitops.update_ref(repo.path, f"refs/heads/{head_ref}", sha)
+    activity.move(state, repo, head_ref, sha, state.user(QUEUE_BOT, "Bot"))
     return MergeGroup(repo, list(prs), base_ref, head_ref, base_sha, sha, commits)
 
 
@@ -53,13 +53,13 @@ def merge(state: State, group: MergeGroup) -> None:
     """Fast-forward the base to the group's head; each PR is merged as its own merge commit."""
     if gitops.rev(group.repo.path, f"refs/heads/{group.base_ref}") != group.base_sha:
         raise ValueError(f"{group.base_ref} moved since the group was built: GitHub would invalidate it")
-    gitops.update_ref(group.repo.path, f"refs/heads/{group.base_ref}", group.head_sha)
     bot, now = state.user(QUEUE_BOT, "Bot"), utcnow()
+    activity.move(state, group.repo, group.base_ref, group.head_sha, bot, "merge_queue_merge")
     for pr in group.prs:
         pr.state, pr.merged, pr.merged_at, pr.closed_at, pr.updated_at = "closed", True, now, now, now
         pr.merged_by, pr.merge_commit_sha, pr.base_sha = bot, group.merge_commits[pr.number], group.base_sha
 
 
-def delete_branch(group: MergeGroup) -> None:
+def delete_branch(state: State, group: MergeGroup) -> None:
     """The temporary branch goes; its commits stay in the object store, fetchable by SHA like GitHub's."""
-    gitops.git(group.repo.path, "update-ref", "-d", f"refs/heads/{group.head_ref}")
+    activity.delete(state, group.repo, group.head_ref, state.user(QUEUE_BOT, "Bot"))

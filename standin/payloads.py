@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from standin import gitops, pulls, shapes
+from standin import gitops, identities, pulls, shapes
 from standin.shapes import Json
 from standin.state import Comment, PullRequest, Repo, State, User
 
@@ -43,7 +43,13 @@ def issue_comment(
     return {**payload, **_common(state, repo, sender, base)}
 
 
-def _commit(repo: Repo, sha: str, base: str) -> Json:
+def _person(state: State, name: str, email: str) -> Json:
+    """A commit's author or committer: `username` only when GitHub links the email to a user."""
+    user = identities.user_of(state, email)
+    return {"name": name, "email": email, **({"username": user.login} if user is not None else {})}
+
+
+def _commit(state: State, repo: Repo, sha: str, base: str) -> Json:
     fmt = "%T%x1f%B%x1f%aI%x1f%an%x1f%ae%x1f%cn%x1f%ce%x1f%P"
     tree, message, when, an, ae, cn, ce, parents = gitops.git(repo.path, "show", "-s", f"--format={fmt}", sha).split(
         "\x1f"
@@ -61,8 +67,8 @@ def _commit(repo: Repo, sha: str, base: str) -> Json:
         "message": message.rstrip("\n"),
         "timestamp": when,
         "url": f"{base}/{repo.full_name}/commit/{sha}",
-        "author": {"name": an, "email": ae, "username": an},
-        "committer": {"name": cn, "email": ce, "username": cn},
+        "author": _person(state, an, ae),
+        "committer": _person(state, cn, ce),
         **changed,
     }
 
@@ -73,8 +79,8 @@ def push(
     """`push` to a branch: the commits between before and after (newest 20), head_commit, pusher."""
     span = after if before == ZERO_SHA else f"{before}..{after}"
     shas = gitops.git(repo.path, "rev-list", "--reverse", span).split()[-MAX_PUSH_COMMITS:]
-    commits = [_commit(repo, sha, base) for sha in shas]
-    head = commits[-1] if commits and commits[-1]["id"] == after else _commit(repo, after, base)
+    commits = [_commit(state, repo, sha, base) for sha in shas]
+    head = commits[-1] if commits and commits[-1]["id"] == after else _commit(state, repo, after, base)
     payload: Json = {
         "ref": ref,
         "before": before,

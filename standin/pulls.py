@@ -38,8 +38,18 @@ def file_json(change: FileChange, repo: Repo, head_sha: str, base: str) -> Json:
     return out
 
 
+MAX_COMMITS = 250  # GitHub's list-commits endpoint stops here; the PR's `commits` count does not
+
+
+def commits(state: State, repo: Repo, pr: PullRequest) -> list[gitops.CommitInfo]:
+    """The PR's commits, oldest first, as GitHub lists them: the first 250 only (apache/devlake#6646)."""
+    refresh_base(state, repo, pr)
+    return gitops.log(repo.path, pr.base_sha, pr.head_sha)[:MAX_COMMITS]
+
+
 def pull_json(state: State, repo: Repo, pr: PullRequest, base: str) -> Json:
-    return shapes.pull(pr, repo, base, len(files(state, repo, pr)))
+    changed = len(files(state, repo, pr))
+    return shapes.pull(pr, repo, base, changed, gitops.count(repo.path, pr.base_sha, pr.head_sha))
 
 
 def test_merge(repo: Repo, pr: PullRequest) -> str | None:

@@ -1,4 +1,7 @@
-"""Issue routes: issue comments (on issues and PRs), reactions, and the issues the bot opens."""
+"""Issue routes: issue comments (on issues and PRs), reactions, and the issues the bot opens.
+
+The App's own edits and deletes of comments send it `issue_comment` `edited`/`deleted` (sender: its bot), after
+the answer, as GitHub does for every change to a comment whoever makes it."""
 
 from __future__ import annotations
 
@@ -9,8 +12,9 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
-from standin import shapes
-from standin.auth import not_found
+from standin import comment_edits, payloads, shapes
+from standin.auth import error, not_found
+from standin.rollups import REACTIONS
 from standin.state import Comment, Issue, PullRequest, Reaction, Repo, State, iso, utcnow
 from standin.web import base_of, json_body, page_response, repo_access, since_of, state_of, validation_failed
 
@@ -20,7 +24,6 @@ SORTS: dict[str, Callable[[dict[str, Any]], tuple[Any, int]]] = {  # ties go by 
     "updated": lambda shown: (shown["updated_at"], shown["number"]),
     "comments": lambda shown: (shown["comments"], shown["number"]),
 }
-REACTIONS = ("+1", "-1", "laugh", "confused", "heart", "hooray", "rocket", "eyes")
 
 
 def _exists(state: State, repo: Repo, number: int) -> bool:
@@ -98,13 +101,22 @@ async def comment_item(request: Request) -> Response:
         comment = _comment_of(state, repo, request)
         if comment is None:
             return not_found()
+        if request.method == "GET":
+            return JSONResponse(shapes.comment(comment, repo, state, base_of(request)))
+        bot, base = state.app.bot, base_of(request)
+        old = None
+        try:
+            if request.method == "PATCH":
+                old = comment_edits.edit(state, comment, body["body"], bot)
+            else:
+                comment_edits.delete(state, comment, bot)
+        except PermissionError:
+            return error(403, "Resource not accessible by integration")
+        action = "edited" if request.method == "PATCH" else "deleted"
+        state.hookshot.emit("issue_comment", payloads.issue_comment(state, repo, comment, action, bot, base, old))
         if request.method == "DELETE":
-            del state.comments[comment.id]
             return Response(status_code=204)
-        if request.method == "PATCH":
-            comment.body = body["body"]
-            comment.updated_at = utcnow()
-        return JSONResponse(shapes.comment(comment, repo, state, base_of(request)))
+        return JSONResponse(shapes.comment(comment, repo, state, base))
 
 
 async def create_reaction(request: Request) -> Response:

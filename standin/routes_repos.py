@@ -12,7 +12,7 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
-from standin import gitops, pulls, shapes
+from standin import commit_shapes, gitops, pulls, shapes
 from standin.auth import DOCS, error, not_found, require_token
 from standin.state import Repo, Status, utcnow
 from standin.web import base_of, json_body, page_response, repo_access, state_of, validation_failed
@@ -48,6 +48,20 @@ def pull_files(request: Request) -> Response:
     if pr is None:
         return not_found()
     items = [pulls.file_json(c, repo, pr.head_sha, base_of(request)) for c in pulls.files(state, repo, pr)]
+    return page_response(request, items)
+
+
+def pull_commits(request: Request) -> Response:
+    """The PR's commits, oldest first, at most 250 of them (GitHub's cap), paginated."""
+    repo = repo_access(request)
+    if isinstance(repo, JSONResponse):
+        return repo
+    state = state_of(request)
+    with state.lock:
+        pr = state.pulls.get((repo.id, int(request.path_params["number"])))
+    if pr is None:
+        return not_found()
+    items = [commit_shapes.commit(state, repo, c, base_of(request)) for c in pulls.commits(state, repo, pr)]
     return page_response(request, items)
 
 
@@ -222,6 +236,7 @@ async def team_membership(request: Request) -> Response:
 routes = [
     Route("/repos/{owner}/{repo}/pulls/{number:int}", get_pull, methods=["GET"]),
     Route("/repos/{owner}/{repo}/pulls/{number:int}/files", pull_files, methods=["GET"]),
+    Route("/repos/{owner}/{repo}/pulls/{number:int}/commits", pull_commits, methods=["GET"]),
     Route("/repos/{owner}/{repo}/commits/{sha}/pulls", commit_pulls, methods=["GET"]),
     Route("/repos/{owner}/{repo}/compare/{spec:path}", compare, methods=["GET"]),
     Route("/repos/{owner}/{repo}/statuses/{sha}", create_status, methods=["POST"]),

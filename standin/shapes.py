@@ -5,6 +5,7 @@ from __future__ import annotations
 import base64
 from typing import Any
 
+from standin.rollups import reactions
 from standin.state import (
     App,
     Comment,
@@ -114,7 +115,8 @@ def installation(inst: Installation, a: App, base: str) -> Json:
     }
 
 
-def _issue_urls(r: Repo, number: int, base: str) -> Json:
+def _issue_common(r: Repo, number: int, base: str) -> Json:
+    """What issues and PRs both carry: their links, and the fields the stand-in keeps no record of."""
     api = f"{base}/repos/{r.full_name}"
     return {
         "url": f"{api}/issues/{number}",
@@ -122,6 +124,8 @@ def _issue_urls(r: Repo, number: int, base: str) -> Json:
         "labels_url": f"{api}/issues/{number}/labels{{/name}}",
         "comments_url": f"{api}/issues/{number}/comments",
         "events_url": f"{api}/issues/{number}/events",
+        "active_lock_reason": None,
+        "reactions": reactions(f"{api}/issues/{number}/reactions", ()),
     }
 
 
@@ -131,7 +135,7 @@ def issue(state: State, r: Repo, number: int, base: str) -> Json:
     comments = sum(1 for c in state.comments.values() if c.repo_id == r.id and c.number == number)
     if pr is not None:
         return {
-            **_issue_urls(r, number, base),
+            **_issue_common(r, number, base),
             "html_url": f"{base}/{r.full_name}/pull/{number}",
             "id": pr.id,
             "node_id": node_id("PullRequest", pr.id),
@@ -149,6 +153,7 @@ def issue(state: State, r: Repo, number: int, base: str) -> Json:
             "updated_at": iso(pr.updated_at),
             "closed_at": iso(pr.closed_at) if pr.closed_at else None,
             "author_association": "NONE",
+            "draft": False,
             "pull_request": {
                 "url": f"{base}/repos/{r.full_name}/pulls/{number}",
                 "html_url": f"{base}/{r.full_name}/pull/{number}",
@@ -160,7 +165,7 @@ def issue(state: State, r: Repo, number: int, base: str) -> Json:
         }
     i: Issue = state.issues[(r.id, number)]
     return {
-        **_issue_urls(r, number, base),
+        **_issue_common(r, number, base),
         "html_url": f"{base}/{r.full_name}/issues/{number}",
         "id": i.id,
         "node_id": node_id("Issue", i.id),
@@ -209,6 +214,10 @@ def comment(c: Comment, r: Repo, state: State, base: str) -> Json:
         "updated_at": iso(c.updated_at),
         "author_association": "NONE",
         "performed_via_github_app": app(state.app, base) if c.user.type == "Bot" else None,
+        "reactions": reactions(
+            f"{base}/repos/{r.full_name}/issues/comments/{c.id}/reactions",
+            (x.content for x in state.reactions if x.comment_id == c.id),
+        ),
     }
 
 
@@ -222,7 +231,7 @@ def _branch(r: Repo, ref: str, sha: str, base: str, full_name: str | None = None
     return {"label": f"{shown['owner']['login']}:{ref}", "ref": ref, "sha": sha, "user": shown["owner"], "repo": shown}
 
 
-def pull(pr: PullRequest, r: Repo, base: str, changed_files: int) -> Json:
+def pull(pr: PullRequest, r: Repo, base: str, changed_files: int, commits: int) -> Json:
     api = f"{base}/repos/{r.full_name}"
     html = f"{base}/{r.full_name}/pull/{pr.number}"
     return {
@@ -270,8 +279,8 @@ def pull(pr: PullRequest, r: Repo, base: str, changed_files: int) -> Json:
         "merged_by": user(pr.merged_by, base) if pr.merged_by else None,
         "comments": 0,
         "review_comments": 0,
-        "maintainer_can_modify": False,
-        "commits": 1,
+        "maintainer_can_modify": pr.maintainer_can_modify,
+        "commits": commits,
         "additions": 0,
         "deletions": 0,
         "changed_files": changed_files,

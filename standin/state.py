@@ -13,6 +13,7 @@ from typing import Any
 from standin.hookshot import Hookshot
 
 PERMISSIONS = ("read", "triage", "write", "maintain", "admin")
+WRITERS = ("write", "maintain", "admin")  # who may push to any branch, and edit or delete anyone's comment
 # What the App asks for and an installation grants by default: plangate's manifest, check runs, merge-queue events.
 DEFAULT_PERMISSIONS = {
     "checks": "write",
@@ -109,6 +110,7 @@ class PullRequest:
     merge_commit_sha: str | None = None
     mergeability_unknown: int = 0  # GETs left that answer `mergeable: null` while GitHub makes the test merge
     previous_merge: str | None = None  # the test merge those GETs still name
+    maintainer_can_modify: bool = False  # a fork PR's "Allow edits by maintainers": the base repo's writers may push
 
 
 @dataclass
@@ -126,6 +128,15 @@ class Issue:
     closed_at: dt.datetime | None = None
 
 
+@dataclass(frozen=True)
+class CommentEdit:
+    """Who changed a comment and when, as the comment's edit history shows it; `body` is what it said before."""
+
+    editor: User
+    at: dt.datetime
+    body: str
+
+
 @dataclass
 class Comment:
     id: int
@@ -135,6 +146,8 @@ class Comment:
     user: User
     created_at: dt.datetime
     updated_at: dt.datetime
+    edits: list[CommentEdit] = field(default_factory=list)  # oldest first
+    deletion: CommentEdit | None = None  # set once deleted
 
 
 @dataclass
@@ -157,6 +170,20 @@ class Status:
     target_url: str | None
     creator: User
     created_at: dt.datetime
+
+
+@dataclass(frozen=True)
+class Activity:
+    """One change of a branch as GitHub records it (standin.activity)."""
+
+    id: int
+    repo_id: int
+    ref: str  # refs/heads/<branch>
+    before: str  # all zeros for a branch created
+    after: str  # all zeros for a branch deleted
+    timestamp: dt.datetime
+    activity_type: str
+    actor: User | None  # None: GitHub shows a ghost (a deleted account)
 
 
 @dataclass
@@ -257,6 +284,7 @@ class State:
         self.requests: list[LoggedRequest] = []
         self.check_suites: dict[int, CheckSuite] = {}
         self.check_runs: dict[int, CheckRun] = {}
+        self.activities: list[Activity] = []  # every branch change, oldest first (standin.activity)
         self.hookshot = Hookshot()  # webhooks an API call causes, delivered after the answer
 
     def next_id(self) -> int:
