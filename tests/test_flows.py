@@ -500,3 +500,35 @@ def test_a_fork_pr_the_default_branch_allows_is_planned_reading_the_config_once(
         assert planned is not None and [r.name for r in planned[1]] == ["infra"]
         reads = [r for r in world.gh.state.requests[before:] if r.path.endswith("/contents/.plangate.yml")]
         assert len(reads) == 1
+
+
+RUNS_CODE = 'resource "terraform_data" "hook" {\n  provisioner "local-exec" {\n    command = "touch {ran}"\n  }\n}\n'
+
+
+def _with_hook(world: World) -> dict[str, str | None]:
+    ran = world.state.parent / "hook-ran"
+    return {"infra/main.tf": main_tf(world.state, BASE) + RUNS_CODE.replace("{ran}", str(ran))}
+
+
+def test_code_that_runs_at_apply_holds_the_merge_like_a_destroy(world: World) -> None:
+    req = world.opened("hook", _with_hook(world))
+    planned = world.plan_pr(req)
+    assert planned is not None
+    world.run(pr_publish.publish(world.ctx, *planned, world.made))
+    assert world.reports(req.sha)[DESTROY_CONTEXT] == ("failure", "1 runs code at apply — comment /approve-destroy")
+    outcomes, _ = _apply_all(world, req.pr)
+    assert outcomes == {"infra": "blocked:1"} and not (world.state.parent / "hook-ran").exists()
+    (held,) = apply_store.blocked_on(world.ctx.records, world.repo.id, req.pr)
+    assert [g.key for g in held.gated] == ["run provisioners of terraform_data.hook"]
+
+
+def test_the_default_branchs_config_can_turn_the_code_gate_off_for_a_project(tmp_path: Path, redis_url: str) -> None:
+    off = "version: 1\nprojects:\n  - name: infra\n    dir: infra\n    gate_code_at_apply: false\n"
+    with world_at(tmp_path, redis_url, BASE, extra={".plangate.yml": off}) as world:
+        req = world.opened("hook", _with_hook(world))
+        planned = world.plan_pr(req)
+        assert planned is not None
+        world.run(pr_publish.publish(world.ctx, *planned, world.made))
+        assert world.reports(req.sha)[DESTROY_CONTEXT] == ("success", "No destroys")
+        outcomes, _ = _apply_all(world, req.pr)
+        assert outcomes == {"infra": "applied"} and (world.state.parent / "hook-ran").exists()

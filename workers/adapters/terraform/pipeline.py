@@ -65,7 +65,13 @@ class Planned:
     planfile: Path
     digest: str | None = None
     ours: bool = False  # the failure is plangate's environment (the sandbox), not the repository's
-    code_runs: tuple[CodeRun, ...] = ()  # the checkout's own: providers it brings (local_providers.py)
+    checkout_code_runs: tuple[CodeRun, ...] = ()  # the checkout's own: providers it brings (local_providers.py)
+
+    @property
+    def code_runs(self) -> tuple[CodeRun, ...]:
+        """Everything applying this plan would run beyond the providers' planned changes: the plan's
+        provisioners and external programs, and the providers the checkout brings."""
+        return (self.plan.code_runs if self.plan is not None else ()) + self.checkout_code_runs
 
 
 @contextlib.contextmanager
@@ -142,10 +148,10 @@ def plan(tf: Terraform, project: Project, dirs: JobDirs) -> Planned:
         tool = Path(tf.tool).name
         init = tf.init(root)
         if not init.ok:
-            return Planned(None, init.output, f"{tool} init failed:\n{init.output}", planfile, code_runs=runs)
+            return Planned(None, init.output, f"{tool} init failed:\n{init.output}", planfile, checkout_code_runs=runs)
         step = tf.plan(root, planfile, destroy=project.destroy_from is not None)
         if not step.ok:
-            return Planned(None, step.output, f"{tool} plan failed:\n{step.output}", planfile, code_runs=runs)
+            return Planned(None, step.output, f"{tool} plan failed:\n{step.output}", planfile, checkout_code_runs=runs)
         text = None if step.result.truncated else rendered_plan(step.result.stdout.decode("utf-8", "replace"))
         if text is None:
             raw, text = tf.show_both(root, planfile)
@@ -153,7 +159,7 @@ def plan(tf: Terraform, project: Project, dirs: JobDirs) -> Planned:
             raw = tf.show_json(root, planfile)
         with gc_paused():
             parsed = parse_plan(raw)
-        return Planned(parsed, text, None, planfile, step.digest, code_runs=runs)
+        return Planned(parsed, text, None, planfile, step.digest, checkout_code_runs=runs)
     except UnsafePathError as exc:
         return Planned(None, "", f"project dir refused: {exc}", planfile)
     except SandboxError as exc:
@@ -194,7 +200,7 @@ def result(project: Project, sha: str, tool: str, planned: Planned) -> ProjectRe
         error=planned.error,
         ours=planned.ours,
         destroy_from=project.destroy_from,
-        checkout_code_runs=planned.code_runs,
+        checkout_code_runs=planned.checkout_code_runs,
     )
 
 
