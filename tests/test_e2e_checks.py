@@ -5,24 +5,28 @@ Stand-in GitHub (Checks API, check_run and merge_group events), real Redis, real
 
 from __future__ import annotations
 
+import re
 import time
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
 
 from standin.stack import Stack, running_stack
-from standin.state import PullRequest, Repo
+from standin.state import CheckRun, PullRequest, Repo
 from tests.e2e import answered, applied_state, replies, status
 from tests.tfproject import main_tf
 
 pytestmark = pytest.mark.e2e
 
 
-def _press(stack: Stack, repo: Repo, pr: PullRequest, login: str) -> str:
-    """`login` presses "Approve destroys" on plangate/destroy; plangate's reply on the PR."""
+def _press(stack: Stack, repo: Repo, pr: PullRequest, login: str, run: CheckRun | None = None) -> str:
+    """`login` presses "Approve destroys" on plangate/destroy (the run as it is now, or as `run` showed
+    it: a page left open); plangate's reply on the PR."""
     before = len(replies(stack, repo, pr.number))
-    run = stack.gh.check_runs(repo, pr.head_sha)["plangate/destroy"]
-    stack.gh.request_check_run_action(run, login, "approve-destroy")
+    run = run or stack.gh.check_runs(repo, pr.head_sha)["plangate/destroy"]
+    (identifier,) = [a["identifier"] for a in run.actions]
+    stack.gh.request_check_run_action(run, login, identifier)
     return answered(stack, repo, pr.number, before + 1, f"the reply to {login}'s press")[before]
 
 
@@ -36,8 +40,11 @@ def test_the_approve_button_and_re_run(tmp_path: Path, redis_url: str) -> None:
         pr = gh.open_pr(repo, "drop", "alice", "Drop doomed", {"infra/main.tf": main_tf(state, {"keep": "a"})})
         status(stack, repo, pr.head_sha, "plangate/destroy", "failure", "1 to destroy")
         run = gh.check_runs(repo, pr.head_sha)["plangate/destroy"]
-        assert run.conclusion == "action_required" and [a["identifier"] for a in run.actions] == ["approve-destroy"]
+        (identifier,) = [a["identifier"] for a in run.actions]
+        assert run.conclusion == "action_required" and re.fullmatch(r"approve-[0-9a-f]{12}", identifier)
         assert run.summary and "`terraform_data.doomed`" in run.summary
+        stale = replace(run, actions=[{**run.actions[0], "identifier": "approve-000000000000"}])
+        assert "changed since the page you pressed the button on" in _press(stack, repo, pr, "bob", stale)
 
         assert "opened this pull request" in _press(stack, repo, pr, "alice")
         assert "read permission" in _press(stack, repo, pr, "reader")
