@@ -220,13 +220,15 @@ def test_an_approval_never_covers_the_same_address_on_another_backend(tmp_path: 
 RENAMES = {
     "count": 'resource "terraform_data" "doomed" {\n  count = 0\n  input = "b"\n}\n',
     "moved": "moved {\n  from = terraform_data.doomed\n  to   = terraform_data.renamed\n}\n",
+    "for_each": 'resource "terraform_data" "doomed" {\n  for_each = toset(["a"])\n  input    = "b"\n}\n',
 }
 
 
 @pytest.mark.parametrize("rename", sorted(RENAMES))
 def test_a_rule_holds_an_object_renamed_in_the_same_change(tmp_path: Path, redis_url: str, rename: str) -> None:
     """Story 4: `never: true` on the old name; the PR renames the object (count = 0: `x` → `x[0]`; a moved
-    block to a name not configured) so that its destroy has a new address; an approval is given."""
+    block to a name not configured; for_each added: the old instance goes, `x["a"]` comes) so that its
+    destroy has a new address or the instances new keys; an approval is given."""
     state = applied_state(tmp_path)
     rules = 'version: 1\ndestroy_rules:\n  - match: ["terraform_data.doomed"]\n    never: true\n'
     with running_stack(tmp_path, redis_url) as stack:
