@@ -33,10 +33,10 @@ from core.render.text import code
 Pair = tuple[str, str]  # (project identity, gated key as in core.gated)
 Seen = tuple[str, str, str]  # (project identity, gated key, the object the approver saw: its first OBJECT_LEN)
 
-# An approval keeps 64 bits of each object's digest: plenty to tell objects apart (finding another real
-# object that shares them is out of reach), and half the room of the whole digest in the marker, which
-# holds about 2,000 destroys.
-OBJECT_LEN = 16
+# An approval keeps all 128 bits of each object's digest. Fewer would let a writer who shapes two
+# objects' attributes (through ungated updates) find a pair that collide, then move one onto the
+# other's address. The marker then holds about 1,000 destroys; more are approved project by project.
+OBJECT_LEN = 32
 
 # The approval marker must leave room in a 65,536-character comment for the visible text.
 MAX_MARKER = 50_000

@@ -92,11 +92,12 @@ class RepoConfig:
     destroy_rules: tuple[DestroyRule, ...] = ()
     gate_code_at_apply: bool = True  # code that runs at apply (provisioners…) needs an approval
 
-    def gates_code(self, project: str) -> bool:
-        """Does code that runs at apply need an approval in `project`? Read on the default branch's
-        config, so a pull request cannot turn the gate off for itself."""
+    def gates_code(self, name: str, workspace: str, dir: str) -> bool:
+        """Does code that runs at apply need an approval in the project of this identity? Read on the
+        default branch's config, so a pull request cannot turn the gate off for itself, nor borrow a
+        switch by giving its project another's name: name, workspace and dir must all match."""
         for p in self.projects or ():
-            if p.name == project and p.gate_code_at_apply is not None:
+            if (p.name, p.workspace, p.dir) == (name, workspace, dir) and p.gate_code_at_apply is not None:
                 return p.gate_code_at_apply
         return self.gate_code_at_apply
 

@@ -18,7 +18,7 @@ from typing import Literal
 
 MODES = ("bwrap", "off")
 SETTING = "PLANGATE_SANDBOX_PATHS"
-# plan: PR plans and drift checks (they never write state); apply: the post-merge plan and the apply.
+# plan: every plan (PR plans, drift checks, a merge's plan: they never write state); apply: `terraform apply`.
 GrantPhase = Literal["plan", "apply"]
 GRANT_PHASES: tuple[GrantPhase, ...] = ("plan", "apply")
 

@@ -62,7 +62,7 @@ class Settings:
     sandbox: str = "bwrap"  # "bwrap" | "off"
     sandbox_paths: SandboxPaths = field(default_factory=SandboxPaths)  # PLANGATE_SANDBOX_PATHS, _PLAN and _APPLY
     tf_env_plan: tuple[str, ...] = ()  # added to tf_env for PR plans and drift checks
-    tf_env_apply: tuple[str, ...] = ()  # added to tf_env for the post-merge plan and apply
+    tf_env_apply: tuple[str, ...] = ()  # added to tf_env for `terraform apply` of a checked plan
     secret_files: tuple[tuple[str, Path], ...] = ()  # (setting, file) of SECRET_FILE_SETTINGS: never in a sandbox
     status_auth: StatusAuth = CLOSED  # who may read / and /metrics; secrets kept out of repr
     report: str = "checks"  # "checks" (check runs) | "statuses" (commit statuses only)

@@ -170,7 +170,7 @@ class StandIn(PullsControl, ChecksControl):
                 raise ValueError(f"no issue or PR #{number} in {repo.full_name}")
             now = utcnow()
             comment = Comment(state.next_id(), repo.id, number, body, user, now, now)
-            state.comments[comment.id] = comment
+            state.add_comment(comment)
         payload = payloads.issue_comment(state, repo, comment, "created", user, self.base_url)
         self._emit("issue_comment", payload, deliver)
         return comment

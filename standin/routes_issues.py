@@ -73,7 +73,7 @@ async def create_comment(request: Request) -> Response:
             return not_found()
         now = utcnow()
         comment = Comment(state.next_id(), repo.id, number, body["body"], state.app.bot, now, now)
-        state.comments[comment.id] = comment
+        state.add_comment(comment)
         return JSONResponse(shapes.comment(comment, repo, state, base_of(request)), 201)
 
 

@@ -291,6 +291,14 @@ class State:
         with self.lock:
             return next(self._ids)
 
+    def add_comment(self, comment: Comment) -> None:
+        """A new comment; like GitHub, it moves its issue's or pull request's `updated_at`."""
+        with self.lock:
+            self.comments[comment.id] = comment
+            on = self.issues.get((comment.repo_id, comment.number)) or self.pulls.get((comment.repo_id, comment.number))
+            if on is not None:
+                on.updated_at = comment.created_at
+
     def next_number(self, repo_id: int) -> int:
         """PRs and issues share one number sequence per repository, like GitHub."""
         with self.lock:

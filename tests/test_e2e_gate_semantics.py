@@ -88,7 +88,11 @@ def test_plan_apply_and_drift_run_one_pipeline(tmp_path: Path, redis_url: str, r
     log.mkdir(parents=True)
     (bin_dir / "terraform").write_text(RECORDER.format(log=log, real=tool()))
     (bin_dir / "terraform").chmod(0o755)
-    env = {"PATH": f"{bin_dir}:{os.environ['PATH']}"}
+    env = {
+        "PATH": f"{bin_dir}:{os.environ['PATH']}",
+        "WRITE_CREDENTIAL": "apply-only",
+        "PLANGATE_TF_ENV_APPLY": "WRITE_CREDENTIAL",
+    }
     with running_stack(tmp_path, redis_url, extra_env=env) as stack:
         gh = stack.gh
         repo = infra_repo(stack, state)
@@ -114,11 +118,15 @@ def test_plan_apply_and_drift_run_one_pipeline(tmp_path: Path, redis_url: str, r
     words = [argv.split()[0] for argv, _ in planned]
     assert words == ["init", "plan", "show"]  # the plan's text is its own output: `show -json` only
     assert [a.split()[0] for a, _ in applied] == [*words, "apply"]
-    # Only the apply phase takes the state lock: plans and drift checks may see the state read-only.
-    assert [a.split()[0] for a, _ in planned + drifted if "-lock=false" in a.split()] == ["plan", "plan"]
-    assert not any("-lock=false" in a.split() for a, _ in applied)
-    locking = [(argv.replace(" -lock=false", ""), env) for argv, env in planned]
-    for one, other in ((locking, applied[:3]), (planned, drifted[:3])):
+    # Every plan (a PR's, the merge's, a drift check's) runs in the plan phase, without the state lock and
+    # with the plan's credentials: only `apply` of the checked plan takes the lock and the apply's.
+    plans = [a.split()[0] for a, _ in planned + applied + drifted if "-lock=false" in a.split()]
+    assert plans == ["plan", "plan", "plan"] and "-lock=false" not in applied[3][0].split()
+    with_write = [
+        argv.split()[0] for argv, env in planned + applied + drifted if "ENV WRITE_CREDENTIAL=apply-only" in env
+    ]
+    assert with_write == ["apply"]  # the merged code's init and plan never held the apply's credentials
+    for one, other in ((planned, applied[:3]), (planned, drifted[:3])):
         assert sorted(one) == sorted(other)  # same argv (paths aside) and the same environment
 
 

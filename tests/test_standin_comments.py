@@ -131,3 +131,14 @@ def test_the_app_edits_a_persons_comment_only_with_write(
     refused = api.patch(url, json={"body": "again"})
     assert (refused.status_code, refused.json()["message"]) == (403, "Resource not accessible by integration")
     assert api.delete(url).status_code == 403 and human.body == "(hidden)"
+
+
+def test_a_new_comment_moves_its_issues_updated_at(gh: StandIn, repo: Repo, pr: PullRequest, api: httpx.Client) -> None:
+    """As on GitHub: an issue (or PR) shows itself updated when someone comments on it."""
+    issue = api.post("/repos/acme/infra/issues", json={"title": "held", "body": "text"}).json()
+    gh.state.issues[(repo.id, issue["number"])].updated_at = LONG_AGO
+    pr.updated_at = LONG_AGO
+    gh.comment(repo, issue["number"], "bob", "/approve-destroy", deliver=False)
+    api.post(f"/repos/acme/infra/issues/{pr.number}/comments", json={"body": "reply"})
+    assert api.get(f"/repos/acme/infra/issues/{issue['number']}").json()["updated_at"] > "2025-03-01T12:00:00Z"
+    assert api.get(f"/repos/acme/infra/pulls/{pr.number}").json()["updated_at"] > "2025-03-01T12:00:00Z"

@@ -54,3 +54,12 @@ def test_restored_text_says_who_changed_it_and_keeps_the_marker_first(redis_conn
     again = written.restored(records, 1, answer(9, noted, "2026-12-02T10:00:06Z"), 7, "mallory")
     assert again.restored == "2026-12-02T10:00:06Z" and again.restored_from == "mallory"
     assert written.lookup(records, 1, 9) == again
+
+
+def test_an_issue_is_judged_by_its_body_alone(redis_conn: redis.Redis) -> None:
+    """GitHub moves an issue's `updated_at` with every comment on it (an /approve-destroy included)."""
+    records = Records(redis_conn, rsa_pem())
+    was = written.remember(records, 1, {"number": 3, "body": BODY, "updated_at": "2026-12-02T10:00:00Z"}, 3, issue=True)
+    assert written.lookup_issue(records, 1, 3) == was
+    assert written.matches(was, {"body": BODY, "updated_at": "2026-12-02T11:00:00Z"}, issue=True)
+    assert not written.matches(was, {"body": BODY + "x", "updated_at": "2026-12-02T10:00:00Z"}, issue=True)

@@ -57,16 +57,18 @@ class WorkerContext:
         assert self.settings.private_key is not None
         return self.settings.private_key
 
-    def terraform(self, preferred_tool: str | None, phase: Phase) -> Terraform:
+    def terraform(self, preferred_tool: str | None, phase: Phase, *, merged: bool = False) -> Terraform:
         """A runner for one project: tofu or terraform, clean env, the phase's credentials, the sandbox
         showing the phase's host paths.
 
         A PR's plan gets a plugin cache of its own: its code could leave a provider binary there, which
-        must never be what a merge-time apply (with write credentials) or a drift check runs. Plans and
-        drift checks write no host path the operator did not grant them writable by name, so they plan
-        without the state lock (steps.Terraform.lock_state).
+        must never be what a merge-time apply (with write credentials) or a drift check runs. `merged`:
+        the plan a merge's apply will apply, made in the plan phase (the merged code's init and plan
+        run before the gate has looked at them, so with the plan's credentials and host paths) but with
+        the cache the apply uses. Plans and drift checks write no host path the operator did not grant
+        them writable by name, so they plan without the state lock (steps.Terraform.lock_state).
         """
-        trust = "untrusted" if phase == "plan" else "trusted"
+        trust = "untrusted" if phase == "plan" and not merged else "trusted"
         cache_dir = self.settings.workdir / "plugin-cache" / trust
         locks = self.settings.workdir / "locks"  # never inside what the sandbox shows: a plan cannot hold them
         home = self.settings.workdir / "home"

@@ -31,7 +31,7 @@ from core.runlog import record_run
 from workers.adapters.github import vcs
 from workers.adapters.github.auth import installation_client
 from workers.adapters.github.authors import Authors, of_pull, of_push
-from workers.adapters.github.repo_config import base_config
+from workers.adapters.github.repo_config import base_config, policy_ref
 from workers.adapters.store import applies as apply_store
 from workers.adapters.store import audit
 from workers.adapters.store.applies import BlockedApply
@@ -80,13 +80,15 @@ async def _run(ctx: WorkerContext, req: PushRequest, project: Project, where: Wh
     async with installation_client(ctx.tokens, req.installation_id, ctx.settings.api_url) as gh:
         if await _superseded(ctx, gh, req, project):
             return "not-applied"
-        tf = ctx.terraform(project.tool, "apply")
+        # The merged code's init and plan run before the gate has looked at them: with the plan phase's
+        # credentials and host paths. Only `terraform apply` of the checked plan gets the apply's.
+        plan_tf, tf = ctx.terraform(project.tool, "plan", merged=True), ctx.terraform(project.tool, "apply")
         token = await ctx.tokens.token(req.installation_id)
-        policy = await base_config(gh, req.repo, req.default_branch)  # invalid: nothing is applied ("failed")
+        policy = await base_config(gh, req.repo, policy_ref(req))  # invalid: nothing is applied ("failed")
         patterns = [*ctx.settings.mask_patterns, *policy.mask_patterns]
         scope, name, code = "push", project.name, project.destroy_from or req.after
         with pipeline.checked_out(ctx.checkouts, req.repo_id, scope, code, name, req.clone_url, token) as dirs:
-            planned = await asyncio.to_thread(pipeline.plan, tf, project, dirs)
+            planned = await asyncio.to_thread(pipeline.plan, plan_tf, project, dirs)
             decided = await _decide(ctx, gh, req, project, where, policy, planned, patterns)
             if not project.apply_on_merge:
                 return await _report_only(ctx, gh, req, project, where, decided, "apply_on_merge is false")
@@ -110,7 +112,8 @@ async def _decide(
     """The gate on the plan just made: its gated changes against the approvals that still stand for them."""
     if planned.plan is None:
         return Decided(planned, {}, unreadable(planned.error or "no plan"), patterns, Standing(frozenset(), ()))
-    gates = plan_gates(planned.plan, planned.code_runs, gate_code=policy.gates_code(project.name))
+    gate_code = policy.gates_code(project.name, project.workspace, project.dir)
+    gates = plan_gates(planned.plan, planned.code_runs, gate_code=gate_code)
     approved = await _approved(ctx, gh, req, project, where, policy, gates)
     return Decided(planned, gates, decide_apply(planned.plan, approved.keys, gates), patterns, approved)
 

@@ -37,7 +37,9 @@ def gates_of(results: Iterable[ProjectResult], config: RepoConfig | None) -> dic
     """Each planned project's gated changes (every planned project, empty when it has none); code at apply
     is gated unless the default branch's config turned that off for the project."""
     return {
-        r.identity: plan_gates(r.plan, r.code_runs, gate_code=config is None or config.gates_code(r.name))
+        r.identity: plan_gates(
+            r.plan, r.code_runs, gate_code=config is None or config.gates_code(r.name, r.workspace, r.dir)
+        )
         for r in results
         if r.plan is not None
     }

@@ -21,7 +21,7 @@ from core.render.replies import render_approved, render_not_allowed, render_plan
 from workers.adapters.github import vcs
 from workers.adapters.github.authors import Authors, of_pull, of_push
 from workers.adapters.github.permissions import COULD_NOT_VERIFY, Permission, may_approve, may_plan
-from workers.adapters.github.repo_config import base_config
+from workers.adapters.github.repo_config import base_config, policy_ref
 from workers.adapters.store import audit
 from workers.adapters.store import gates as gate_store
 from workers.adapters.store.applies import BlockedApply
@@ -100,7 +100,7 @@ async def _approve(
     ctx: WorkerContext, gh: GitHubAPI, req: CommandRequest, held: list[BlockedApply], sha: str
 ) -> Outcome:
     where = {"repo": req.repo, "number": req.number, "sha": sha, "by": req.commenter, "held": True}
-    policy = await base_config(gh, req.repo, req.default_branch)
+    policy = await base_config(gh, req.repo, policy_ref(held[0].push))  # as the held apply itself is judged
     allowed = await _may_approve(ctx, gh, req, held[0], policy)
     if not allowed.allowed:
         audit.record(ctx.redis, "refused", reason=allowed.reason, **where)

@@ -165,7 +165,7 @@ async def check_issue(ctx: WorkerContext, gh: GitHubAPI, *, repo: str, repo_id: 
     if was is None:
         return Shown(True, None)
     shown = await gh.getitem(f"/repos/{repo}/issues/{number}")
-    if written.matches(was, shown):
+    if written.matches(was, shown, issue=True):
         return Shown(True, was.restored)
     body = with_note(was.body, None, None, deleted=False).replace("edited this comment", "edited this issue")
     answer = await gh.patch(f"/repos/{repo}/issues/{number}", data={"body": body})

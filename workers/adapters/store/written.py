@@ -115,8 +115,9 @@ def altered(records: Records, repo_id: int, comments: Iterable[dict[str, Any]]) 
     return out
 
 
-def matches(written: Written, answer: dict[str, Any]) -> bool:
-    """Is the comment (or issue) GitHub shows still what plangate wrote? Same body, and not edited since."""
+def matches(written: Written, answer: dict[str, Any], *, issue: bool = False) -> bool:
+    """Is the comment (or issue) GitHub shows still what plangate wrote? Same body, and (a comment) not
+    edited since. An issue's `updated_at` moves with every comment on it: only its body tells."""
     body = str(answer.get("body") or "")
-    at = str(answer.get("updated_at") or "")
+    at = "" if issue else str(answer.get("updated_at") or "")
     return body_digest(body) == written.digest and (not at or not written.at or at <= written.at)
