@@ -27,6 +27,7 @@ NAME = re.compile(r"[A-Za-z0-9._-]+")
 LOGIN = re.compile(r"[A-Za-z0-9](?:[A-Za-z0-9-]{0,38})")
 # git check-ref-format, roughly: no whitespace, control chars, `..`, `~^:?*[\\`, leading `-` or `/`.
 _BRANCH = re.compile(r"(?!-)(?!/)(?!.*\.\.)(?!.*//)[^\x00-\x20\x7f~^:?*\[\\]+(?<![/.])")
+BOT = re.compile(r"[A-Za-z0-9](?:[A-Za-z0-9-]{0,38})\[bot\]")
 TEAM = re.compile(r"[A-Za-z0-9](?:[A-Za-z0-9-]{0,38})/[A-Za-z0-9._-]+")
 
 T = TypeVar("T")
@@ -59,6 +60,7 @@ class DestroyApprovers:
     users: tuple[str, ...] = ()
     teams: tuple[str, ...] = ()  # "org/slug"
     allow_self_approval: bool = False
+    trusted_bots: tuple[str, ...] = ()  # bots whose pushes and commits carry no person's hidden change
 
 
 @dataclass(frozen=True)
@@ -269,7 +271,7 @@ def _projects(value: object) -> tuple[ProjectConfig, ...] | None:
 
 def _approvers(value: object) -> DestroyApprovers:
     path = "destroy_approvers"
-    m = _mapping(value, path, ("permission", "users", "teams", "allow_self_approval"))
+    m = _mapping(value, path, ("permission", "users", "teams", "allow_self_approval", "trusted_bots"))
     permission = m.get("permission", "write")
     if permission not in PERMISSIONS:
         raise ConfigError(
@@ -282,6 +284,7 @@ def _approvers(value: object) -> DestroyApprovers:
         allow_self_approval=_typed(
             m, "allow_self_approval", f"{path}.allow_self_approval", bool, "true or false", False
         ),
+        trusted_bots=_str_list(m, "trusted_bots", f"{path}.trusted_bots", _matching(BOT, 'bot login ("name[bot]")')),
     )
 
 

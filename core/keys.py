@@ -84,6 +84,11 @@ def pushers(repo_id: int, pr: int) -> str:
     return f"plangate:pushers:{repo_id}:{pr}"
 
 
+def unapplied_authors(repo_id: int, identity: str) -> str:
+    """Who made the project's pushes since its last successful apply: authors of its next apply too."""
+    return f"plangate:unapplied-authors:{repo_id}:{identity}"
+
+
 def blocked(repo_id: int, number: int) -> str:
     return f"plangate:blocked:{repo_id}:{number}"
 

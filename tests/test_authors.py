@@ -20,7 +20,15 @@ from standin.server import Running, start
 from standin.state import PullRequest, Repo
 from tests.keys import rsa_pem
 from workers.adapters.github.auth import TokenCache, installation_client
-from workers.adapters.github.authors import Authors, of_pull, of_push, record_pusher
+from workers.adapters.github.authors import (
+    Authors,
+    applied,
+    of_pull,
+    of_push,
+    record_pusher,
+    record_unapplied,
+    unapplied,
+)
 from workers.adapters.github.permissions import may_approve
 from workers.adapters.store.records import Records
 
@@ -122,3 +130,45 @@ def test_an_author_or_an_unprovable_list_is_refused_before_github_is_asked(
     assert not got.allowed and got.reason.startswith(reason)
     if authors.role("alice"):
         assert "Authors of this change: @carol (opened this pull request), @alice (pushed" in got.reason
+
+
+def test_a_bot_that_pushed_hides_whose_change_it_carries_unless_trusted(
+    github: tuple[StandIn, Running, Repo], redis_conn: redis.Redis
+) -> None:
+    """A writer's workflow pushes as github-actions[bot]: nobody can be cleared of authoring that push."""
+    gh, server, repo = github
+    gh.add_user("github-actions[bot]", type="Bot")
+    gh.set_permission(repo, "github-actions[bot]", "write")
+    pr = gh.open_pr(repo, "change", "carol", "Change", {"a.txt": "1"}, deliver=False)
+    gh.push_pr(pr, {"b.txt": "2"}, pusher="github-actions[bot]", author=GHOST, committer=GHOST, deliver=False)
+    found = _authors(github, redis_conn, pr)
+    assert found.unproven is not None and "@github-actions[bot] pushed to this pull request's branch" in found.unproven
+    assert "trusted_bots" in found.unproven
+    cache = TokenCache(redis_conn, app_id=APP_ID, private_key=rsa_pem(), api_url=server.base_url)
+
+    async def trusted() -> Authors:
+        async with installation_client(cache, next(iter(gh.state.installations)), server.base_url) as client:
+            pull: dict[str, Any] = await client.getitem(f"/repos/{repo.full_name}/pulls/{pr.number}")
+            return await of_pull(
+                client,
+                Records(redis_conn, rsa_pem()),
+                repo=repo.full_name,
+                repo_id=repo.id,
+                pull=pull,
+                trusted_bots=["GitHub-Actions[bot]"],
+            )
+
+    assert asyncio.run(trusted()).unproven is None
+
+
+def test_the_authors_of_a_change_not_yet_applied_stay_authors_until_an_apply_succeeds(redis_conn: redis.Redis) -> None:
+    """A blocked, failed or superseded apply leaves its change on the branch: its destroys come back in
+    the project's next change, whose own authors are others."""
+    records = Records(redis_conn, rsa_pem())
+    record_unapplied(records, 1, "infra@default:infra", Authors({"alice": "opened this pull request"}))
+    later = Authors({"bob": "opened this pull request"}).merged(unapplied(records, 1, "infra@default:infra"))
+    assert later.role("bob") == "opened this pull request"
+    assert later.role("alice") == "opened this pull request in a change not applied yet"
+    assert unapplied(records, 1, "other@default:other").why == {}
+    applied(records, 1, "infra@default:infra")
+    assert unapplied(records, 1, "infra@default:infra").why == {}

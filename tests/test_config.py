@@ -284,3 +284,27 @@ def test_replan_on_base_change_defaults_on_and_can_be_turned_off() -> None:
     assert parse_config("version: 1\nreplan_on_base_change: false\n").replan_on_base_change is False
     with pytest.raises(ConfigError, match="replan_on_base_change"):
         parse_config("version: 1\nreplan_on_base_change: sometimes\n")
+
+
+def test_trusted_bots_and_the_code_gate_switch_are_read_and_checked() -> None:
+    text = """version: 1
+gate_code_at_apply: false
+destroy_approvers:
+  trusted_bots: ["renovate[bot]"]
+projects:
+  - name: app
+    dir: app
+    gate_code_at_apply: true
+"""
+    config = parse_config(text)
+    assert config.destroy_approvers.trusted_bots == ("renovate[bot]",)
+    assert config.gates_code("app", "default", "app") and not config.gates_code("other", "default", "other")
+    assert not config.gates_code("app", "default", "elsewhere")  # the name alone borrows nothing
+    for bad, key in (
+        ("destroy_approvers: {trusted_bots: [alice]}", "destroy_approvers.trusted_bots[0]"),
+        ("gate_code_at_apply: maybe", "gate_code_at_apply"),
+        ("projects: [{name: a, dir: a, gate_code_at_apply: 1}]", "projects[0].gate_code_at_apply"),
+    ):
+        with pytest.raises(ConfigError) as err:
+            parse_config(f"version: 1\n{bad}\n")
+        assert err.value.key == key

@@ -30,7 +30,7 @@ from core.render.apply import (
 from core.runlog import record_run
 from workers.adapters.github import vcs
 from workers.adapters.github.auth import installation_client
-from workers.adapters.github.authors import Authors, of_pull, of_push
+from workers.adapters.github.authors import Authors, applied, of_pull, of_push, record_unapplied, unapplied
 from workers.adapters.github.repo_config import base_config, policy_ref
 from workers.adapters.store import applies as apply_store
 from workers.adapters.store import audit
@@ -132,7 +132,9 @@ async def _approved(
     if not gates:
         return Standing(frozenset(), ())
     login = await vcs.bot_login(ctx.records, ctx.app_id, ctx.private_key, ctx.settings.api_url)
-    authors = await _authors(ctx, gh, req, where)
+    own = await _authors(ctx, gh, req, where, policy)
+    authors = own.merged(unapplied(ctx.records, req.repo_id, project.identity))
+    record_unapplied(ctx.records, req.repo_id, project.identity, own)  # until an apply of the project succeeds
     return await standing(
         ctx.records,
         gh,
@@ -149,13 +151,14 @@ async def _approved(
     )
 
 
-async def _authors(ctx: WorkerContext, gh: GitHubAPI, req: PushRequest, where: Where) -> Authors:
+async def _authors(ctx: WorkerContext, gh: GitHubAPI, req: PushRequest, where: Where, policy: RepoConfig) -> Authors:
     """The merged PR's authors as GitHub shows them now (opener, pushers, committers); a direct push's
     pusher and committers."""
     if not where.is_pr or where.number is None:
         return of_push(where.authors)
     pull = await gh.getitem(f"/repos/{req.repo}/pulls/{where.number}")
-    return await of_pull(gh, ctx.records, repo=req.repo, repo_id=req.repo_id, pull=pull)
+    trusted = policy.destroy_approvers.trusted_bots
+    return await of_pull(gh, ctx.records, repo=req.repo, repo_id=req.repo_id, pull=pull, trusted_bots=trusted)
 
 
 async def _superseded(ctx: WorkerContext, gh: GitHubAPI, req: PushRequest, project: Project) -> bool:
@@ -258,6 +261,7 @@ async def _apply(
     ok = step.ok
     if ok:
         apply_store.set_applied(ctx.records, req.repo_id, project.identity, req.after)
+        applied(ctx.records, req.repo_id, project.identity)
         blocked = apply_store.blocked_for_project(ctx.records, req.repo_id, project.identity)
         if blocked is not None and blocked.push.after == req.after:
             apply_store.clear_blocked(ctx.records, blocked)

@@ -33,7 +33,7 @@ from core.render.replies import (
 from core.runlog import record_run
 from workers.adapters.github import vcs
 from workers.adapters.github.auth import installation_client
-from workers.adapters.github.authors import of_pull
+from workers.adapters.github.authors import of_pull, unapplied
 from workers.adapters.github.permissions import COULD_NOT_VERIFY, Permission, may_approve, may_plan
 from workers.adapters.github.repo_config import base_config
 from workers.adapters.store import applies as apply_store
@@ -141,7 +141,7 @@ async def _approve(
     where = {"repo": req.repo, "pr": req.number, "sha": sha, "by": req.commenter}
     if record is None:
         return Outcome(render_plan_running(sha, reply_to=req.comment_id), "confused")
-    allowed = await _may_approve(ctx, gh, req, policy, pull)
+    allowed = await _may_approve(ctx, gh, req, policy, pull, record)
     if not allowed.allowed:
         audit.record(ctx.redis, "refused", reason=allowed.reason, **where)
         return Outcome(render_not_allowed(req.commenter, allowed.reason, reply_to=req.comment_id), "-1")
@@ -153,14 +153,23 @@ async def _approve(
 
 
 async def _may_approve(
-    ctx: WorkerContext, gh: GitHubAPI, req: CommandRequest, policy: RepoConfig, pull: dict[str, Any]
+    ctx: WorkerContext,
+    gh: GitHubAPI,
+    req: CommandRequest,
+    policy: RepoConfig,
+    pull: dict[str, Any],
+    record: gate_store.PlanRecord,
 ) -> Permission:
-    """The default branch's policy, against every author of the PR as GitHub shows it now."""
+    """The default branch's policy, against every author of the PR as GitHub shows it now, and of the
+    changes of its projects still waiting to be applied."""
+    trusted = policy.destroy_approvers.trusted_bots
     try:
-        authors = await of_pull(gh, ctx.records, repo=req.repo, repo_id=req.repo_id, pull=pull)
+        authors = await of_pull(gh, ctx.records, repo=req.repo, repo_id=req.repo_id, pull=pull, trusted_bots=trusted)
     except Exception as exc:  # fail closed: a partial list of authors could clear one of them
         log.warning(json.dumps({"repo": req.repo, "pr": req.number, "authors": type(exc).__name__}))
         return Permission(False, COULD_NOT_VERIFY)
+    for identity in record.gates:
+        authors = authors.merged(unapplied(ctx.records, req.repo_id, identity))
     return await may_approve(
         gh,
         repo=req.repo,

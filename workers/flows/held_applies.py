@@ -19,7 +19,7 @@ from core.contract import CommandRequest
 from core.gated import Gated, plan_digest, published_digest
 from core.render.replies import render_approved, render_not_allowed, render_planning, render_refusal
 from workers.adapters.github import vcs
-from workers.adapters.github.authors import Authors, of_pull, of_push
+from workers.adapters.github.authors import Authors, of_pull, of_push, unapplied
 from workers.adapters.github.permissions import COULD_NOT_VERIFY, Permission, may_approve, may_plan
 from workers.adapters.github.repo_config import base_config, policy_ref
 from workers.adapters.store import audit
@@ -47,19 +47,28 @@ async def decide(ctx: WorkerContext, gh: GitHubAPI, req: CommandRequest, held: l
     return await _approve(ctx, gh, req, current, sha)
 
 
-async def authors_of(ctx: WorkerContext, gh: GitHubAPI, repo: str, repo_id: int, held: BlockedApply) -> Authors:
-    """A merged PR's authors as GitHub shows them now; a direct push's from its webhook."""
-    if not held.is_pr:
-        return of_push(held.authors)
-    pull = await gh.getitem(f"/repos/{repo}/pulls/{held.number}")
-    return await of_pull(gh, ctx.records, repo=repo, repo_id=repo_id, pull=pull)
+async def authors_of(
+    ctx: WorkerContext, gh: GitHubAPI, repo: str, repo_id: int, held: list[BlockedApply], policy: RepoConfig
+) -> Authors:
+    """A merged PR's authors as GitHub shows them now (a direct push's from its webhook), and those of
+    the held projects' changes not applied yet."""
+    first = held[0]
+    if first.is_pr:
+        pull = await gh.getitem(f"/repos/{repo}/pulls/{first.number}")
+        trusted = policy.destroy_approvers.trusted_bots
+        authors = await of_pull(gh, ctx.records, repo=repo, repo_id=repo_id, pull=pull, trusted_bots=trusted)
+    else:
+        authors = of_push(first.authors)
+    for one in held:
+        authors = authors.merged(unapplied(ctx.records, repo_id, one.project.identity))
+    return authors
 
 
 async def _may_approve(
-    ctx: WorkerContext, gh: GitHubAPI, req: CommandRequest, held: BlockedApply, policy: RepoConfig
+    ctx: WorkerContext, gh: GitHubAPI, req: CommandRequest, held: list[BlockedApply], policy: RepoConfig
 ) -> Permission:
     try:
-        authors = await authors_of(ctx, gh, req.repo, req.repo_id, held)
+        authors = await authors_of(ctx, gh, req.repo, req.repo_id, held, policy)
     except Exception as exc:  # fail closed: a partial list of authors could clear one of them
         log.warning(json.dumps({"repo": req.repo, "number": req.number, "authors": type(exc).__name__}))
         return Permission(False, COULD_NOT_VERIFY)
@@ -101,7 +110,7 @@ async def _approve(
 ) -> Outcome:
     where = {"repo": req.repo, "number": req.number, "sha": sha, "by": req.commenter, "held": True}
     policy = await base_config(gh, req.repo, policy_ref(held[0].push))  # as the held apply itself is judged
-    allowed = await _may_approve(ctx, gh, req, held[0], policy)
+    allowed = await _may_approve(ctx, gh, req, held, policy)
     if not allowed.allowed:
         audit.record(ctx.redis, "refused", reason=allowed.reason, **where)
         return Outcome(render_not_allowed(req.commenter, allowed.reason, reply_to=req.comment_id), "-1")

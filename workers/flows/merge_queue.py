@@ -32,7 +32,7 @@ from core.results import ProjectResult
 from workers.adapters.checkout import remote_head
 from workers.adapters.github import vcs
 from workers.adapters.github.auth import installation_client
-from workers.adapters.github.authors import of_pull
+from workers.adapters.github.authors import of_pull, unapplied
 from workers.adapters.github.repo_config import base_config
 from workers.context import WorkerContext
 from workers.flows.apply_approvals import standing
@@ -148,10 +148,12 @@ async def _approvals(
     login = await vcs.bot_login(ctx.records, ctx.app_id, ctx.private_key, ctx.settings.api_url)
     found: list[Approval] = []
     for pr in await group_prs(gh, req.repo, base, req.head_sha):
-        authors = await of_pull(gh, ctx.records, repo=req.repo, repo_id=req.repo_id, pull=pr.pull)
+        trusted = policy.destroy_approvers.trusted_bots
+        of_pr = await of_pull(gh, ctx.records, repo=req.repo, repo_id=req.repo_id, pull=pr.pull, trusted_bots=trusted)
         for identity, gated in gates.items():
             if not gated:
                 continue
+            authors = of_pr.merged(unapplied(ctx.records, req.repo_id, identity))
             counted = await standing(
                 ctx.records,
                 gh,

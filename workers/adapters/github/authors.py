@@ -7,7 +7,14 @@ the authors are: the PR's opener; every login GitHub's repository activity shows
 branch (and every `synchronize` sender plangate recorded, sealed, for the case GitHub's activity is
 not readable: a fork, or a server without the endpoint); and every commit author and committer GitHub
 maps to a login. GitHub lists at most 250 commits of a PR: past that, who authored the rest cannot be
-proven, and self-approval decisions are refused rather than guessed.
+proven, and self-approval decisions are refused rather than guessed. So are they when a bot pushed or
+committed (a writer's workflow pushes as `github-actions[bot]`: whose change it carries cannot be
+known), unless the default branch's `destroy_approvers.trusted_bots` lists that bot.
+
+A change can also reach the apply branch without being applied (its apply blocked, failed or
+superseded): its destroys then show up in the next change of the project. The authors of every push
+of a project since its last successful apply stay its authors (`unapplied`), sealed in Redis, until
+an apply of it succeeds.
 """
 
 from __future__ import annotations
@@ -51,6 +58,30 @@ class Authors:
         text = ", ".join(found) if found else "nobody known"
         return text + (f"; {self.unproven}" if self.unproven else "")
 
+    def merged(self, other: Authors) -> Authors:
+        """Both lists: the first reason given for a login stands."""
+        why = dict(self.why)
+        for login, what in other.why.items():
+            if self.role(login) is None:
+                why.setdefault(login, what)
+        return Authors(why, self.unproven or other.unproven)
+
+
+def is_bot(login: str, user_type: str = "") -> bool:
+    return user_type == "Bot" or login.casefold().endswith("[bot]")
+
+
+def _untrusted_bot(why: Mapping[str, str], bots: Iterable[str], trusted: Iterable[str]) -> str | None:
+    """Why the list cannot be proven when a bot nobody trusts pushed or committed."""
+    allowed = {b.casefold() for b in trusted}
+    for bot in bots:
+        if bot.casefold() not in allowed:
+            return (
+                f"@{bot} {why.get(bot, 'pushed or committed here')}, and whose change a bot carries cannot be "
+                "known (destroy_approvers.trusted_bots on the default branch can trust it)"
+            )
+    return None
+
 
 def of_push(logins: Iterable[str]) -> Authors:
     """A direct push: the pusher and every commit author and committer with a login (from the webhook)."""
@@ -63,55 +94,97 @@ def record_pusher(records: Records, repo_id: int, pr: int, login: str) -> None:
     records.conn.expire(keys.pushers(repo_id, pr), keys.GATE_TTL)
 
 
-async def of_pull(gh: GitHubAPI, records: Records, *, repo: str, repo_id: int, pull: Mapping[str, Any]) -> Authors:
+async def of_pull(
+    gh: GitHubAPI,
+    records: Records,
+    *,
+    repo: str,
+    repo_id: int,
+    pull: Mapping[str, Any],
+    trusted_bots: Iterable[str] = (),
+) -> Authors:
     """Everyone who made the pull request `pull` (GitHub's pull object). GitHub errors propagate: the
     callers refuse (fail closed) rather than decide on a partial list."""
     number = int(pull["number"])
-    why: dict[str, str] = {str(pull["user"]["login"]): "opened this pull request"}
+    opener = pull["user"]
+    why: dict[str, str] = {str(opener["login"]): "opened this pull request"}
+    bots = [str(opener["login"])] if is_bot(str(opener["login"]), str(opener.get("type") or "")) else []
     for login, what in records.hgetall(keys.pushers(repo_id, number)).items():
         why.setdefault(login, what)
-    for login, what in (await _pushers(gh, repo, pull)).items():
+        bots += [login] if is_bot(login) else []
+    pushers, pushing_bots = await _pushers(gh, repo, pull)
+    commits, committing_bots, unproven = await _commits(gh, repo, pull)
+    for login, what in [*pushers.items(), *commits.items()]:
         why.setdefault(login, what)
-    commits, unproven = await _commits(gh, repo, pull)
-    for login, what in commits.items():
-        why.setdefault(login, what)
-    return Authors(why, unproven)
+    untrusted = _untrusted_bot(why, [*bots, *pushing_bots, *committing_bots], trusted_bots)
+    return Authors(why, unproven or untrusted)
 
 
-async def _pushers(gh: GitHubAPI, repo: str, pull: Mapping[str, Any]) -> dict[str, str]:
-    """Who GitHub says pushed to the PR's head branch (its repository activity). A fork's activity, or a
-    server without the endpoint, answers 404/403: the sealed `synchronize` senders stand in then."""
+async def _pushers(gh: GitHubAPI, repo: str, pull: Mapping[str, Any]) -> tuple[dict[str, str], list[str]]:
+    """Who GitHub says pushed to the PR's head branch (its repository activity), and which of them are
+    bots. A fork's activity, or a server without the endpoint, answers 404/403: the sealed
+    `synchronize` senders stand in then."""
     head = pull.get("head") or {}
     head_repo = str((head.get("repo") or {}).get("full_name") or repo)
     ref = quote(f"refs/heads/{head.get('ref') or ''}", safe="/")
     found: dict[str, str] = {}
+    bots: list[str] = []
     try:
         async for item in gh.getiter(f"/repos/{head_repo}/activity?ref={ref}&per_page=100"):
-            actor = (item.get("actor") or {}).get("login")
-            if item.get("activity_type") in PUSHES and isinstance(actor, str) and actor:
-                found.setdefault(actor, f"pushed to this pull request's branch ({str(item.get('after'))[:7]})")
+            actor = item.get("actor") or {}
+            login = actor.get("login")
+            if item.get("activity_type") in PUSHES and isinstance(login, str) and login:
+                found.setdefault(login, f"pushed to this pull request's branch ({str(item.get('after'))[:7]})")
+                bots += [login] if is_bot(login, str(actor.get("type") or "")) else []
     except BadRequest as exc:
         if exc.status_code not in (HTTPStatus.NOT_FOUND, HTTPStatus.FORBIDDEN):
             raise
-    return found
+    return found, bots
 
 
-async def _commits(gh: GitHubAPI, repo: str, pull: Mapping[str, Any]) -> tuple[dict[str, str], str | None]:
-    """Commit authors and committers GitHub maps to a login; and why that list may be incomplete."""
+async def _commits(gh: GitHubAPI, repo: str, pull: Mapping[str, Any]) -> tuple[dict[str, str], list[str], str | None]:
+    """Commit authors and committers GitHub maps to a login, which of them are bots, and why that list
+    may be incomplete."""
     found: dict[str, str] = {}
+    bots: list[str] = []
     listed = 0
     async for commit in gh.getiter(f"/repos/{repo}/pulls/{int(pull['number'])}/commits?per_page=100"):
         listed += 1
         short = str(commit.get("sha") or "")[:7]
         for role, did in (("author", "authored"), ("committer", "committed")):
-            login = (commit.get(role) or {}).get("login")
+            user = commit.get(role) or {}
+            login = user.get("login")
             if isinstance(login, str) and login and login != GITHUB_COMMITTER:
                 found.setdefault(login, f"{did} commit {short}")
+                bots += [login] if is_bot(login, str(user.get("type") or "")) else []
     total = pull.get("commits")
     if (isinstance(total, int) and total > listed) or (not isinstance(total, int) and listed >= MAX_LISTED_COMMITS):
         count = f"{total:,}" if isinstance(total, int) else f"{MAX_LISTED_COMMITS} or more"
-        return found, (
-            f"this pull request has {count} commits and GitHub lists only {MAX_LISTED_COMMITS}, "
-            "so who authored the others cannot be proven"
+        return (
+            found,
+            bots,
+            (
+                f"this pull request has {count} commits and GitHub lists only {MAX_LISTED_COMMITS}, "
+                "so who authored the others cannot be proven"
+            ),
         )
-    return found, None
+    return found, bots, None
+
+
+def record_unapplied(records: Records, repo_id: int, identity: str, authors: Authors) -> None:
+    """A push of the project is about to be applied: its authors stay the project's authors until an
+    apply of it succeeds (a blocked, failed or superseded apply leaves its change on the branch)."""
+    key = keys.unapplied_authors(repo_id, identity)
+    for login, why in authors.why.items():
+        records.hset(key, login, f"{why} in a change not applied yet")
+    records.conn.expire(key, keys.GATE_TTL)
+
+
+def unapplied(records: Records, repo_id: int, identity: str) -> Authors:
+    """The authors of the project's pushes since its last successful apply."""
+    return Authors(records.hgetall(keys.unapplied_authors(repo_id, identity)))
+
+
+def applied(records: Records, repo_id: int, identity: str) -> None:
+    """An apply of the project succeeded: the changes its earlier authors made are applied."""
+    records.conn.delete(keys.unapplied_authors(repo_id, identity))
