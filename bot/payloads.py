@@ -52,12 +52,17 @@ class _Installation(Struct):
     id: int
 
 
+class _Changes(Struct, omit_defaults=True):
+    base: dict[str, Any] | UnsetType = UNSET  # `edited`: the PR now targets another branch
+
+
 class _PullRequestHook(Struct, omit_defaults=True):
     action: str
     repository: _Repo
     pull_request: _Pull
     installation: _Installation | UnsetType = UNSET
     sender: _Login | UnsetType = UNSET  # a `synchronize` sender pushed: an author of the PR
+    changes: _Changes | UnsetType = UNSET
 
 
 _TYPED = {"pull_request": msgspec.json.Decoder(_PullRequestHook)}

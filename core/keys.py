@@ -89,6 +89,12 @@ def unapplied_authors(repo_id: int, identity: str) -> str:
     return f"plangate:unapplied-authors:{repo_id}:{identity}"
 
 
+def sha_gates(repo_id: int, sha: str) -> str:
+    """Whether each open PR at a commit has its destroys approved: the commit's one `plangate/destroy`
+    passes only when all of them have."""
+    return f"plangate:sha-gates:{repo_id}:{sha}"
+
+
 def blocked(repo_id: int, number: int) -> str:
     return f"plangate:blocked:{repo_id}:{number}"
 

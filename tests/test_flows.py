@@ -24,6 +24,7 @@ from core import keys
 from core.contract import APPLY_CONTEXT, DESTROY_CONTEXT, PLAN_CONTEXT
 from core.projects import Project
 from core.runlog import recent_runs
+from standin.gitops import update_ref
 from tests.e2e import BOT
 from tests.flows import World, world_at
 from tests.tfproject import main_tf, state_addresses
@@ -532,3 +533,22 @@ def test_the_default_branchs_config_can_turn_the_code_gate_off_for_a_project(tmp
         assert world.reports(req.sha)[DESTROY_CONTEXT] == ("success", "No destroys")
         outcomes, _ = _apply_all(world, req.pr)
         assert outcomes == {"infra": "applied"} and (world.state.parent / "hook-ran").exists()
+
+
+def test_a_second_pr_at_the_same_commit_cannot_turn_the_first_ones_gate_green(world: World) -> None:
+    """Checks belong to a commit: a PR from the same head to a base that already holds its change has
+    nothing to plan, and must not pass the first PR's destroys."""
+    first = world.opened("drop", _tf(world, {"keep": "a"}))
+    planned = world.plan_pr(first)
+    assert planned is not None
+    world.run(pr_publish.publish(world.ctx, *planned, world.made))
+    assert world.reports(first.sha)[DESTROY_CONTEXT][0] == "failure"
+    update_ref(world.repo.path, "refs/heads/holds-it", first.sha)
+    world.gh.commit(world.repo, "holds-it", {"README.md": "words\n"})
+    world.gh.open_pr(world.repo, "drop", "alice", "Same head", base="holds-it", deliver=False)
+    second = plan_request(world.gh.outbox[-1].payload)
+    assert second.sha == first.sha and world.run(pr_plan.dispatch(world.ctx, second)) is None
+    assert world.reports(first.sha)[DESTROY_CONTEXT] == (
+        "failure",
+        f"#{first.pr} at this commit: destroys not approved there — /approve-destroy",
+    )

@@ -400,3 +400,16 @@ def test_a_synchronize_names_its_pusher_and_an_opening_names_none(client: TestCl
     post(client, "pull_request", opened)
     requests = [job.kwargs["request"] for job in Queue(PLANS_QUEUE, connection=redis_conn).jobs]
     assert [r.pusher for r in requests] == ["mallory", ""]
+
+
+def test_a_pr_retargeted_at_another_base_is_planned_again(client: TestClient, redis_conn: redis.Redis) -> None:
+    edited = load("pull_request.synchronize.json")
+    edited["action"] = "edited"
+    assert post(client, "pull_request", edited)[1]["outcome"] == "ignored"  # a title edit: nothing to plan
+    edited["changes"] = {"base": {"ref": {"from": "develop"}, "sha": {"from": "1" * 40}}}
+    assert post(client, "pull_request", edited)[0] == 202
+    (job,) = Queue(PLANS_QUEUE, connection=redis_conn).jobs
+    request = job.kwargs["request"]
+    assert (
+        job.func_name == "workers.jobs.plan_pr" and request.trigger == f"base-{edited['pull_request']['base']['sha']}"
+    )

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Any
 
 from gidgethub.routing import Router
@@ -48,10 +49,26 @@ for _action in ("opened", "reopened", "synchronize", "ready_for_review"):
     router.add(plan_head, "pull_request", action=_action)
 
 
+@router.register("pull_request", action="edited")
+async def plan_new_base(event: Event, delivery: Delivery) -> None:
+    """A PR retargeted at another branch is another change: planned again against its new base (a check
+    left green by the old base must not let it merge)."""
+    if "installation" not in event.data or "base" not in (event.data.get("changes") or {}):
+        delivery.ignore("not a change of base")
+        return
+    base = str((event.data["pull_request"].get("base") or {}).get("sha") or "")
+    request = replace(plan_request(event.data), trigger=f"base-{base}")
+    job = job_id("plan", request.repo_id, request.pr, request.sha, request.trigger)
+    await delivery.enqueue(delivery.plans, "workers.jobs.plan_pr", job, request)
+
+
 @router.register("pull_request", action="closed")
 async def drop_queued(event: Event, delivery: Delivery) -> None:
-    """A closed PR needs no plan: cancel its head's plan if it has not started, and re-plan it no more."""
+    """A closed PR needs no plan: cancel its head's plan if it has not started, re-plan it no more, and let
+    its head's gate no longer hold another PR at the same commit."""
     pull = event.data["pull_request"]
-    delivery.plans.connection.hdel(keys.pr_plans(int(event.data["repository"]["id"])), str(pull["number"]))
+    repo_id = int(event.data["repository"]["id"])
+    delivery.plans.connection.hdel(keys.pr_plans(repo_id), str(pull["number"]))
+    delivery.plans.connection.hdel(keys.sha_gates(repo_id, str(pull["head"]["sha"])), str(pull["number"]))
     job_id = plan_job_id(int(event.data["repository"]["id"]), int(pull["number"]), str(pull["head"]["sha"]))
     delivery.cancel_queued(job_id, started="plan already running or done")

@@ -75,3 +75,9 @@ def destroy_status(
         return "success", describe(f"{total} {noun} approved by @{login}")
     partly = f" ({approved_count} approved)" if approved_by and approved_count > 0 else ""
     return "failure", describe(f"{total} to destroy{partly} — comment /approve-destroy")
+
+
+def held_by_others(numbers: Sequence[int]) -> tuple[State, str]:
+    """plangate/destroy of a commit that another open PR with the same head still gates."""
+    which = ", ".join(f"#{n}" for n in numbers[:5]) + (" and more" if len(numbers) > 5 else "")
+    return "failure", describe(f"{which} at this commit: destroys not approved there — /approve-destroy")

@@ -30,6 +30,7 @@ from core.render.replies import (
     render_planning,
     render_refusal,
 )
+from core.render.status import held_by_others
 from core.runlog import record_run
 from workers.adapters.github import vcs
 from workers.adapters.github.auth import installation_client
@@ -226,7 +227,14 @@ async def _record_approval(
     audit.record(ctx.redis, "approved", destroys=len(approval.pairs), complete=cov.complete, **where)
     state, description = approval_status(cov)
     waiting = record.digest if not cov.complete and not cov.never else None
-    await vcs.set_status(gh, req.repo, approval.sha, DESTROY_CONTEXT, state, description, approve=waiting)
+    now = gate_store.load_plan(ctx.records, req.repo_id, req.number, approval.sha)
+    if now is not None and now.digest == record.digest:  # else a re-plan published meanwhile reports its own
+        others = gate_store.gate_at_commit(
+            ctx.records, req.repo_id, approval.sha, req.number, passed=state == "success"
+        )
+        if others and state == "success":
+            state, description = held_by_others(others)
+        await vcs.set_status(gh, req.repo, approval.sha, DESTROY_CONTEXT, state, description, approve=waiting)
     record_run(
         ctx.redis,
         kind="approval",

@@ -31,7 +31,7 @@ from core.render.plan import (
     render_config_error,
     render_fork_refused,
 )
-from core.render.status import pending_status
+from core.render.status import held_by_others, pending_status
 from core.results import ProjectResult
 from workers.adapters.github import vcs
 from workers.adapters.github.auth import installation_client
@@ -98,7 +98,9 @@ async def dispatch(ctx: WorkerContext, req: PlanRequest) -> Dispatch | None:
         projects = await to_plan(ctx.checkouts, req, token, found, changed, scope=f"pr-{req.pr}", base=req.base_sha)
         if not projects:
             await vcs.set_status(gh, req.repo, req.sha, PLAN_CONTEXT, "success", "no Terraform project affected")
-            await vcs.set_status(gh, req.repo, req.sha, DESTROY_CONTEXT, "success", "no destroys")
+            others = gate_store.gate_at_commit(ctx.records, req.repo_id, req.sha, req.pr, passed=True)
+            gate = held_by_others(others) if others else ("success", "no destroys")
+            await vcs.set_status(gh, req.repo, req.sha, DESTROY_CONTEXT, *gate)
             return None
     masks = policy.mask_patterns
     _remember_selection(ctx, req, masks, found.selection, inputs)
@@ -196,6 +198,7 @@ async def _refuse_fork(ctx: WorkerContext, gh: GitHubAPI, req: PlanRequest) -> N
         body = render_fork_refused(req.pr)
         await vcs.post_comment(gh, ctx.records, repo=req.repo, repo_id=req.repo_id, number=req.pr, body=body)
     await vcs.set_status(gh, req.repo, req.sha, PLAN_CONTEXT, "failure", "fork PRs are not planned here")
+    gate_store.gate_at_commit(ctx.records, req.repo_id, req.sha, req.pr, passed=False)
     await vcs.set_status(gh, req.repo, req.sha, DESTROY_CONTEXT, "failure", "not planned: fork PR")
 
 
@@ -209,6 +212,7 @@ async def _config_failed(ctx: WorkerContext, gh: GitHubAPI, req: PlanRequest, ex
         )
     ).url
     await vcs.set_status(gh, req.repo, req.sha, PLAN_CONTEXT, "failure", f"invalid .plangate.yml: {exc.key}", url)
+    gate_store.gate_at_commit(ctx.records, req.repo_id, req.sha, req.pr, passed=False)
     await vcs.set_status(gh, req.repo, req.sha, DESTROY_CONTEXT, "failure", "not planned: invalid .plangate.yml", url)
 
 

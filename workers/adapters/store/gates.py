@@ -96,3 +96,13 @@ async def load_approvals(
     if not altered:  # a changed comment is put back soon: its marker may count then, so nothing is cached now
         records.set(key, to_json(rebuilt), ex=TTL)
     return rebuilt
+
+
+def gate_at_commit(records: Records, repo_id: int, sha: str, number: int, *, passed: bool) -> list[int]:
+    """Record whether PR `number`'s gate at `sha` passes; the other PRs at that commit whose gate does
+    not. Check runs and statuses belong to a commit, not to a PR: a second PR with the same head (and
+    another base, so nothing to destroy) must not turn the first one's required check green."""
+    key = keys.sha_gates(repo_id, sha)
+    records.hset(key, str(number), "passed" if passed else "open")
+    records.conn.expire(key, TTL)
+    return sorted(int(n) for n, state in records.hgetall(key).items() if state != "passed" and n != str(number))
