@@ -310,3 +310,37 @@ def test_code_that_runs_at_apply_waits_for_an_approval(tmp_path: Path, redis_url
         assert "Approved by @bob" in comment_and_wait(stack, repo, pr.number, "bob", "/approve-destroy")
         status(stack, repo, merged, "plangate/apply", "success")
         assert ran.exists() and "terraform_data.sneaky" in state_addresses(state)
+
+
+HOOK = (
+    'resource "terraform_data" "hook" {\n  provisioner "local-exec" {\n'
+    '    command = "sh ${path.module}/deploy.sh"\n  }\n}\n'
+)
+
+
+def test_an_approval_of_code_never_covers_a_script_changed_since(tmp_path: Path, redis_url: str) -> None:
+    """A provisioner's configuration says which script, not what it holds: bob approves running deploy.sh;
+    a second PR (nothing gated) rewrites deploy.sh; the first PR, planned again on the merge, would run
+    the new script."""
+    state = applied_state(tmp_path)
+    ran = tmp_path / "state"
+    with running_stack(tmp_path, redis_url) as stack:
+        gh = stack.gh
+        repo = infra_repo(stack, state, also={"infra/deploy.sh": f"touch {ran}/one\n"})
+        gh.set_permission(repo, "carol", "write")
+        hook = {"infra/main.tf": main_tf(state, {"keep": "a", "doomed": "b"}) + HOOK}
+        pr = gh.open_pr(repo, "hook", "alice", "Add a deploy hook", hook)
+        planned(stack, repo, pr.head_sha)
+        assert "Approved by @bob" in comment_and_wait(stack, repo, pr.number, "bob", "/approve-destroy")
+        status(stack, repo, pr.head_sha, "plangate/destroy", "success")
+
+        rewrite = gh.open_pr(repo, "script", "carol", "Tune the script", {"infra/deploy.sh": f"touch {ran}/two\n"})
+        planned(stack, repo, rewrite.head_sha)
+        status(stack, repo, gh.merge_pr(rewrite, merged_by="carol"), "plangate/apply", "success")
+
+        status(stack, repo, pr.head_sha, "plangate/destroy", "failure", "runs code at apply")
+        comment = "\n".join(bot_bodies(stack, repo, pr.number))
+        assert "An earlier approval no longer covers `run provisioners of terraform_data.hook`" in comment
+        merged = gh.merge_pr(pr, merged_by="alice")
+        status(stack, repo, merged, "plangate/apply", "failure", "blocked")
+        assert not (ran / "one").exists() and not (ran / "two").exists()

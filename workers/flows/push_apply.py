@@ -119,11 +119,13 @@ async def _stale(
 
 
 async def merged_pr(gh: GitHubAPI, repo: str, sha: str) -> MergedPR | None:
-    """The PR this commit merged (merge commit, squash, or fast-forward of its head), if any."""
+    """The PR this commit merged (merge commit, squash, rebase, or fast-forward of its head), if any.
+    Only the PR whose merge is this very commit: a commit merely associated with a merged PR (pushed to
+    its branch after the merge) is a direct push, judged against its pusher and committers."""
     candidates = [p async for p in gh.getiter(f"/repos/{repo}/commits/{sha}/pulls")]
     merged = [p for p in candidates if p.get("merged_at")]
     exact = [p for p in merged if sha in (p.get("merge_commit_sha"), p["head"]["sha"])]
-    chosen = (exact or merged or [None])[0]
+    chosen = (exact or [None])[0]
     if chosen is None:
         return None
     return MergedPR(int(chosen["number"]), str(chosen["head"]["sha"]), str(chosen["user"]["login"]))

@@ -20,6 +20,7 @@ from core.plan_output import rendered_plan
 from core.projects import Project
 from core.results import ProjectResult
 from workers.adapters.checkout import checkout, job_workdir, object_cache
+from workers.adapters.terraform.code_files import bound_to_files
 from workers.adapters.terraform.local_providers import checkout_code_runs
 from workers.adapters.terraform.sandbox import SandboxError
 from workers.adapters.terraform.steps import StepResult, Terraform, TerraformError
@@ -159,6 +160,8 @@ def plan(tf: Terraform, project: Project, dirs: JobDirs) -> Planned:
             raw = tf.show_json(root, planfile)
         with gc_paused():
             parsed = parse_plan(raw)
+        own = dirs.own / "project" if dirs.shared is not None else root  # where this job's .terraform is
+        parsed = bound_to_files(parsed, root, own)
         return Planned(parsed, text, None, planfile, step.digest, checkout_code_runs=runs)
     except UnsafePathError as exc:
         return Planned(None, "", f"project dir refused: {exc}", planfile)
