@@ -16,6 +16,7 @@ import logging
 import re
 from collections.abc import Iterable
 from dataclasses import dataclass
+from typing import Any
 
 from gidgethub import BadRequest
 from gidgethub.abc import GitHubAPI
@@ -91,17 +92,10 @@ async def on_change(ctx: WorkerContext, req: CommentChange) -> str:
     if was is None:
         return "not plangate's, or its record is gone"
     async with installation_client(ctx.tokens, req.installation_id, ctx.settings.api_url) as gh:
-        deleted = req.action == "deleted"
-        if not deleted:
-            try:
-                shown = await gh.getitem(f"/repos/{req.repo}/issues/comments/{req.comment_id}")
-            except BadRequest as exc:
-                if exc.status_code.value != 404:
-                    raise
-                deleted = True
-            else:
-                if written.matches(was, shown):
-                    return "as plangate wrote it"
+        shown = None if req.action == "deleted" else await _shown(gh, req.repo, req.comment_id)
+        if shown is not None and written.matches(was, shown):
+            return "as plangate wrote it"
+        deleted = shown is None
         await put_back(
             ctx,
             gh,
@@ -115,6 +109,17 @@ async def on_change(ctx: WorkerContext, req: CommentChange) -> str:
         )
     log.info(json.dumps({"repo": req.repo, "comment": req.comment_id, "by": req.by, "outcome": "restored"}))
     return "restored"
+
+
+async def _shown(gh: GitHubAPI, repo: str, comment_id: int) -> dict[str, Any] | None:
+    """The comment as GitHub shows it; None once it was deleted."""
+    try:
+        comment: dict[str, Any] = await gh.getitem(f"/repos/{repo}/issues/comments/{comment_id}")
+    except BadRequest as exc:
+        if exc.status_code.value != 404:
+            raise
+        return None
+    return comment
 
 
 @dataclass(frozen=True)
@@ -134,12 +139,7 @@ async def check_shown(
         was = written.lookup(ctx.records, repo_id, comment_id)
         if was is None:
             continue  # Redis lost what it was: the sealed records and markers decide alone
-        try:
-            shown = await gh.getitem(f"/repos/{repo}/issues/comments/{comment_id}")
-        except BadRequest as exc:
-            if exc.status_code.value != 404:
-                raise
-            shown = None
+        shown = await _shown(gh, repo, comment_id)
         if shown is None or not written.matches(was, shown):
             intact = False
             new_id = await put_back(
