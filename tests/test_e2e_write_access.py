@@ -172,6 +172,9 @@ def test_pushing_onto_a_colleagues_pr_makes_you_its_author(tmp_path: Path, redis
         merged = gh.merge_pr(pr, merged_by="carol")
         status(stack, repo, merged, "plangate/apply", "failure", "blocked")
         assert DOOMED in state_addresses(state)
+        blocked = next(b for b in bot_bodies(stack, repo, pr.number) if "plangate:apply-blocked" in b)
+        assert "Authors of this change, who may not approve it: @carol (opened this pull request)" in blocked
+        assert "@alice (pushed to this pull request's branch" in blocked
 
 
 def _split(state: Path, resources: dict[str, str]) -> dict[str, str]:
@@ -344,3 +347,23 @@ def test_an_approval_of_code_never_covers_a_script_changed_since(tmp_path: Path,
         merged = gh.merge_pr(pr, merged_by="alice")
         status(stack, repo, merged, "plangate/apply", "failure", "blocked")
         assert not (ran / "one").exists() and not (ran / "two").exists()
+
+
+def test_a_merge_that_loosens_the_policy_is_judged_by_the_policy_it_changes(tmp_path: Path, redis_url: str) -> None:
+    """A PR allows self-approval in `.plangate.yml` and destroys; merged unapproved, its apply is held, and
+    its author's /approve-destroy there is judged by the policy before the merge, not by her own."""
+    state = applied_state(tmp_path)
+    with running_stack(tmp_path, redis_url) as stack:
+        gh = stack.gh
+        repo = infra_repo(stack, state)
+        loose = "version: 1\ndestroy_approvers:\n  allow_self_approval: true\n"
+        files = {"infra/main.tf": main_tf(state, {"keep": "a"}), ".plangate.yml": loose}
+        pr = gh.open_pr(repo, "loosen", "alice", "Loosen and drop", files)
+        planned(stack, repo, pr.head_sha)
+        merged = gh.merge_pr(pr, merged_by="alice")
+        status(stack, repo, merged, "plangate/apply", "failure", "blocked")
+        next_second()
+        refusal = comment_and_wait(stack, repo, pr.number, "alice", "/approve-destroy")
+        assert "@alice opened this pull request; destroys need someone else's approval" in refusal
+        assert "blocked" in status(stack, repo, merged, "plangate/apply", "failure")
+        assert DOOMED in state_addresses(state)

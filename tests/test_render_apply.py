@@ -9,6 +9,7 @@ from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
 from core.gate import Block, decide_apply, unreadable
+from core.gated import Gated, plan_gates
 from core.plan import Plan, ResourceChange
 from core.render.apply import (
     apply_pending,
@@ -331,3 +332,36 @@ def test_descriptions_fit_140(outcomes: dict[str, str], n: int) -> None:
     ):
         assert state == "failure" and "to destroy" in text
     assert len(apply_pending(n)[1]) <= 140
+
+
+def test_blocked_names_the_changes_authors_and_code_that_runs_at_apply() -> None:
+    plan = make_plan(rc("terraform_data.gone"))
+    gates = {
+        **plan_gates(plan),
+        "run provisioners of terraform_data.hook": Gated(
+            "run provisioners of terraform_data.hook",
+            "o",
+            what="local-exec provisioner of terraform_data.hook (at create)",
+        ),
+    }
+    block = decide_apply(plan, frozenset({"terraform_data.gone"}), gates)
+    assert isinstance(block, Block)
+    authors = "@alice (opened this pull request), @mallory (pushed to this pull request's branch (abc1234))"
+    body = render_blocked(
+        project="dns",
+        dir="infra/dns",
+        sha=SHA,
+        block=block,
+        plan=plan,
+        plan_text="",
+        pr=12,
+        approved_on=HEAD,
+        gates=gates,
+        authors=authors,
+        voided=("terraform_data.gone",),
+    )
+    assert "> **1 that runs code at apply — not approved.**" in body
+    assert "did not cover these changes." in body
+    assert f"> Authors of this change, who may not approve it: {authors}." in body
+    assert "Runs code at apply, not approved (1):\n- local-exec provisioner of terraform_data.hook (at create)" in body
+    assert "> Approved before, but what they destroy (or run) changed since: `terraform_data.gone`." in body

@@ -110,13 +110,15 @@ def render_blocked(
     revoked: Sequence[tuple[str, str]] = (),
     gates: Mapping[str, Gated] | None = None,
     voided: Sequence[str] = (),
+    authors: str = "",
     limit: int = GITHUB_LIMIT,
 ) -> str:
     """The comment (on the merged PR, or on the issue for a direct push) for an apply the gate refused.
 
     `revoked`: approvers whose approval no longer counts, and why (re-checked at apply time); `gates`:
     the plan's gated changes (code that runs at apply is listed under its own heading); `voided`: keys
-    approved earlier for another object (or other code) than this plan's."""
+    approved earlier for another object (or other code) than this plan's; `authors`: who made the change
+    and why each counts (workers.adapters.github.authors.Authors.describe)."""
     m = Masker(plan.sensitive_values if plan is not None else (), mask_patterns)
     short = sha[:7]
     where = f" from #{pr}" if pr is not None else ""
@@ -147,6 +149,8 @@ def render_blocked(
             top += [f"> Approved before, but what they destroy (or run) changed since: {shown}."]
         for login, why in revoked:
             top += [f"> @{one_line(login, 100)} no longer qualifies to approve destroys: {m(one_line(why, 1_000))}"]
+        if authors:
+            top += [f"> Authors of this change, who may not approve it: {m(one_line(authors, 2_000))}."]
         top += [""]
         bottom = [
             f"Comment `/approve-destroy` here to approve exactly these destroys at {short}; "

@@ -33,6 +33,7 @@ class Standing:
     approvers: tuple[str, ...]  # those people, first approval first
     revoked: tuple[tuple[str, str], ...] = ()  # (login, why they no longer count)
     voided: tuple[str, ...] = ()  # keys approved for another object (or other code) than this plan's
+    authors: str = ""  # who made the change, and why each counts (none of them may approve it)
 
 
 async def standing(
@@ -54,7 +55,8 @@ async def standing(
     `policy` None: the default branch's config is unreadable, so no approver can be confirmed.
     `rules`: the default branch's destroy rules; a key is approved only when they are satisfied."""
     if number is None:
-        return Standing(frozenset(), ())
+        barred = authors.describe() if policy is None or not policy.allow_self_approval else ""
+        return Standing(frozenset(), (), authors=barred)
     found: list[Approval] = []
     for sha in dict.fromkeys(shas):
         approvals = await gate_store.load_approvals(
@@ -75,4 +77,5 @@ async def standing(
     keys = frozenset(key for _, key in satisfied_pairs(needs(planned, good, rules, eligible)))
     revoked = tuple((login, why) for login, why in verdicts.items() if why is not None)
     lost = tuple(sorted(key for _, key in voided(found, planned) if key not in keys))
-    return Standing(keys, tuple(dict.fromkeys(a.approver for a in good)), revoked, lost)
+    barred = authors.describe() if policy is None or not policy.allow_self_approval else ""
+    return Standing(keys, tuple(dict.fromkeys(a.approver for a in good)), revoked, lost, barred)

@@ -208,6 +208,7 @@ async def _block(
         revoked=planned.approved.revoked,
         gates=planned.gates,
         voided=planned.approved.voided,
+        authors=planned.approved.authors,
     )
     number, is_pr = where.number, where.is_pr
     if number is None:
