@@ -23,22 +23,25 @@ from core.plan import Plan
 MODULES = Path(".terraform") / "modules" / "modules.json"
 
 
-def bound_to_files(plan: Plan, logical_root: Path, own_root: Path) -> Plan:
+def bound_to_files(plan: Plan, logical_root: Path, own_root: Path, checkout: Path) -> Plan:
     """`plan` with each code run's digest covering the files it may execute. `logical_root`: the project
     directory as its paths resolve (local module sources are relative to it); `own_root`: where this
-    job's copy of it, with `.terraform`, really is (the same directory on a private checkout)."""
+    job's copy of it, with `.terraform`, really is (the same directory on a private checkout);
+    `checkout`: the commit's files, outside which nothing is read."""
     if not plan.code_runs:
         return plan
-    files = files_digest(logical_root, own_root)
+    files = files_digest(logical_root, own_root, checkout)
     runs = tuple(replace(r, digest=_fold(r.digest, files)) for r in plan.code_runs)
     return replace(plan, code_runs=runs)
 
 
-def files_digest(logical_root: Path, own_root: Path) -> str:
+def files_digest(logical_root: Path, own_root: Path, checkout: Path) -> str:
     """SHA-256 over every file (path, contents; a symlink by its target) of the project directory and of
-    its modules' directories. Module records that cannot be read bind to nothing that can match again."""
+    its modules' directories. Module records that cannot be read, or that name a directory outside the
+    checkout and the job's own copy (the plan's code may have written them), bind to nothing that can
+    match again: the worker reads no host file on their word."""
     digest = hashlib.sha256()
-    for label, directory in _directories(logical_root, own_root):
+    for label, directory in _directories(logical_root, own_root, (checkout, own_root)):
         for relative, content in _files(directory):
             digest.update(f"{label}/{relative}\0".encode() + hashlib.sha256(content).digest())
     return digest.hexdigest()
@@ -48,10 +51,10 @@ def _fold(run: str, files: str) -> str:
     return hashlib.sha256(f"{run}:{files}".encode()).hexdigest()[:32]
 
 
-def _directories(logical_root: Path, own_root: Path) -> Iterator[tuple[str, Path]]:
+def _directories(logical_root: Path, own_root: Path, within: tuple[Path, ...]) -> Iterator[tuple[str, Path]]:
     yield ".", own_root
     recorded = own_root / MODULES
-    if not recorded.is_file():
+    if not recorded.is_file() or recorded.is_symlink():
         return
     try:
         modules = json.loads(recorded.read_text()).get("Modules") or []
@@ -59,9 +62,14 @@ def _directories(logical_root: Path, own_root: Path) -> Iterator[tuple[str, Path
     except (OSError, ValueError, TypeError, KeyError, AttributeError):
         yield f"unreadable {secrets.token_hex(8)}", own_root  # never the same digest twice: fail closed
         return
+    roots = [r.resolve() for r in within]
     for relative in dirs:
         base = own_root if relative.startswith(".terraform") else logical_root
-        yield relative, base / relative
+        directory = (base / relative).resolve()
+        if not any(directory.is_relative_to(r) for r in roots):
+            yield f"outside the checkout {secrets.token_hex(8)}", own_root  # fail closed, read nothing there
+            continue
+        yield relative, directory
 
 
 def _files(directory: Path) -> Iterator[tuple[str, bytes]]:

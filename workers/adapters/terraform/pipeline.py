@@ -161,7 +161,7 @@ def plan(tf: Terraform, project: Project, dirs: JobDirs) -> Planned:
         with gc_paused():
             parsed = parse_plan(raw)
         own = dirs.own / "project" if dirs.shared is not None else root  # where this job's .terraform is
-        parsed = bound_to_files(parsed, root, own)
+        parsed = bound_to_files(parsed, root, own, dirs.src)
         return Planned(parsed, text, None, planfile, step.digest, checkout_code_runs=runs)
     except UnsafePathError as exc:
         return Planned(None, "", f"project dir refused: {exc}", planfile)
