@@ -51,7 +51,9 @@ def test_restored_text_says_who_changed_it_and_keeps_the_marker_first(redis_conn
     assert twice.count("> [!NOTE]") == 1 and "@eve edited this comment; plangate" in twice and "mallory" not in twice
     assert twice.endswith(BODY.partition("\n")[2])
     records = Records(redis_conn, rsa_pem())
-    again = written.restored(records, 1, answer(9, noted, "2026-12-02T10:00:06Z"), 7, "mallory")
+    again = written.remember(
+        records, 1, answer(9, noted, "2026-12-02T10:00:06Z"), 7, restored_from="mallory", restoring=True
+    )
     assert again.restored == "2026-12-02T10:00:06Z" and again.restored_from == "mallory"
     assert written.lookup(records, 1, 9) == again
 

@@ -68,7 +68,9 @@ async def drop_queued(event: Event, delivery: Delivery) -> None:
     its head's gate no longer hold another PR at the same commit."""
     pull = event.data["pull_request"]
     repo_id = int(event.data["repository"]["id"])
-    delivery.plans.connection.hdel(keys.pr_plans(repo_id), str(pull["number"]))
-    delivery.plans.connection.hdel(keys.sha_gates(repo_id, str(pull["head"]["sha"])), str(pull["number"]))
+    with delivery.plans.connection.pipeline(transaction=False) as forget:  # one round trip
+        forget.hdel(keys.pr_plans(repo_id), str(pull["number"]))
+        forget.hdel(keys.sha_gates(repo_id, str(pull["head"]["sha"])), str(pull["number"]))
+        forget.execute()
     job_id = plan_job_id(int(event.data["repository"]["id"]), int(pull["number"]), str(pull["head"]["sha"]))
     delivery.cancel_queued(job_id, started="plan already running or done")

@@ -8,7 +8,6 @@ Approvals are judged against the default branch's policy and the latest plan of 
 from __future__ import annotations
 
 import json
-import logging
 from dataclasses import replace
 from typing import Any
 
@@ -34,18 +33,16 @@ from core.render.status import held_by_others
 from core.runlog import record_run
 from workers.adapters.github import vcs
 from workers.adapters.github.auth import installation_client
-from workers.adapters.github.authors import of_pull, unapplied
-from workers.adapters.github.permissions import COULD_NOT_VERIFY, Permission, may_approve, may_plan
+from workers.adapters.github.authors import Authors, of_pull, unapplied
+from workers.adapters.github.permissions import may_plan
 from workers.adapters.github.repo_config import base_config
 from workers.adapters.store import applies as apply_store
 from workers.adapters.store import audit
 from workers.adapters.store import gates as gate_store
 from workers.context import WorkerContext
 from workers.flows import drift, held_applies, restore
-from workers.flows.gate_check import covered
+from workers.flows.gate_check import covered, may_approve_against
 from workers.flows.outcome import Outcome
-
-log = logging.getLogger("plangate.commands")
 
 
 async def handle(ctx: WorkerContext, req: CommandRequest) -> Outcome | None:
@@ -142,7 +139,7 @@ async def _approve(
     where = {"repo": req.repo, "pr": req.number, "sha": sha, "by": req.commenter}
     if record is None:
         return Outcome(render_plan_running(sha, reply_to=req.comment_id), "confused")
-    allowed = await _may_approve(ctx, gh, req, policy, pull, record)
+    allowed = await may_approve_against(gh, req, policy, _authors(ctx, gh, req, policy, pull, record))
     if not allowed.allowed:
         audit.record(ctx.redis, "refused", reason=allowed.reason, **where)
         return Outcome(render_not_allowed(req.commenter, allowed.reason, reply_to=req.comment_id), "-1")
@@ -153,32 +150,20 @@ async def _approve(
     return await _record_approval(ctx, gh, req, record, decision, where, policy)
 
 
-async def _may_approve(
+async def _authors(
     ctx: WorkerContext,
     gh: GitHubAPI,
     req: CommandRequest,
     policy: RepoConfig,
     pull: dict[str, Any],
     record: gate_store.PlanRecord,
-) -> Permission:
-    """The default branch's policy, against every author of the PR as GitHub shows it now, and of the
-    changes of its projects still waiting to be applied."""
+) -> Authors:
+    """Every author of the PR as GitHub shows it now, and of its projects' changes not applied yet."""
     trusted = policy.destroy_approvers.trusted_bots
-    try:
-        authors = await of_pull(gh, ctx.records, repo=req.repo, repo_id=req.repo_id, pull=pull, trusted_bots=trusted)
-    except Exception as exc:  # fail closed: a partial list of authors could clear one of them
-        log.warning(json.dumps({"repo": req.repo, "pr": req.number, "authors": type(exc).__name__}))
-        return Permission(False, COULD_NOT_VERIFY)
+    authors = await of_pull(gh, ctx.records, repo=req.repo, repo_id=req.repo_id, pull=pull, trusted_bots=trusted)
     for identity in record.gates:
         authors = authors.merged(unapplied(ctx.records, req.repo_id, identity))
-    return await may_approve(
-        gh,
-        repo=req.repo,
-        login=req.commenter,
-        user_type=req.commenter_type,
-        authors=authors,
-        policy=policy.destroy_approvers,
-    )
+    return authors
 
 
 async def _judge(

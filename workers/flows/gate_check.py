@@ -5,16 +5,18 @@ from __future__ import annotations
 
 import json
 import logging
-from collections.abc import Iterable
+from collections.abc import Awaitable, Iterable
 
 from gidgethub.abc import GitHubAPI
 
 from core.approvals import Approval, Coverage
 from core.config import ConfigError, DestroyRule, RepoConfig
+from core.contract import CommandRequest
 from core.destroy_rules import rule_coverage
 from core.gated import Gated, Gates, plan_gates
 from core.results import ProjectResult
-from workers.adapters.github.permissions import rule_eligibility
+from workers.adapters.github.authors import Authors
+from workers.adapters.github.permissions import COULD_NOT_VERIFY, Permission, may_approve, rule_eligibility
 from workers.adapters.github.repo_config import base_config
 from workers.adapters.store import gates as gate_store
 from workers.adapters.store.records import Records
@@ -74,3 +76,23 @@ async def coverage_at(
         records, gh, repo=repo, repo_id=repo_id, number=number, sha=sha, bot_login=bot_login
     )
     return await covered(gh, gates, approvals, sha=sha, rules=rules)
+
+
+async def may_approve_against(
+    gh: GitHubAPI, req: CommandRequest, policy: RepoConfig, authors: Awaitable[Authors]
+) -> Permission:
+    """The command's author against the default branch's policy and the change's `authors` (asked of
+    GitHub): any error while asking refuses, since a partial list of authors could clear one of them."""
+    try:
+        found = await authors
+    except Exception as exc:
+        log.warning(json.dumps({"repo": req.repo, "number": req.number, "authors": type(exc).__name__}))
+        return Permission(False, COULD_NOT_VERIFY)
+    return await may_approve(
+        gh,
+        repo=req.repo,
+        login=req.commenter,
+        user_type=req.commenter_type,
+        authors=found,
+        policy=policy.destroy_approvers,
+    )

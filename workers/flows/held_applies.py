@@ -8,9 +8,6 @@ died or failed).
 
 from __future__ import annotations
 
-import json
-import logging
-
 from gidgethub.abc import GitHubAPI
 
 from core.approvals import Approval, Refusal, approval_for, approval_marker, timing_refusal
@@ -20,17 +17,15 @@ from core.gated import Gated, plan_digest, published_digest
 from core.render.replies import render_approved, render_not_allowed, render_planning, render_refusal
 from workers.adapters.github import vcs
 from workers.adapters.github.authors import Authors, of_pull, of_push, unapplied
-from workers.adapters.github.permissions import COULD_NOT_VERIFY, Permission, may_approve, may_plan
+from workers.adapters.github.permissions import may_plan
 from workers.adapters.github.repo_config import base_config, policy_ref
 from workers.adapters.store import audit
 from workers.adapters.store import gates as gate_store
 from workers.adapters.store.applies import BlockedApply
 from workers.context import WorkerContext
 from workers.flows import restore
-from workers.flows.gate_check import covered
+from workers.flows.gate_check import covered, may_approve_against
 from workers.flows.outcome import Outcome
-
-log = logging.getLogger("plangate.held")
 
 
 async def decide(ctx: WorkerContext, gh: GitHubAPI, req: CommandRequest, held: list[BlockedApply]) -> Outcome:
@@ -64,24 +59,6 @@ async def authors_of(
     return authors
 
 
-async def _may_approve(
-    ctx: WorkerContext, gh: GitHubAPI, req: CommandRequest, held: list[BlockedApply], policy: RepoConfig
-) -> Permission:
-    try:
-        authors = await authors_of(ctx, gh, req.repo, req.repo_id, held, policy)
-    except Exception as exc:  # fail closed: a partial list of authors could clear one of them
-        log.warning(json.dumps({"repo": req.repo, "number": req.number, "authors": type(exc).__name__}))
-        return Permission(False, COULD_NOT_VERIFY)
-    return await may_approve(
-        gh,
-        repo=req.repo,
-        login=req.commenter,
-        user_type=req.commenter_type,
-        authors=authors,
-        policy=policy.destroy_approvers,
-    )
-
-
 async def _judge(
     ctx: WorkerContext, gh: GitHubAPI, req: CommandRequest, held: list[BlockedApply], sha: str
 ) -> Approval | Refusal:
@@ -110,7 +87,7 @@ async def _approve(
 ) -> Outcome:
     where = {"repo": req.repo, "number": req.number, "sha": sha, "by": req.commenter, "held": True}
     policy = await base_config(gh, req.repo, policy_ref(held[0].push))  # as the held apply itself is judged
-    allowed = await _may_approve(ctx, gh, req, held, policy)
+    allowed = await may_approve_against(gh, req, policy, authors_of(ctx, gh, req.repo, req.repo_id, held, policy))
     if not allowed.allowed:
         audit.record(ctx.redis, "refused", reason=allowed.reason, **where)
         return Outcome(render_not_allowed(req.commenter, allowed.reason, reply_to=req.comment_id), "-1")

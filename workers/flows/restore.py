@@ -36,12 +36,12 @@ MAX_BODY = 65_536
 _NOTE = re.compile(r"> \[!NOTE\]\n> [^\n]*; plangate (?:put its own text back|posted it again)\.\n\n")
 
 
-def with_note(body: str, by: str | None, at: str | None, *, deleted: bool) -> str:
+def with_note(body: str, by: str | None, at: str | None, *, deleted: bool, thing: str = "comment") -> str:
     """plangate's text with one line, after its marker, saying who changed it last (when it fits GitHub's
     limit): a note from an earlier time is replaced, not stacked."""
     who = f"@{one_line(by, 100)}" if by else "someone else"
     when = f" at {one_line(at, 40)}" if at else ""
-    did = "deleted this comment" if deleted else "edited this comment"
+    did = f"deleted this {thing}" if deleted else f"edited this {thing}"
     again = "posted it again" if deleted else "put its own text back"
     note = f"> [!NOTE]\n> {who} {did}{when}; plangate {again}.\n\n"
     marker, sep, rest = body.partition("\n")
@@ -79,7 +79,7 @@ async def put_back(
         answer = await gh.post(f"/repos/{repo}/issues/{was.number}/comments", data={"body": body})
         written.forget(ctx.records, repo_id, comment_id)
         vcs.moved_comment(ctx.records, repo_id, was.number, comment_id, int(answer["id"]))
-    written.restored(ctx.records, repo_id, answer, was.number, by)
+    written.remember(ctx.records, repo_id, answer, was.number, restored_from=by, restoring=True)
     audit.record(
         ctx.redis, "comment-restored", repo=repo, number=was.number, comment=comment_id, by=by, deleted=deleted
     )
@@ -167,8 +167,8 @@ async def check_issue(ctx: WorkerContext, gh: GitHubAPI, *, repo: str, repo_id: 
     shown = await gh.getitem(f"/repos/{repo}/issues/{number}")
     if written.matches(was, shown, issue=True):
         return Shown(True, was.restored)
-    body = with_note(was.body, None, None, deleted=False).replace("edited this comment", "edited this issue")
+    body = with_note(was.body, None, None, deleted=False, thing="issue")
     answer = await gh.patch(f"/repos/{repo}/issues/{number}", data={"body": body})
-    again = written.restored(ctx.records, repo_id, answer, number, None, issue=True)
+    again = written.remember(ctx.records, repo_id, answer, number, issue=True, restoring=True)
     audit.record(ctx.redis, "comment-restored", repo=repo, number=number, issue=True)
     return Shown(False, again.restored)

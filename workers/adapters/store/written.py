@@ -61,11 +61,21 @@ def _key(repo_id: int, comment_id: int | None, issue: int | None) -> str:
     return keys.written(repo_id, comment_id) if comment_id is not None else keys.written_issue(repo_id, issue or 0)
 
 
-def remember(records: Records, repo_id: int, answer: dict[str, Any], number: int, *, issue: bool = False) -> Written:
-    """Record what GitHub answered to plangate's own create or edit (`answer`: the comment, or the issue)."""
+def remember(
+    records: Records,
+    repo_id: int,
+    answer: dict[str, Any],
+    number: int,
+    *,
+    issue: bool = False,
+    restored_from: str | None = None,
+    restoring: bool = False,
+) -> Written:
+    """Record what GitHub answered to plangate's own create or edit (`answer`: the comment, or the issue).
+    `restoring`: the write put plangate's text back after `restored_from` (None: someone) changed it."""
     body = str(answer.get("body") or "")
     at = str(answer.get("updated_at") or answer.get("created_at") or "")
-    written = Written(number=number, digest=body_digest(body), at=at, body=body)
+    written = Written(number, body_digest(body), at, body, at if restoring else None, restored_from)
     key = _key(repo_id, None if issue else int(answer["id"]), number if issue else None)
     records.set(key, _encode(written), ex=TTL)
     return written
@@ -76,18 +86,6 @@ def intend(records: Records, repo_id: int, comment_id: int, number: int, body: s
     meanwhile then puts back the text being written, never the one it replaces."""
     written = Written(number=number, digest=body_digest(body), at="", body=body)
     records.set(keys.written(repo_id, comment_id), _encode(written), ex=TTL)
-
-
-def restored(
-    records: Records, repo_id: int, answer: dict[str, Any], number: int, by: str | None, *, issue: bool = False
-) -> Written:
-    """Record plangate's text put back (or re-posted) after `by` changed it: as `remember`, plus when."""
-    body = str(answer.get("body") or "")
-    at = str(answer.get("updated_at") or answer.get("created_at") or "")
-    written = Written(number=number, digest=body_digest(body), at=at, body=body, restored=at, restored_from=by)
-    key = _key(repo_id, None if issue else int(answer["id"]), number if issue else None)
-    records.set(key, _encode(written), ex=TTL)
-    return written
 
 
 def lookup(records: Records, repo_id: int, comment_id: int) -> Written | None:
