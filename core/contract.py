@@ -89,7 +89,7 @@ class Where:
 
     number: int | None
     is_pr: bool
-    authors: tuple[str, ...]  # the merged PR's author; for a direct push, the pusher and commit logins
+    authors: tuple[str, ...]  # a direct push's pusher and commit logins (a PR's: its opener; all are asked of GitHub)
     approved_on: str | None
 
 

@@ -42,8 +42,6 @@ from workers.flows.apply_approvals import Standing, standing
 from workers.flows.push_apply import record_outcome
 
 log = logging.getLogger("plangate.apply")
-AUTHORED_PR = "opened the merged pull request"
-AUTHORED_PUSH = "pushed this commit or authored one of its commits"
 
 
 @dataclass(frozen=True)
@@ -134,7 +132,8 @@ async def _approved(
     login = await vcs.bot_login(ctx.records, ctx.app_id, ctx.private_key, ctx.settings.api_url)
     own = await _authors(ctx, gh, req, where, policy)
     authors = own.merged(unapplied(ctx.records, req.repo_id, project.identity))
-    record_unapplied(ctx.records, req.repo_id, project.identity, own)  # until an apply of the project succeeds
+    if project.apply_on_merge:  # a report-only project is never applied: its authors are not held over
+        record_unapplied(ctx.records, req.repo_id, project.identity, own)  # until an apply of it succeeds
     return await standing(
         ctx.records,
         gh,

@@ -29,7 +29,6 @@ from core.render.replies import (
     render_planning,
     render_refusal,
 )
-from core.render.status import held_by_others
 from core.runlog import record_run
 from workers.adapters.github import vcs
 from workers.adapters.github.auth import installation_client
@@ -41,7 +40,7 @@ from workers.adapters.store import audit
 from workers.adapters.store import gates as gate_store
 from workers.context import WorkerContext
 from workers.flows import drift, held_applies, restore
-from workers.flows.gate_check import covered, may_approve_against
+from workers.flows.gate_check import at_commit, covered, may_approve_against
 from workers.flows.outcome import Outcome
 
 
@@ -214,11 +213,7 @@ async def _record_approval(
     waiting = record.digest if not cov.complete and not cov.never else None
     now = gate_store.load_plan(ctx.records, req.repo_id, req.number, approval.sha)
     if now is not None and now.digest == record.digest:  # else a re-plan published meanwhile reports its own
-        others = gate_store.gate_at_commit(
-            ctx.records, req.repo_id, approval.sha, req.number, passed=state == "success"
-        )
-        if others and state == "success":
-            state, description = held_by_others(others)
+        state, description = at_commit(ctx.records, req.repo_id, approval.sha, req.number, (state, description))
         await vcs.set_status(gh, req.repo, approval.sha, DESTROY_CONTEXT, state, description, approve=waiting)
     record_run(
         ctx.redis,

@@ -14,6 +14,7 @@ from core.config import ConfigError, DestroyRule, RepoConfig
 from core.contract import CommandRequest
 from core.destroy_rules import rule_coverage
 from core.gated import Gated, Gates, plan_gates
+from core.render.status import State, held_by_others
 from core.results import ProjectResult
 from workers.adapters.github.authors import Authors
 from workers.adapters.github.permissions import COULD_NOT_VERIFY, Permission, may_approve, rule_eligibility
@@ -96,3 +97,11 @@ async def may_approve_against(
         authors=found,
         policy=policy.destroy_approvers,
     )
+
+
+def at_commit(records: Records, repo_id: int, sha: str, number: int, gate: tuple[State, str]) -> tuple[State, str]:
+    """PR `number`'s `plangate/destroy` at `sha`, recorded, as the commit shows it: failing while another
+    open PR with that head fails (reports belong to a commit, not to a PR)."""
+    passed = gate[0] == "success"
+    others = gate_store.gate_at_commit(records, repo_id, sha, number, passed=passed)
+    return held_by_others(others) if others and passed else gate

@@ -31,7 +31,7 @@ from core.render.plan import (
     render_config_error,
     render_fork_refused,
 )
-from core.render.status import held_by_others, pending_status
+from core.render.status import pending_status
 from core.results import ProjectResult
 from workers.adapters.github import vcs
 from workers.adapters.github.auth import installation_client
@@ -46,6 +46,7 @@ from workers.context import WorkerContext
 from workers.flows import carry, stale_plans
 from workers.flows import code as plan_code
 from workers.flows.discovery import discover, to_plan
+from workers.flows.gate_check import at_commit
 from workers.flows.pr_publish import bot_login, is_current, meta_key, publish
 
 log = logging.getLogger("plangate.plan")
@@ -98,8 +99,7 @@ async def dispatch(ctx: WorkerContext, req: PlanRequest) -> Dispatch | None:
         projects = await to_plan(ctx.checkouts, req, token, found, changed, scope=f"pr-{req.pr}", base=req.base_sha)
         if not projects:
             await vcs.set_status(gh, req.repo, req.sha, PLAN_CONTEXT, "success", "no Terraform project affected")
-            others = gate_store.gate_at_commit(ctx.records, req.repo_id, req.sha, req.pr, passed=True)
-            gate = held_by_others(others) if others else ("success", "no destroys")
+            gate = at_commit(ctx.records, req.repo_id, req.sha, req.pr, ("success", "no destroys"))
             await vcs.set_status(gh, req.repo, req.sha, DESTROY_CONTEXT, *gate)
             return None
     masks = policy.mask_patterns
@@ -198,8 +198,8 @@ async def _refuse_fork(ctx: WorkerContext, gh: GitHubAPI, req: PlanRequest) -> N
         body = render_fork_refused(req.pr)
         await vcs.post_comment(gh, ctx.records, repo=req.repo, repo_id=req.repo_id, number=req.pr, body=body)
     await vcs.set_status(gh, req.repo, req.sha, PLAN_CONTEXT, "failure", "fork PRs are not planned here")
-    gate_store.gate_at_commit(ctx.records, req.repo_id, req.sha, req.pr, passed=False)
-    await vcs.set_status(gh, req.repo, req.sha, DESTROY_CONTEXT, "failure", "not planned: fork PR")
+    gate = at_commit(ctx.records, req.repo_id, req.sha, req.pr, ("failure", "not planned: fork PR"))
+    await vcs.set_status(gh, req.repo, req.sha, DESTROY_CONTEXT, *gate)
 
 
 async def _config_failed(ctx: WorkerContext, gh: GitHubAPI, req: PlanRequest, exc: ConfigError) -> None:
@@ -212,8 +212,8 @@ async def _config_failed(ctx: WorkerContext, gh: GitHubAPI, req: PlanRequest, ex
         )
     ).url
     await vcs.set_status(gh, req.repo, req.sha, PLAN_CONTEXT, "failure", f"invalid .plangate.yml: {exc.key}", url)
-    gate_store.gate_at_commit(ctx.records, req.repo_id, req.sha, req.pr, passed=False)
-    await vcs.set_status(gh, req.repo, req.sha, DESTROY_CONTEXT, "failure", "not planned: invalid .plangate.yml", url)
+    gate = at_commit(ctx.records, req.repo_id, req.sha, req.pr, ("failure", "not planned: invalid .plangate.yml"))
+    await vcs.set_status(gh, req.repo, req.sha, DESTROY_CONTEXT, *gate, url)
 
 
 def _remember_selection(

@@ -18,7 +18,7 @@ from core.plan import summary_line
 from core.render.mask import mask
 from core.render.plan import render_plan_comments, render_planned_on_merge, render_too_many_files
 from core.render.replies import approval_status
-from core.render.status import State, destroy_status, held_by_others, plan_status
+from core.render.status import State, destroy_status, plan_status
 from core.results import ProjectResult
 from core.runlog import record_run
 from workers.adapters.github import vcs
@@ -132,8 +132,7 @@ async def publish(
         )
         text = bodies[0].partition("\n")[2]  # the plan comment's first part, without its marker
         gate = destroy_status(results) if cov is None else approval_status(cov)
-        others = gate_store.gate_at_commit(ctx.records, req.repo_id, req.sha, req.pr, passed=gate[0] == "success")
-        gate = held_by_others(others) if others and gate[0] == "success" else gate
+        gate = gate_check.at_commit(ctx.records, req.repo_id, req.sha, req.pr, gate)
         waiting = digest if cov is not None and not cov.complete and not cov.never else None
 
         async def commented() -> vcs.Published:
