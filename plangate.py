@@ -98,7 +98,7 @@ def cmd_worker(args: argparse.Namespace) -> int:
     from core.contract import QUEUE_NAMES
     from core.redis_client import connect
     from core.settings import forget_secrets
-    from workers.rq_worker import MAINTENANCE_INTERVAL, PlangateWorker, preload
+    from workers.rq_worker import PlangateWorker, preload
 
     settings = _settings(need_app=True, need_redis_password=True)
     _logging(settings)
@@ -126,7 +126,7 @@ def cmd_worker(args: argparse.Namespace) -> int:
     while True:  # Redis down at start-up or later: reconnect with backoff, no restart needed
         try:
             ctx.record_sandbox()
-            worker = PlangateWorker(list(QUEUE_NAMES), connection=conn, maintenance_interval=MAINTENANCE_INTERVAL)
+            worker = PlangateWorker(list(QUEUE_NAMES), connection=conn)
             worker.work(burst=args.burst, logging_level="INFO", with_scheduler=True)  # runs jittered drift checks
             return 0
         except (redis.ConnectionError, redis.TimeoutError) as exc:

@@ -17,11 +17,26 @@ from core import keys
 COMMANDS_QUEUE = "plangate-commands"
 PLANS_QUEUE = "plangate-plans"
 QUEUE_NAMES = (COMMANDS_QUEUE, PLANS_QUEUE)
-# A plan has no side effect, so a plan job whose worker died is run again, at most twice. An apply
-# is never re-run by itself; neither is a command (its reply would be posted twice).
+# A plan has no side effect, so a plan job whose worker died is run again, at most twice, a little
+# later each time (a node coming back, memory freed). A command is not (its reply would be posted
+# twice); an apply's project job re-runs only as its recorded phase allows (workers.flows.apply_phase).
 PLAN_RETRIES = 2
+RERUN_INTERVALS = (3, 15)  # seconds before each re-run
 RERUN_JOBS = frozenset({"workers.jobs.plan_pr", "workers.jobs.plan_merge_group"})
-COUNT_ABANDONED = "workers.rq_worker.count_abandoned"
+# Jobs that owe the PR (or push) a report: when one fails for good, its last word is said
+# (workers.watchdog, from this failure callback of theirs).
+LAST_WORD_JOBS = frozenset(
+    {
+        "workers.jobs.plan_pr",
+        "workers.jobs.publish_plan",
+        "workers.jobs.plan_merge_group",
+        "workers.jobs.publish_merge_group",
+        "workers.jobs.apply_push",
+        "workers.jobs.finish_apply",
+        "workers.jobs.handle_command",
+    }
+)
+JOB_FAILED = "workers.watchdog.failed"
 
 PLAN_CONTEXT = "plangate/plan"
 DESTROY_CONTEXT = "plangate/destroy"

@@ -28,7 +28,7 @@ from redis.exceptions import NoScriptError, RedisError, ResponseError
 from rq import Callback, Queue, Retry
 from rq.utils import now
 
-from core.contract import COUNT_ABANDONED, PLAN_RETRIES, RERUN_JOBS
+from core.contract import JOB_FAILED, LAST_WORD_JOBS, PLAN_RETRIES, RERUN_INTERVALS, RERUN_JOBS
 
 # KEYS: the job's hash, the queue's list, RQ's set of queues. ARGV: the job id, then HSET's pairs.
 _ENQUEUE_ONCE = """
@@ -114,8 +114,8 @@ def _template(queue: Queue, func: str, request: Any, timeout: int, result_ttl: i
         kwargs=kwargs,
         timeout=timeout,
         result_ttl=result_ttl,
-        retry=Retry(max=PLAN_RETRIES) if rerun else None,
-        on_failure=Callback(COUNT_ABANDONED) if rerun else None,
+        retry=Retry(max=PLAN_RETRIES, interval=list(RERUN_INTERVALS)) if rerun else None,
+        on_failure=Callback(JOB_FAILED) if rerun or func in LAST_WORD_JOBS else None,
     )
     queue._prepare_for_queue(job)  # RQ's own: origin, enqueued_at, timeout, status queued
     saved = job.to_dict()

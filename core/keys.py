@@ -16,7 +16,7 @@ PR_PLANS_TTL = 30 * DAY
 REPLAN_PENDING_TTL = 3600  # a re-plan that never ran (its worker died) frees the slot after this long
 MQ_GONE_TTL = DAY
 SANDBOX_TTL = 7 * DAY
-APPLYING_TTL = 7 * DAY
+APPLY_PHASE_TTL = 7 * DAY
 
 # Counters the workers keep and /metrics reads (hashes).
 GATE_DECISIONS = "plangate:metrics:gate-decisions"
@@ -107,8 +107,8 @@ def applied(repo_id: int, identity: str) -> str:
     return f"plangate:applied:{repo_id}:{identity}"
 
 
-def applying(repo_id: int, sha: str, identity: str) -> str:
-    return f"plangate:applying:{repo_id}:{sha}:{identity}"
+def apply_phase(run_id: str) -> str:
+    return f"plangate:apply-phase:{run_id}"
 
 
 def apply_outcomes(repo_id: int, sha: str) -> str:

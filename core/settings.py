@@ -67,6 +67,8 @@ class Settings:
     status_auth: StatusAuth = CLOSED  # who may read / and /metrics; secrets kept out of repr
     report: str = "checks"  # "checks" (check runs) | "statuses" (commit statuses only)
     log_level: str = "info"  # one of LOG_LEVELS
+    github_retry_seconds: float = 120.0  # one GitHub request's retries on 5xx and dropped connections
+    outage_window: float = 3600.0  # how long a job keeps coming back through an outage before it gives up
 
     def __repr__(self) -> str:
         return f"Settings(app_id={self.app_id}, api_url={self.api_url!r}, workdir={str(self.workdir)!r})"
@@ -274,6 +276,8 @@ def load(
         status_auth=_status_auth(env, app_id),
         report=_choice(env, "PLANGATE_REPORT", ("checks", "statuses"), "checks"),
         log_level=_choice(env, "PLANGATE_LOG_LEVEL", LOG_LEVELS, "info"),
+        github_retry_seconds=_positive(env, "PLANGATE_GITHUB_RETRY_SECONDS", 120.0),
+        outage_window=_positive(env, "PLANGATE_OUTAGE_WINDOW", 3600.0),
     )
 
 

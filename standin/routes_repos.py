@@ -38,6 +38,38 @@ def get_pull(request: Request) -> Response:
         return JSONResponse(body)
 
 
+def get_branch(request: Request) -> Response:
+    """GitHub's `GET /branches/{branch}`: the fields plangate reads (name, head commit, protection)."""
+    repo = repo_access(request)
+    if isinstance(repo, JSONResponse):
+        return repo
+    name = request.path_params["branch"]
+    sha = gitops.rev(repo.path, f"refs/heads/{name}")
+    if sha is None:
+        return error(404, "Branch not found")
+    base = base_of(request)
+    commit = {"sha": sha, "url": f"{base}/repos/{repo.full_name}/commits/{sha}"}
+    return JSONResponse({"name": name, "commit": commit, "protected": False})
+
+
+def list_pulls(request: Request) -> Response:
+    """GitHub's `GET /pulls`: `state` open (default), closed or all; newest first; paginated."""
+    repo = repo_access(request)
+    if isinstance(repo, JSONResponse):
+        return repo
+    wanted = request.query_params.get("state", "open")
+    if wanted not in ("open", "closed", "all"):
+        return validation_failed("PullRequest", "state", f"must be open, closed or all, got {wanted!r}", "invalid")
+    state = state_of(request)
+    with state.lock:
+        items = [
+            pulls.pull_json(state, repo, pr, base_of(request))
+            for (repo_id, _), pr in sorted(state.pulls.items(), reverse=True)
+            if repo_id == repo.id and wanted in ("all", pr.state)
+        ]
+    return page_response(request, items)
+
+
 def pull_files(request: Request) -> Response:
     repo = repo_access(request)
     if isinstance(repo, JSONResponse):
@@ -234,6 +266,8 @@ async def team_membership(request: Request) -> Response:
 
 
 routes = [
+    Route("/repos/{owner}/{repo}/pulls", list_pulls, methods=["GET"]),
+    Route("/repos/{owner}/{repo}/branches/{branch:path}", get_branch, methods=["GET"]),
     Route("/repos/{owner}/{repo}/pulls/{number:int}", get_pull, methods=["GET"]),
     Route("/repos/{owner}/{repo}/pulls/{number:int}/files", pull_files, methods=["GET"]),
     Route("/repos/{owner}/{repo}/pulls/{number:int}/commits", pull_commits, methods=["GET"]),

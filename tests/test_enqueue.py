@@ -13,7 +13,7 @@ from rq import Callback, Queue, Retry, SimpleWorker
 from rq.job import Job, JobStatus
 from rq.utils import utcformat
 
-from core.contract import PLAN_RETRIES, PushRequest
+from core.contract import JOB_FAILED, LAST_WORD_JOBS, PLAN_RETRIES, RERUN_INTERVALS, PushRequest
 from core.enqueue import Enqueued, description, enqueue_once, prepare, stamp, write_all
 from core.redis_client import held_async
 
@@ -54,8 +54,8 @@ def test_the_job_is_the_one_rq_itself_would_save(redis_conn: redis.Redis) -> Non
             unique=True,
             job_timeout=600,
             result_ttl=60,
-            retry=Retry(max=PLAN_RETRIES) if retry else None,
-            on_failure=Callback("workers.rq_worker.count_abandoned") if retry else None,
+            retry=Retry(max=PLAN_RETRIES, interval=list(RERUN_INTERVALS)) if retry else None,
+            on_failure=Callback(JOB_FAILED) if retry or func in LAST_WORD_JOBS else None,
         )
         assert _hash(redis_conn, f"ours-{name}") == _hash(redis_conn, f"rq-{name}")
     assert set(_hash(redis_conn, "ours-rerun")) >= {b"data", b"origin", b"status", b"retries_left"}

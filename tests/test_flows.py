@@ -14,6 +14,7 @@ from collections.abc import AsyncIterator, Iterator
 from dataclasses import replace
 from pathlib import Path
 from typing import Any, cast
+from uuid import uuid4
 
 import gidgethub
 import pytest
@@ -393,7 +394,7 @@ def _apply_all(
     if found is None:
         return {}, None
     where = found.where(push)
-    outcomes = {p.name: world.run(apply_project.run(world.ctx, push, p, where)) for p in found.projects}
+    outcomes = {p.name: world.run(apply_project.run(world.ctx, push, p, where, uuid4().hex)) for p in found.projects}
     if lose_outcomes:  # as a Redis that restarted between the applies and their finish
         world.ctx.redis.delete(push_apply.outcomes_key(world.repo.id, push.after))
     world.run(push_apply.finish(world.ctx, push, where, [], [p.name for p in found.projects]))
@@ -448,7 +449,7 @@ def test_an_older_push_never_applies_over_a_newer_one(world: World) -> None:
     (project,) = found.projects
     apply_store.set_applied(world.ctx.records, world.repo.id, project.identity, newer.after)
 
-    outcome = world.run(apply_project.run(world.ctx, older, project, found.where(older)))
+    outcome = world.run(apply_project.run(world.ctx, older, project, found.where(older), "run-older"))
     assert outcome == "not-applied"
     assert state_addresses(world.state) == {"terraform_data.keep", "terraform_data.doomed"}
     assert world.bot_bodies(first.pr) == []

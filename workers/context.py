@@ -144,6 +144,7 @@ def build(loaded: Settings) -> WorkerContext:
         api_url=loaded.api_url,
         secrets=loaded.secrets,
         report=loaded.report,
+        retry_seconds=loaded.github_retry_seconds,
     )
     sandbox = prepare(loaded.sandbox, loaded.sandbox_paths, loaded.workdir / "sandbox-probe")
     check_secrets_hidden(loaded, sandbox)

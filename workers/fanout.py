@@ -16,9 +16,10 @@ from rq.utils import as_text
 
 from core import keys
 from core.contract import (
-    COUNT_ABANDONED,
+    JOB_FAILED,
     PLAN_RETRIES,
     PLANS_QUEUE,
+    RERUN_INTERVALS,
     PlanRequest,
     PushRequest,
     Where,
@@ -30,8 +31,8 @@ from workers.flows.carry import Carried
 from workers.flows.stale_plans import PlannedPR
 
 STEP_MARGIN = 120  # RQ's own timeout must only fire after the runner's SIGINT → SIGTERM → SIGKILL
-RERUN = Retry(max=PLAN_RETRIES)  # plan and drift jobs: no side effect, so a dead worker's job runs again
-ABANDONED = Callback(COUNT_ABANDONED)
+RERUN = Retry(max=PLAN_RETRIES, interval=list(RERUN_INTERVALS))  # plan and drift jobs: no side effect
+FAILED = Callback(JOB_FAILED)  # counts abandoned jobs; a job that owes a report gets its last word
 DAY = 24 * 3600
 PUBLISH_TIMEOUT = 600  # rendering and writing one plan comment and its statuses, rate-limit waits included
 # The most jobs one job waits on directly. Each time a job ends, RQ reads the status of every job its
@@ -91,7 +92,7 @@ def plans(
                 job_timeout=int((tf_timeout * 4 + STEP_MARGIN) * size),
                 result_ttl=keys.PLAN_RESULT_TTL,
                 retry=RERUN,
-                on_failure=ABANDONED,
+                on_failure=FAILED,
             ).id
         )
     extra = {"carried": list(carried)} if carried else {}
@@ -110,7 +111,7 @@ def plan_job(conn: redis.Redis, request: PlanRequest, project: Project, *, tf_ti
             job_timeout=int(tf_timeout * 4 + STEP_MARGIN),
             result_ttl=keys.PLAN_RESULT_TTL,
             retry=RERUN,
-            on_failure=ABANDONED,
+            on_failure=FAILED,
         )
         .id
     )
@@ -135,7 +136,7 @@ def _publish_after(
         depends_on=all_ended(queue, ids),
         job_timeout=PUBLISH_TIMEOUT,
         retry=RERUN,
-        on_failure=ABANDONED,
+        on_failure=FAILED,
     )
 
 
@@ -157,7 +158,7 @@ def all_ended(queue: Queue, ids: list[str]) -> Dependency | None:
                 depends_on=Dependency(jobs=ids[start : start + FAN_IN], allow_failure=True, enqueue_at_front=True),
                 job_timeout=JOIN_TIMEOUT,
                 retry=RERUN,
-                on_failure=ABANDONED,
+                on_failure=FAILED,
             ).id
             for start in range(0, len(ids), FAN_IN)
         ]
@@ -177,7 +178,7 @@ def plan_alone(conn: redis.Redis, request: PlanRequest, project: Project, *, tf_
         job_timeout=int(tf_timeout * 4 + STEP_MARGIN + PUBLISH_TIMEOUT),
         result_ttl=keys.PLAN_RESULT_TTL,
         retry=RERUN,
-        on_failure=ABANDONED,
+        on_failure=FAILED,
     ).id
     backstop(conn, request, planned)
     return planned
@@ -200,14 +201,20 @@ def backstop(
         kwargs["project"] = project
     if carried:
         kwargs["carried"] = list(carried)
-    _publish_after(queue, [planner], "workers.jobs.publish_plan", kwargs, fixed_id=f"{planner}-backstop")
+    _publish_after(queue, [planner], "workers.jobs.publish_plan", kwargs, fixed_id=backstop_id(planner))
+
+
+def backstop_id(planner: str) -> str:
+    """The id of the publish that reports job `planner` if it fails for good."""
+    return f"{planner}-backstop"
 
 
 def applies(
     conn: redis.Redis, push: PushRequest, projects: Sequence[Project], where: Where, tf_timeout: float
 ) -> list[str]:
-    """Per project, in push order and one at a time (the project's RateLimit), never re-run by RQ;
-    then the job that sets the combined `plangate/apply`."""
+    """Per project, in push order and one at a time (the project's RateLimit), re-run after a death
+    as its recorded phase allows (workers.flows.apply_project); then the job that sets the combined
+    `plangate/apply`, whatever became of them."""
     queue = Queue(PLANS_QUEUE, connection=conn)
     ids = [
         queue.enqueue(
@@ -217,6 +224,8 @@ def applies(
             job_timeout=int(tf_timeout * 5 + STEP_MARGIN),
             result_ttl=DAY,
             failure_ttl=7 * DAY,
+            retry=RERUN,
+            on_failure=FAILED,
         ).id
         for project in projects
     ]
@@ -225,6 +234,8 @@ def applies(
         kwargs={"push": push, "job_ids": ids, "where": where},
         depends_on=all_ended(queue, ids),
         job_timeout=600,
+        retry=RERUN,
+        on_failure=FAILED,
     )
     return ids
 

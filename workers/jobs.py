@@ -25,12 +25,14 @@ from core.contract import (
 from core.drift_schedule import DriftTarget
 from core.enqueue import enqueue_once
 from core.projects import Project
+from core.render.lost import KILLED
 from core.results import BatchResult, ProjectResult
-from workers import fanout, plan_results, slots
-from workers.adapters.store import applies as apply_store
+from workers import fanout, plan_results, slots, watchdog
+from workers.adapters.store import apply_phases
 from workers.context import context
 from workers.flows import apply_project as apply_flow
-from workers.flows import carry, commands, drift, merge_queue, pr_plan, pr_publish, push_apply, restore
+from workers.flows import carry, commands, drift, merge_queue, pr_plan, pr_publish, push_apply, recover, restore
+from workers.flows import last_word as last_word_flow
 from workers.rescheduling import reschedulable
 
 
@@ -200,6 +202,10 @@ def handle_command(request: CommandRequest) -> str:
         return "ignored"
     for held in outcome.reapply:
         fanout.applies(ctx.redis, held.push, [held.project], held.where(), ctx.settings.tf_timeout)
+    if outcome.repush is not None:
+        push = outcome.repush
+        rerun = job_id("push", push.repo_id, push.after, "rerun", request.comment_id or request.event_id)
+        enqueue_once(Queue(PLANS_QUEUE, connection=ctx.redis), "workers.jobs.apply_push", rerun, push)
     if outcome.redrift is not None:
         Queue(PLANS_QUEUE, connection=ctx.redis).enqueue("workers.jobs.drift_check", kwargs={"target": outcome.redrift})
     if outcome.replan is not None:
@@ -216,8 +222,10 @@ def restore_comment(request: CommentChange) -> str:
     return asyncio.run(restore.on_change(context(), request))
 
 
+@reschedulable
 def apply_push(request: PushRequest) -> list[str]:
-    """A push to the apply branch: one apply job per affected project, then the finish job."""
+    """A push to the apply branch: one apply job per affected project, then the finish job. GitHub is
+    only asked before anything is enqueued, so an outage brings the whole dispatch back."""
     ctx = context()
     found = asyncio.run(push_apply.dispatch(ctx, request))
     if found is None:
@@ -226,25 +234,27 @@ def apply_push(request: PushRequest) -> list[str]:
     return fanout.applies(ctx.redis, request, found.projects, found.where(request), ctx.settings.tf_timeout)
 
 
+@reschedulable
 def apply_project(push: PushRequest, project: Project, where: Where) -> str:
-    return asyncio.run(apply_flow.run(context(), push, project, where))
+    this = get_current_job()
+    assert this is not None, "runs as an RQ job"
+    return asyncio.run(apply_flow.run(context(), push, project, where, this.id))
 
 
+@reschedulable
 def finish_apply(push: PushRequest, job_ids: list[str], where: Where) -> None:
-    """Jobs that died mid-apply are reported; then `plangate/apply` from every project's outcome at the SHA."""
+    """Runs that ended without reporting (killed on every try, or stopped by an outage) are settled from
+    their recorded phase; then `plangate/apply` from every project's outcome at the SHA."""
     ctx = context()
-    died: list[Project] = []
-    names: list[str] = []  # every project an apply job ran for, outcome or not
-    for one in job_ids:
-        job = Job.fetch(one, connection=ctx.redis)
-        project: Project = job.kwargs["project"]
-        names.append(project.name)
-        if job.get_status() != JobStatus.FINISHED:
-            in_apply = ctx.redis.delete(apply_store.applying_key(push.repo_id, push.after, project.identity))
-            push_apply.record_outcome(ctx, push, project.name, "error" if in_apply else "failed")
-            if in_apply:
-                died.append(project)
-    asyncio.run(push_apply.finish(ctx, push, where, died, names))
+    jobs = [Job.fetch(one, connection=ctx.redis) for one in job_ids]
+    phases = apply_phases.read_many(ctx.records, job_ids)
+    unsettled = [
+        (job.kwargs["project"], phase, str(job.meta.get(watchdog.GAVE_UP) or KILLED))
+        for job, phase in zip(jobs, phases, strict=True)
+        if job.get_status() != JobStatus.FINISHED and (phase is None or phase.name != "reported")
+    ]
+    names = [job.kwargs["project"].name for job in jobs]  # every project an apply job ran for
+    asyncio.run(push_apply.finish(ctx, push, where, unsettled, names))
 
 
 @reschedulable
@@ -271,7 +281,7 @@ def drift_check(target: DriftTarget) -> list[str]:
             rate_limit=fanout.project_rate_limit(target.repo_id, project),
             job_timeout=int(ctx.settings.tf_timeout * 4 + fanout.STEP_MARGIN),
             retry=fanout.RERUN,
-            on_failure=fanout.ABANDONED,
+            on_failure=fanout.FAILED,
         ).id
         for project in projects
     ]
@@ -280,3 +290,24 @@ def drift_check(target: DriftTarget) -> list[str]:
 @reschedulable
 def drift_project(target: DriftTarget, project: Project, sha: str) -> str:
     return asyncio.run(drift.check_project(context(), target, project, sha))
+
+
+@reschedulable
+def last_word(job: str, kwargs: dict[str, Any], why: str) -> str:
+    """What a job that failed for good owed (workers.watchdog), said."""
+    return asyncio.run(last_word_flow.say(context(), job, kwargs, why))
+
+
+@reschedulable
+def recover_lost_work() -> int:
+    """Redis came back without plangate's records (workers.rq_worker): the PRs whose plan was pending
+    are planned again; how many."""
+    ctx = context()
+    trigger = f"recovered-{datetime.now(UTC):%Y%m%dT%H%M%S}"
+    replans = asyncio.run(recover.lost_work(ctx, trigger))
+    queue = Queue(PLANS_QUEUE, connection=ctx.redis)
+    for replan in replans:
+        enqueue_once(
+            queue, "workers.jobs.plan_pr", job_id("plan", replan.repo_id, replan.pr, replan.sha, trigger), replan
+        )
+    return len(replans)

@@ -31,7 +31,8 @@ CUT_NOTE = (
     "**{n} more destroys not listed here** (comment size limit). "
     "`plangate gate PLAN.json` on the saved plan lists them all."
 )
-OUTCOMES = ("applied", "noop", "not-applied", "failed", "error")  # and "blocked:<n>"
+# "error": died during `terraform apply`; "lost": stopped for good before it started (nothing applied)
+OUTCOMES = ("applied", "noop", "not-applied", "failed", "error", "lost")  # and "blocked:<n>"
 
 
 def _item(key: str, change: ResourceChange | None, m: Masker) -> str:
@@ -112,8 +113,10 @@ def render_blocked(
     voided: Sequence[str] = (),
     authors: str = "",
     limit: int = GITHUB_LIMIT,
+    head: str | None = None,
 ) -> str:
     """The comment (on the merged PR, or on the issue for a direct push) for an apply the gate refused.
+    `head`: its first line when not the plain `apply-blocked` marker (the sealed held record).
 
     `revoked`: approvers whose approval no longer counts, and why (re-checked at apply time); `gates`:
     the plan's gated changes (code that runs at apply is listed under its own heading); `voided`: keys
@@ -158,7 +161,7 @@ def render_blocked(
         ]
     sections = _destroy_sections(block, plan, gates or {}, m)
     lines = diff_lines(m(plan_text)) if plan_text.strip() else []
-    head = marker("apply-blocked", sha=sha, project=project)
+    head = head or marker("apply-blocked", sha=sha, project=project)
 
     def build(budget: int) -> str:
         fixed = len(head) + sum(len(line) + 1 for line in top + bottom) + _SLACK
@@ -295,6 +298,8 @@ def apply_status(outcomes: Mapping[str, str]) -> tuple[State, str]:
         by.setdefault(kind, []).append(project)
     if "error" in by:
         return "error", describe(f"apply died in {_names(by['error'], 90)} — check the state")
+    if "lost" in by:
+        return "error", describe(f"apply lost before it started in {_names(by['lost'], 70)} — /plan runs it again")
     if "failed" in by:
         return "failure", describe(f"apply failed in {_names(by['failed'], 110)}")
     if "untrusted" in by:

@@ -26,7 +26,7 @@ GITHUB_LIMIT = 65_536
 _SLACK = 200  # separators and the cut note
 
 
-def _reply_marker(command: str, outcome: str, reply_to: int | None, **fields: Any) -> str:
+def reply_marker(command: str, outcome: str, reply_to: int | None, **fields: Any) -> str:
     if reply_to is not None:
         fields["reply_to"] = reply_to
     return marker("reply", command=command, outcome=outcome, **fields)
@@ -150,21 +150,21 @@ def render_approved(approval: Approval, cov: Coverage | None = None, *, marker: 
 
 def render_refusal(reason: str, *, command: str = "approve-destroy", reply_to: int | None = None) -> str:
     """Reply "/approve-destroy: REASON", for a Refusal from approval_for (no destroys, unknown projects…)."""
-    return f"{_reply_marker(command, 'refused', reply_to)}\n/{command}: {reason}\n"
+    return f"{reply_marker(command, 'refused', reply_to)}\n/{command}: {reason}\n"
 
 
 def render_not_allowed(
     login: str, reason: str, *, command: str = "approve-destroy", reply_to: int | None = None
 ) -> str:
     """A permission refusal: "@x /approve-destroy refused: REASON" (reason from workers.adapters.github.permissions)."""
-    return f"{_reply_marker(command, 'not-allowed', reply_to)}\n@{one_line(login, 100)} /{command} refused: {reason}\n"
+    return f"{reply_marker(command, 'not-allowed', reply_to)}\n@{one_line(login, 100)} /{command} refused: {reason}\n"
 
 
 def render_plan_running(sha: str, *, command: str = "approve-destroy", reply_to: int | None = None) -> str:
     """Approving while the plan of the head SHA has not finished: nothing exact to approve yet."""
     short = sha[:7]
     return (
-        f"{_reply_marker(command, 'plan-running', reply_to, sha=sha)}\n"
+        f"{reply_marker(command, 'plan-running', reply_to, sha=sha)}\n"
         f"/{command}: a plan is still running for {short}; wait for it, then approve\n"
     )
 
@@ -172,7 +172,7 @@ def render_plan_running(sha: str, *, command: str = "approve-destroy", reply_to:
 def render_near_miss(near: NearMiss, *, reply_to: int | None = None) -> str:
     """A look-alike of a command never acts; say what was probably meant and why this was not it."""
     return (
-        f"{_reply_marker(near.suggestion, 'near-miss', reply_to)}\n"
+        f"{reply_marker(near.suggestion, 'near-miss', reply_to)}\n"
         f"{code(near.written, 200)} is not a plangate command ({one_line(near.reason)}): "
         f"did you mean /{near.suggestion}?\n"
     )
@@ -181,7 +181,7 @@ def render_near_miss(near: NearMiss, *, reply_to: int | None = None) -> str:
 def render_planning(sha: str, projects: Sequence[str] = (), *, reply_to: int | None = None) -> str:
     """/plan accepted: which projects are planned again at which SHA."""
     which = ", ".join(code(p, 200) for p in projects) if projects else "every affected project"
-    return f"{_reply_marker('plan', 'planning', reply_to, sha=sha)}\n/plan: planning {which} at {sha[:7]}\n"
+    return f"{reply_marker('plan', 'planning', reply_to, sha=sha)}\n/plan: planning {which} at {sha[:7]}\n"
 
 
 _LEVELS = {"write": "write, maintain or admin", "maintain": "maintain or admin", "admin": "admin"}
@@ -224,7 +224,7 @@ def render_help(
 ) -> str:
     """What plangate does in this repository: the destroy gate, who may approve, projects, commands."""
     parts = [
-        _reply_marker("help", "help", reply_to),
+        reply_marker("help", "help", reply_to),
         f"### plangate on {one_line(repo)}",
         "",
         "plangate plans Terraform/OpenTofu for every pull request and applies the plan when it merges. "

@@ -1,7 +1,10 @@
 """One project's apply at one pushed SHA: fresh plan → decide on its JSON → apply that plan file, or block.
 
-Runs under the project's RateLimit (one job at a time per project, in push order). Never retried:
-a job that dies mid-apply is reported by the finish job, and humans decide what happens next.
+Runs under the project's RateLimit (one job at a time per project, in push order). Each phase is
+recorded before it starts (workers.adapters.store.apply_phases), so a job run again after its worker
+died, or after a GitHub outage stopped it, does what is still true to do: plan afresh when nothing
+was applied, report a death during `terraform apply` (humans decide what happens next), or post the
+outcome an apply already had.
 """
 
 from __future__ import annotations
@@ -13,7 +16,6 @@ from dataclasses import dataclass, replace
 
 from gidgethub.abc import GitHubAPI
 
-from core import keys
 from core.config import RepoConfig
 from core.contract import PushRequest, Where
 from core.gate import Apply, Block, Decision, decide_apply, unreadable
@@ -31,13 +33,16 @@ from core.runlog import record_run
 from workers.adapters.github import vcs
 from workers.adapters.github.auth import installation_client
 from workers.adapters.github.authors import Authors, applied, of_pull, of_push, record_unapplied, unapplied
+from workers.adapters.github.client import outage
 from workers.adapters.github.repo_config import base_config, policy_ref
 from workers.adapters.store import applies as apply_store
-from workers.adapters.store import audit
+from workers.adapters.store import apply_phases, audit
 from workers.adapters.store.applies import BlockedApply
+from workers.adapters.store.apply_phases import Phase
 from workers.adapters.terraform import pipeline
 from workers.adapters.terraform.steps import Terraform
 from workers.context import WorkerContext
+from workers.flows import push_apply
 from workers.flows.apply_approvals import Standing, standing
 from workers.flows.push_apply import record_outcome
 
@@ -63,18 +68,30 @@ class Decided:
         return self.planned.text
 
 
-async def run(ctx: WorkerContext, req: PushRequest, project: Project, where: Where) -> str:
-    """The job body; returns the project's outcome for the combined `plangate/apply` status."""
+async def run(ctx: WorkerContext, req: PushRequest, project: Project, where: Where, run_id: str) -> str:
+    """The job body (`run_id`: its RQ job); returns the project's outcome for `plangate/apply`. A GitHub
+    outage is raised while the run can still be taken up again (workers.rescheduling)."""
+    phase = apply_phases.read(ctx.records, run_id)
+    if phase is not None and phase.name == "reported":
+        return phase.outcome
     try:
-        outcome = await _run(ctx, req, project, where)
+        if phase is None or phase.name == "planning":
+            apply_phases.write(ctx.records, run_id, Phase("planning"))
+            outcome = await _run(ctx, req, project, where, run_id)
+        else:
+            outcome = await push_apply.settle(ctx, req, project, where, phase)
     except Exception as exc:
+        now = apply_phases.read(ctx.records, run_id)
+        if outage(exc) and (now is None or now.name != "applying"):
+            raise
         log.warning(json.dumps({"repo": req.repo, "sha": req.after, "project": project.name, "error": str(exc)}))
-        outcome = "failed"
+        outcome = await push_apply.settle(ctx, req, project, where, now) if now and now.name == "applying" else "failed"
     record_outcome(ctx, req, project.name, outcome)
+    apply_phases.write(ctx.records, run_id, Phase("reported", outcome))
     return outcome
 
 
-async def _run(ctx: WorkerContext, req: PushRequest, project: Project, where: Where) -> str:
+async def _run(ctx: WorkerContext, req: PushRequest, project: Project, where: Where, run_id: str) -> str:
     async with installation_client(ctx.tokens, req.installation_id, ctx.settings.api_url) as gh:
         if await _superseded(ctx, gh, req, project):
             return "not-applied"
@@ -94,7 +111,7 @@ async def _run(ctx: WorkerContext, req: PushRequest, project: Project, where: Wh
                 return await _block(ctx, gh, req, project, where, decided)
             if not isinstance(decided.decision, Apply):
                 return await _report_only(ctx, gh, req, project, where, decided, decided.decision.reason)
-            return await _apply(ctx, gh, req, project, where, decided, tf, dirs)
+            return await _apply(ctx, gh, req, project, where, decided, tf, dirs, run_id)
 
 
 async def _decide(
@@ -194,31 +211,47 @@ async def _block(
 ) -> str:
     decision = planned.decision
     assert isinstance(decision, Block)
-    body = render_blocked(
-        project=project.name,
-        dir=project.dir,
-        sha=req.after,
-        block=decision,
-        plan=planned.plan,
-        plan_text=planned.text,
-        pr=where.number if where.is_pr else None,
-        approved_on=where.approved_on,
-        mask_patterns=planned.mask_patterns,
-        revoked=planned.approved.revoked,
-        gates=planned.gates,
-        voided=planned.approved.voided,
-        authors=planned.approved.authors,
-    )
+    unapproved = [planned.gates[key] for key in decision.unapproved]
+
+    def body(number: int | None, is_pr: bool) -> str:
+        """The comment; once `number` is known, headed by the held record it sealed for a Redis that
+        loses it (none for an error: nothing can approve it)."""
+        seal = None
+        if number is not None and not decision.error:
+            held = apply_store.hold(req, project, where, number, is_pr, unapproved)
+            seal = apply_store.held_marker(held, ctx.records.marker_key)
+        return render_blocked(
+            project=project.name,
+            dir=project.dir,
+            sha=req.after,
+            block=decision,
+            plan=planned.plan,
+            plan_text=planned.text,
+            pr=where.number if where.is_pr else None,
+            approved_on=where.approved_on,
+            mask_patterns=planned.mask_patterns,
+            revoked=planned.approved.revoked,
+            gates=planned.gates,
+            voided=planned.approved.voided,
+            authors=planned.approved.authors,
+            head=seal,
+        )
+
     number, is_pr = where.number, where.is_pr
     if number is None:
         title = render_blocked_issue_title(req.after, project.name)
-        issue = await vcs.open_issue(gh, ctx.records, repo=req.repo, repo_id=req.repo_id, title=title, body=body)
+        issue = await vcs.open_issue(
+            gh, ctx.records, repo=req.repo, repo_id=req.repo_id, title=title, body=body(None, False)
+        )
         number, is_pr, comment_id, at = int(issue["number"]), False, None, issue.get("created_at")
+        if not decision.error:  # its number is known now: the issue carries its sealed record too
+            data = {"body": body(number, False)}
+            await vcs.edit_issue(gh, ctx.records, repo=req.repo, repo_id=req.repo_id, number=number, data=data)
     else:
-        comment = await vcs.post_comment(gh, ctx.records, repo=req.repo, repo_id=req.repo_id, number=number, body=body)
+        text = body(number, is_pr)
+        comment = await vcs.post_comment(gh, ctx.records, repo=req.repo, repo_id=req.repo_id, number=number, body=text)
         comment_id, at = int(comment["id"]), comment.get("created_at")
     if not decision.error:
-        unapproved = [planned.gates[key] for key in decision.unapproved]
         held = apply_store.hold(req, project, where, number, is_pr, unapproved, comment_id, at)
         apply_store.save_blocked(ctx.records, held)
     audit.record(
@@ -253,11 +286,10 @@ async def _apply(
     planned: Decided,
     tf: Terraform,
     dirs: pipeline.JobDirs,
+    run_id: str,
 ) -> str:
-    key = apply_store.applying_key(req.repo_id, req.after, project.identity)
-    ctx.redis.set(key, json.dumps({"number": where.number}), ex=keys.APPLYING_TTL)
+    apply_phases.write(ctx.records, run_id, Phase("applying"))
     step = await asyncio.to_thread(pipeline.apply, tf, project, dirs, planned.planned)
-    ctx.redis.delete(key)
     ok = step.ok
     if ok:
         apply_store.set_applied(ctx.records, req.repo_id, project.identity, req.after)
@@ -278,13 +310,12 @@ async def _apply(
         mask_patterns=planned.mask_patterns,
         secrets=secrets,
     )
-    if where.number is not None:
-        await vcs.post_comment(gh, ctx.records, repo=req.repo, repo_id=req.repo_id, number=where.number, body=body)
-        if not where.is_pr and ok:
-            await gh.patch(f"/repos/{req.repo}/issues/{where.number}", data={"state": "closed"})
+    outcome = "applied" if ok else "failed"
+    done = Phase("applied", outcome, body, close_issue=not where.is_pr and ok)
+    apply_phases.write(ctx.records, run_id, done)  # what happened is kept before anything is said
     audit.record(ctx.redis, "applied" if ok else "apply-failed", repo=req.repo, sha=req.after, project=project.name)
     _run_entry(ctx, req, project, where.number, planned, "applied" if ok else "apply failed", approvers)
-    return "applied" if ok else "failed"
+    return await push_apply.settle(ctx, req, project, where, done, gh)
 
 
 def _run_entry(

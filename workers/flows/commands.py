@@ -10,13 +10,14 @@ from __future__ import annotations
 import json
 from dataclasses import replace
 from typing import Any
+from urllib.parse import quote
 
 from gidgethub.abc import GitHubAPI
 
 from core.approvals import Approval, Refusal, approval_for, approval_marker, timing_refusal
 from core.commands import NearMiss
 from core.config import ConfigError, RepoConfig
-from core.contract import DESTROY_CONTEXT, CommandRequest, PlanRequest
+from core.contract import DESTROY_CONTEXT, CommandRequest, PlanRequest, PushRequest
 from core.drift_schedule import DriftTarget
 from core.projects import identity_label
 from core.render.replies import (
@@ -73,6 +74,11 @@ async def _decide(ctx: WorkerContext, gh: GitHubAPI, req: CommandRequest) -> Out
         written, suggestion, reason = req.near_miss
         return Outcome(render_near_miss(NearMiss(written, suggestion, reason), reply_to=req.comment_id), "confused")
     held = apply_store.blocked_on(ctx.records, req.repo_id, req.number)
+    pull: dict[str, Any] | None = None
+    if not held and req.command in ("approve-destroy", "plan"):  # applies are held on merged PRs and issues
+        pull = await gh.getitem(f"/repos/{req.repo}/pulls/{req.number}") if req.is_pr else None
+        if pull is None or pull.get("merged"):
+            held = await held_applies.from_github(ctx, gh, req)  # what a Redis that lost it held
     if held and req.command in ("approve-destroy", "plan"):
         return await held_applies.decide(ctx, gh, req, held)
     if not req.is_pr and req.command == "plan":
@@ -82,7 +88,9 @@ async def _decide(ctx: WorkerContext, gh: GitHubAPI, req: CommandRequest) -> Out
     if not req.is_pr:
         text = "plangate commands work on pull requests (and on the issues plangate opens for blocked applies)."
         return Outcome(render_refusal(text, command=req.command or "help", reply_to=req.comment_id), "confused")
-    pull = await gh.getitem(f"/repos/{req.repo}/pulls/{req.number}")
+    pull = pull or await gh.getitem(f"/repos/{req.repo}/pulls/{req.number}")
+    if req.command == "plan" and pull.get("merged"):
+        return await _rerun_merge(gh, req, pull)
     sha = str(pull["head"]["sha"])
     try:
         policy = await base_config(gh, req.repo, req.default_branch)
@@ -114,6 +122,25 @@ async def _plan(gh: GitHubAPI, req: CommandRequest, pull: dict[str, Any], sha: s
         only=tuple(req.projects),
     )
     return Outcome(render_planning(sha, req.projects, reply_to=req.comment_id), "+1", replan=replan)
+
+
+async def _rerun_merge(gh: GitHubAPI, req: CommandRequest, pull: dict[str, Any]) -> Outcome:
+    """`/plan` on a merged PR with no held apply (its apply was lost): plan → gate → apply its merge
+    commit again, while that commit is still its branch's head. Once the branch moved on, applying
+    it would undo what came after: the newer commit's own apply covers the projects it touched."""
+    allowed = await may_plan(gh, req.repo, req.commenter, req.commenter_type)
+    if not allowed.allowed:
+        return Outcome(render_not_allowed(req.commenter, allowed.reason, command="plan", reply_to=req.comment_id), "-1")
+    merged, base = str(pull.get("merge_commit_sha") or ""), str(pull["base"]["ref"])
+    head = str((await gh.getitem(f"/repos/{req.repo}/branches/{quote(base, safe='')}"))["commit"]["sha"])
+    if head != merged:
+        reason = (
+            f"{base} has moved on to {head[:7]} since this merge; plangate applies only the head of {base}, "
+            f"and the apply of {head[:7]} (or `/plan` on its PR) covers every project its changes touched"
+        )
+        return Outcome(render_refusal(reason, command="plan", reply_to=req.comment_id), "confused")
+    push = PushRequest(**req.target(), before=str(pull["base"]["sha"]), after=merged, branch=base)
+    return Outcome(render_planning(merged, reply_to=req.comment_id), "+1", repush=push)
 
 
 async def _recheck_drift(gh: GitHubAPI, req: CommandRequest, watched: dict[str, Any]) -> Outcome:

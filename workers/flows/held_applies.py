@@ -8,17 +8,23 @@ died or failed).
 
 from __future__ import annotations
 
+from dataclasses import replace
+from datetime import datetime
+from typing import Any
+
 from gidgethub.abc import GitHubAPI
 
 from core.approvals import Approval, Refusal, approval_for, approval_marker, timing_refusal
 from core.config import RepoConfig
 from core.contract import CommandRequest
 from core.gated import Gated, plan_digest, published_digest
+from core.render.marker import parse_marker
 from core.render.replies import render_approved, render_not_allowed, render_planning, render_refusal
 from workers.adapters.github import vcs
 from workers.adapters.github.authors import Authors, of_pull, of_push, unapplied
 from workers.adapters.github.permissions import may_plan
 from workers.adapters.github.repo_config import base_config, policy_ref
+from workers.adapters.store import applies as apply_store
 from workers.adapters.store import audit
 from workers.adapters.store import gates as gate_store
 from workers.adapters.store.applies import BlockedApply
@@ -40,6 +46,48 @@ async def decide(ctx: WorkerContext, gh: GitHubAPI, req: CommandRequest, held: l
         names = [b.project.name for b in current]
         return Outcome(render_planning(sha, names, reply_to=req.comment_id), "+1", reapply=current)
     return await _approve(ctx, gh, req, current, sha)
+
+
+SETTLED = ("apply-result", "apply-superseded")  # markers of comments that end a held apply
+SEALING_EDIT = 60  # seconds: plangate edits an issue it opened once, to add the held record it seals
+
+
+async def from_github(ctx: WorkerContext, gh: GitHubAPI, req: CommandRequest) -> list[BlockedApply]:
+    """The held applies of this PR or issue that Redis lost, read back from the sealed records heading
+    plangate's own blocked comments, minus those a later apply result or supersession settled. A blocked
+    comment someone edited counts for nothing: what its readers saw may not have been plangate's text."""
+    login = await vcs.bot_login(ctx.records, ctx.app_id, ctx.private_key, ctx.settings.api_url)
+    found: list[tuple[int | None, dict[str, Any], int]] = []
+    if not req.is_pr:
+        found.append((None, await gh.getitem(f"/repos/{req.repo}/issues/{req.number}"), SEALING_EDIT))
+    async for comment in gh.getiter(f"/repos/{req.repo}/issues/{req.number}/comments?per_page=100"):
+        found.append((int(comment["id"]), comment, 0))
+    held: dict[str, BlockedApply] = {}
+    for comment_id, item, allowed_edit in found:
+        if (item.get("user") or {}).get("login") != login:
+            continue
+        body = item.get("body")
+        blocked = apply_store.held_from(body, ctx.records.marker_key, req.repo_id, req.number)
+        if blocked is not None and _edited(item) <= allowed_edit:
+            at = str(item.get("created_at") or "")
+            held[blocked.project.identity] = replace(blocked, comment_id=comment_id, blocked_at=at or None)
+            continue
+        parsed = parse_marker(body)
+        if parsed is not None and parsed[0] in SETTLED:
+            held = {k: b for k, b in held.items() if b.project.name != parsed[1].get("project")}
+    for blocked in held.values():
+        apply_store.save_blocked(ctx.records, blocked)
+    return list(held.values())
+
+
+def _edited(item: dict[str, Any]) -> float:
+    """Seconds between a comment's creation and its last edit (GitHub's clock)."""
+    try:
+        created = datetime.fromisoformat(str(item["created_at"]).replace("Z", "+00:00"))
+        updated = datetime.fromisoformat(str(item.get("updated_at") or item["created_at"]).replace("Z", "+00:00"))
+    except (KeyError, ValueError):
+        return float("inf")
+    return (updated - created).total_seconds()
 
 
 async def authors_of(

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from core.contract import PlanRequest
+from core.contract import PlanRequest, PushRequest
 from core.drift_schedule import DriftTarget
 from workers.adapters.store.applies import BlockedApply
 
@@ -18,3 +18,4 @@ class Outcome:
     replan: PlanRequest | None = None
     reapply: list[BlockedApply] = field(default_factory=list)  # held applies to plan, check and apply again
     redrift: DriftTarget | None = None  # a drift target (one project) to check again
+    repush: PushRequest | None = None  # a merge whose apply was lost, to plan, check and apply again

@@ -20,12 +20,14 @@ from core.config import ConfigError, RepoConfig
 from core.contract import APPLY_CONTEXT, PushRequest, Where
 from core.projects import Project
 from core.render.apply import apply_pending, apply_status, render_apply_died
+from core.render.lost import KILLED, render_apply_lost, why_text
 from core.render.plan import render_config_error
 from workers.adapters.github import vcs
 from workers.adapters.github.auth import installation_client
 from workers.adapters.github.repo_config import base_config
 from workers.adapters.store import applies as apply_store
 from workers.adapters.store import audit
+from workers.adapters.store.apply_phases import Phase
 from workers.context import WorkerContext
 from workers.flows import stale_plans
 from workers.flows.discovery import discover_at, to_plan
@@ -158,24 +160,58 @@ def outcomes(ctx: WorkerContext, req: PushRequest) -> dict[str, str]:
 
 
 async def finish(
-    ctx: WorkerContext, req: PushRequest, where: Where, died: list[Project], projects: Sequence[str]
+    ctx: WorkerContext,
+    req: PushRequest,
+    where: Where,
+    unsettled: Sequence[tuple[Project, Phase | None, str]],
+    projects: Sequence[str],
 ) -> None:
-    """`plangate/apply` on the pushed SHA from every project's outcome (one `projects` has none, which
-    Redis lost, is an error: whether it applied is unknown); an apply that died is told, and held so
-    that `/plan` on the PR (or on the issue opened for it) runs plan → gate → apply again."""
+    """`plangate/apply` on the pushed SHA from every project's outcome, once the runs that ended without
+    reporting (`unsettled`: killed on every try, or stopped by an outage; why) are settled from their
+    phase. A project with no outcome (Redis lost it) is an error: whether it applied is unknown."""
     async with installation_client(ctx.tokens, req.installation_id, ctx.settings.api_url) as gh:
-        for project in died:
-            body = render_apply_died(project=project.name, sha=req.after)
-            number, is_pr = where.number, where.is_pr
-            if number is None:
-                title = f"plangate: apply died on {req.after[:7]} ({project.name})"
-                issue = await vcs.open_issue(
-                    gh, ctx.records, repo=req.repo, repo_id=req.repo_id, title=title, body=body
-                )
-                number, is_pr = int(issue["number"]), False
-            else:
-                await vcs.post_comment(gh, ctx.records, repo=req.repo, repo_id=req.repo_id, number=number, body=body)
-            apply_store.save_blocked(ctx.records, apply_store.hold(req, project, where, number, is_pr, []))
-            audit.record(ctx.redis, "apply-failed", repo=req.repo, sha=req.after, project=project.name, died=True)
+        for project, phase, why in unsettled:
+            record_outcome(ctx, req, project.name, await settle(ctx, req, project, where, phase, gh, why=why))
         known = {**dict.fromkeys(projects, "error"), **outcomes(ctx, req)}
         await vcs.set_status(gh, req.repo, req.after, APPLY_CONTEXT, *apply_status(known))
+
+
+async def settle(
+    ctx: WorkerContext,
+    req: PushRequest,
+    project: Project,
+    where: Where,
+    phase: Phase | None,
+    gh: GitHubAPI | None = None,
+    *,
+    why: str = KILLED,
+) -> str:
+    """Report a project's run from its recorded phase; its outcome. Applied: the outcome it had.
+    Applying: it died during `terraform apply` (check the state). Before that: nothing was applied.
+    The last two are held, so that `/plan` on the PR (or the issue opened for it) runs them again."""
+    if gh is None:
+        async with installation_client(ctx.tokens, req.installation_id, ctx.settings.api_url) as client:
+            return await settle(ctx, req, project, where, phase, client, why=why)
+    if phase is not None and phase.name in ("applied", "reported"):
+        if phase.name == "applied" and where.number is not None:
+            body = phase.body
+            await vcs.post_comment(gh, ctx.records, repo=req.repo, repo_id=req.repo_id, number=where.number, body=body)
+            if phase.close_issue:
+                await gh.patch(f"/repos/{req.repo}/issues/{where.number}", data={"state": "closed"})
+        return phase.outcome
+    died = phase is not None and phase.name == "applying"
+    if died:
+        body = render_apply_died(project=project.name, sha=req.after)
+    else:
+        said = why_text(why, outage_minutes=round(ctx.settings.outage_window / 60))
+        body = render_apply_lost(sha=req.after, why_said=said, projects=[project.name])
+    number, is_pr = where.number, where.is_pr
+    if number is None:
+        title = f"plangate: apply {'died' if died else 'lost'} on {req.after[:7]} ({project.name})"
+        issue = await vcs.open_issue(gh, ctx.records, repo=req.repo, repo_id=req.repo_id, title=title, body=body)
+        number, is_pr = int(issue["number"]), False
+    else:
+        await vcs.post_comment(gh, ctx.records, repo=req.repo, repo_id=req.repo_id, number=number, body=body)
+    apply_store.save_blocked(ctx.records, apply_store.hold(req, project, where, number, is_pr, []))
+    audit.record(ctx.redis, "apply-failed", repo=req.repo, sha=req.after, project=project.name, died=died)
+    return "error" if died else "lost"

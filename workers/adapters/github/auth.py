@@ -32,7 +32,7 @@ from cryptography.hazmat.primitives.serialization import load_pem_private_key
 from core import keys
 from core.render.backstop import Backstop
 from workers.adapters.github.checks import CheckRuns
-from workers.adapters.github.client import PlangateGitHubAPI, RateLimited
+from workers.adapters.github.client import RETRY_SECONDS, PlangateGitHubAPI, RateLimited, transient
 from workers.adapters.github.metrics import Recorder
 from workers.adapters.github.pacing import Pacer
 from workers.adapters.store.records import Records
@@ -87,8 +87,10 @@ class TokenCache:
         api_url: str,
         secrets: Iterable[str] = (),
         report: str = "checks",
+        retry_seconds: float = RETRY_SECONDS,
     ) -> None:
         self._conn = conn
+        self.retry_seconds = retry_seconds
         self._records = Records(conn, private_key)
         self._app_id = app_id
         self._private_key = private_key
@@ -163,7 +165,12 @@ class TokenCache:
     async def _mint(self, installation_id: int) -> tuple[str, float]:
         async with _http(30) as http:
             gh = PlangateGitHubAPI(
-                http, USER_AGENT, backstop=self.backstop(), metrics=self.metrics, base_url=self._api_url
+                http,
+                USER_AGENT,
+                backstop=self.backstop(),
+                metrics=self.metrics,
+                retry_seconds=self.retry_seconds,
+                base_url=self._api_url,
             )
             try:
                 data = await gh.post(
@@ -174,6 +181,8 @@ class TokenCache:
             except RateLimited:
                 raise  # a long wait: the job is run again after it (workers.rescheduling), not failed
             except Exception as exc:
+                if transient(exc):
+                    raise  # GitHub is down: the job comes back after the outage (workers.rescheduling)
                 status = getattr(getattr(exc, "status_code", None), "value", "no answer")
                 raise GitHubAuthError(
                     f"could not mint a token for installation {installation_id}: HTTP {status}: {exc}"
@@ -197,6 +206,7 @@ async def installation_client(
             pacer=cache.pacer,
             metrics=cache.metrics,
             checks=cache.checks,
+            retry_seconds=cache.retry_seconds,
             oauth_token=token,
             base_url=api_url,
         )

@@ -4,7 +4,8 @@ gidgethub does the HTTP and the decoding; this subclass wraps its one request me
 - every JSON body passes the backstop mask (core.render.backstop) before it leaves;
 - writes wait for the installation's pace (workers.adapters.github.pacing);
 - 5xx answers, dropped connections and timeouts are retried with exponential backoff and jitter
-  (stamina: 5 tries within about two minutes) when repeating the request changes nothing; a comment
+  (stamina: for `retry_seconds`, two minutes unless PLANGATE_GITHUB_RETRY_SECONDS says otherwise) when
+  repeating the request changes nothing; past that the job goes back to RQ (workers.rescheduling); a comment
   or issue create is retried only after looking for it on GitHub, so a POST whose answer was lost
   after GitHub stored it is never made twice;
 - rate limits (core.github_policy) are waited out; a long wait in a job that may be re-run from the
@@ -35,7 +36,8 @@ from workers.adapters.github.pacing import Pacer
 
 INLINE_WAIT = 30.0  # a rate-limit wait longer than this is handed back to RQ when the job may be re-run
 MAX_LIMITED = 6  # rate-limited answers to one request before giving up
-ATTEMPTS, RETRY_WINDOW = 5, 120.0  # transient failures: tries and seconds per request
+RETRY_SECONDS = 120.0  # transient failures: how long one request is retried
+WAIT_MAX = 30.0  # the longest pause between two tries of one request
 
 # Set by the RQ entry points: may this job be re-run from its start after a long rate-limit wait?
 deferrable: contextvars.ContextVar[bool] = contextvars.ContextVar("plangate_deferrable", default=False)
@@ -50,8 +52,16 @@ class RateLimited(Exception):
         self.reason = reason
 
 
-def _transient(exc: Exception) -> bool:
+def transient(exc: BaseException) -> bool:
+    """A failure GitHub (or the network to it) may not repeat: worth trying again later."""
     return isinstance(exc, GitHubBroken | httpx.TransportError)
+
+
+def outage(exc: BaseException) -> bool:
+    """GitHub (or the way to it) failed past one request's retries, here or in a task of the job's."""
+    if isinstance(exc, BaseExceptionGroup):
+        return any(outage(inner) for inner in exc.exceptions)
+    return transient(exc) or (exc.__cause__ is not None and transient(exc.__cause__))
 
 
 def _reason(exc: Exception) -> str:
@@ -71,9 +81,11 @@ class PlangateGitHubAPI(GitHubAPI):
         pacer: Pacer | None = None,
         metrics: github_metrics.Recorder | None = None,
         checks: CheckRuns | None = None,
+        retry_seconds: float = RETRY_SECONDS,
         **kwargs: Any,
     ) -> None:
         super().__init__(client, requester, **kwargs)
+        self.retry_seconds = retry_seconds
         self.backstop = backstop
         self.checks = checks  # how this installation reports: check runs, or None for commit statuses
         self._installation = installation_id
@@ -132,7 +144,11 @@ class PlangateGitHubAPI(GitHubAPI):
         started = dt.datetime.now(dt.UTC) - dt.timedelta(minutes=2)  # GitHub's clock may lag ours a little
         last: str | None = None  # why the previous attempt failed
         async for attempt in stamina.retry_context(
-            on=_transient, attempts=ATTEMPTS, timeout=RETRY_WINDOW, wait_initial=0.5, wait_max=30.0
+            on=transient,
+            attempts=None,
+            timeout=self.retry_seconds,
+            wait_initial=min(0.5, self.retry_seconds / 8),
+            wait_max=min(WAIT_MAX, self.retry_seconds / 4),
         ):
             with attempt:
                 if last is not None:

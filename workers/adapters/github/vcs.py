@@ -12,6 +12,7 @@ import json
 from collections.abc import Awaitable
 from dataclasses import dataclass
 from typing import Any
+from urllib.parse import quote
 
 from gidgethub import BadRequest
 from gidgethub.abc import GitHubAPI
@@ -66,6 +67,20 @@ async def set_status(
     if target_url:
         body["target_url"] = target_url
     await gh.post(f"/repos/{repo}/statuses/{sha}", data=body)
+
+
+async def report_state(gh: GitHubAPI, repo: str, sha: str, context: str) -> str | None:
+    """What `context` on `sha` shows now, as a status state (a check run in progress is pending); None
+    when plangate never reported it there."""
+    checks = getattr(gh, "checks", None)
+    if isinstance(checks, CheckRuns) and checks.mode == "checks":
+        found = await gh.getitem(f"/repos/{repo}/commits/{sha}/check-runs?check_name={quote(context)}&filter=latest")
+        runs = [r for r in found.get("check_runs", []) if (r.get("app") or {}).get("slug")]
+        if runs:
+            return "pending" if runs[0].get("status") != "completed" else str(runs[0].get("conclusion"))
+    combined = await gh.getitem(f"/repos/{repo}/commits/{sha}/status")
+    states = [s.get("state") for s in combined.get("statuses", []) if s.get("context") == context]
+    return str(states[0]) if states else None
 
 
 async def changed_files(gh: GitHubAPI, repo: str, pr: int) -> list[str] | None:

@@ -1,20 +1,27 @@
-"""Redis records of the apply pipeline: blocked applies awaiting approval, the last applied SHA,
-applies in flight. A lost (or badly sealed, see workers.adapters.store.records) record fails closed: nothing is
-applied without a fresh plan and check."""
+"""Redis records of the apply pipeline: blocked applies awaiting approval, the last applied SHA. A lost
+(or badly sealed, see workers.adapters.store.records) record fails closed: nothing is applied without a
+fresh plan and check."""
 
 from __future__ import annotations
 
+import base64
+import binascii
 import json
-from dataclasses import asdict, dataclass, fields
+import zlib
+from dataclasses import asdict, dataclass, fields, replace
 from typing import Any
 
 from core import keys
 from core.contract import PushRequest, Where
 from core.gated import Gated
 from core.projects import Project
+from core.render.marker import open_sealed, sealed_marker
 from workers.adapters.store.records import Records
 
 TTL = keys.GATE_TTL
+HELD_KIND = "apply-blocked"
+MAX_HELD_MARKER = 32 * 1024  # bytes of a blocked comment's sealed record, at most (it shares 65,536)
+_MAX_HELD = 4 * 1024 * 1024  # inflated, at most
 
 
 @dataclass(frozen=True)
@@ -127,6 +134,32 @@ def set_applied(records: Records, repo_id: int, project: str, sha: str) -> None:
     records.set(keys.applied(repo_id, project), sha)
 
 
-def applying_key(repo_id: int, sha: str, project: str) -> str:
-    """Present while `terraform apply` runs: if the job dies, the finish job finds it and says so."""
-    return keys.applying(repo_id, sha, project)
+def _held_context(repo_id: int, number: int) -> str:
+    return f"held/{repo_id}/{number}"
+
+
+def held_marker(blocked: BlockedApply, key: bytes) -> str | None:
+    """The blocked comment's first line: the held apply itself, sealed and bound to its PR or issue, so
+    that a Redis that lost the record can read it back (`held_from`); None when it would not fit."""
+    plain = replace(blocked, comment_id=None, blocked_at=None).to_json().encode()
+    packed = base64.b64encode(zlib.compress(plain, 9)).decode("ascii")
+    context = _held_context(blocked.push.repo_id, blocked.number)
+    found = sealed_marker(HELD_KIND, key, context, sha=blocked.push.after, project=blocked.project.name, held=packed)
+    return found if len(found) <= MAX_HELD_MARKER else None
+
+
+def held_from(body: object, key: bytes, repo_id: int, number: int) -> BlockedApply | None:
+    """The held apply a blocked comment on `number` (plangate's own) was written for, when its sealed
+    record verifies there; None for anything else."""
+    fields_ = open_sealed(body, HELD_KIND, key, _held_context(repo_id, number))
+    if fields_ is None or not isinstance(fields_.get("held"), str):
+        return None
+    try:
+        inflater = zlib.decompressobj()
+        data = inflater.decompress(base64.b64decode(fields_["held"], validate=True), _MAX_HELD)
+        if inflater.unconsumed_tail or not inflater.eof:
+            return None
+        found = BlockedApply.from_json(json.loads(data))
+    except (binascii.Error, zlib.error, ValueError, TypeError, KeyError, RecursionError):
+        return None
+    return found if found.push.repo_id == repo_id and found.number == number else None

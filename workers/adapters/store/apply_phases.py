@@ -1,0 +1,43 @@
+"""Where each project's apply run stands, recorded before anything is reported: a run that dies (or is
+stopped by an outage) is picked up by its next try, or by the finish job, from what really happened.
+
+planning  → nothing applied yet: a re-run plans, gates and applies afresh.
+applying  → `terraform apply` may have changed the state: never run again; reported as died.
+applied   → the outcome and its comment are known: a re-run only reports them.
+reported  → done.
+A run is one RQ job (its id), re-runs included; a held apply re-run by a human is a new job.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import asdict, dataclass
+from typing import Literal
+
+from core import keys
+from workers.adapters.store.records import Records
+
+Name = Literal["planning", "applying", "applied", "reported"]
+
+
+@dataclass(frozen=True)
+class Phase:
+    name: Name
+    outcome: str = ""  # for applied/reported: the project's outcome (core.render.apply.OUTCOMES)
+    body: str = ""  # for applied: the result comment, kept until it is posted
+    close_issue: bool = False  # for applied: the issue the apply was held on is closed once it is posted
+
+
+def read(records: Records, run_id: str) -> Phase | None:
+    found = records.get_json(keys.apply_phase(run_id))
+    return Phase(**found) if isinstance(found, dict) else None
+
+
+def read_many(records: Records, run_ids: list[str]) -> list[Phase | None]:
+    """`read` of each run, in one round trip."""
+    found = records.get_many([keys.apply_phase(r) for r in run_ids])
+    return [Phase(**json.loads(text)) if text else None for text in found]
+
+
+def write(records: Records, run_id: str, phase: Phase) -> None:
+    records.set(keys.apply_phase(run_id), json.dumps(asdict(phase)), ex=keys.APPLY_PHASE_TTL)

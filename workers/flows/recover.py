@@ -1,0 +1,79 @@
+"""Work Redis lost, found again on GitHub (Redis came back without its data: a restart with no
+persistence, a failover to an empty replica, an eviction).
+
+What GitHub still shows is the truth to start from: an open PR whose `plangate/plan` is pending at
+its head lost its plan or its publish, so it is planned again (a plan changes nothing). A default
+branch whose head shows `plangate/apply` pending lost its apply's records; it is not applied again
+blindly (its authors and approvals went with them): the apply is reported lost and the merged PR told,
+where `/plan` runs it again. Held applies need nothing here: their blocked comments carry them,
+sealed (workers.flows.held_applies).
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from typing import Any
+from urllib.parse import quote
+
+from gidgethub.abc import GitHubAPI
+
+from core.contract import APPLY_CONTEXT, PLAN_CONTEXT, PlanRequest, RepoTarget
+from core.render.lost import apply_unknown_status, render_apply_unknown
+from workers.adapters.github import vcs
+from workers.adapters.github.auth import app_client, installation_client
+from workers.context import WorkerContext
+from workers.flows import push_apply
+
+log = logging.getLogger("plangate.recover")
+LOST_RECORDS = "Redis restarted without plangate's records of it"
+
+
+async def lost_work(ctx: WorkerContext, trigger: str) -> list[PlanRequest]:
+    """The PRs to plan again; pending applies are reported lost on the way."""
+    async with app_client(ctx.app_id, ctx.private_key, ctx.settings.api_url) as (app, jwt):
+        installations = [int(i["id"]) async for i in app.getiter("/app/installations", jwt=jwt)]
+    replans: list[PlanRequest] = []
+    for installation in installations:
+        async with installation_client(ctx.tokens, installation, ctx.settings.api_url) as gh:
+            async for repo in gh.getiter("/installation/repositories", iterable_key="repositories"):
+                replans += await _repo(ctx, gh, installation, repo, trigger)
+    log.warning(json.dumps({"recovered": "plans", "count": len(replans)}))
+    return replans
+
+
+async def _repo(
+    ctx: WorkerContext, gh: GitHubAPI, installation: int, repo: dict[str, Any], trigger: str
+) -> list[PlanRequest]:
+    name, branch = str(repo["full_name"]), str(repo.get("default_branch") or "main")
+    target = RepoTarget(installation, int(repo["id"]), name, str(repo["clone_url"]), branch)
+    replans = []
+    async for pull in gh.getiter(f"/repos/{name}/pulls?state=open&per_page=100"):
+        sha = str(pull["head"]["sha"])
+        if await vcs.report_state(gh, name, sha, PLAN_CONTEXT) != "pending":
+            continue
+        head_repo = (pull["head"].get("repo") or {}).get("full_name")
+        replans.append(
+            PlanRequest(
+                **target.target(),
+                pr=int(pull["number"]),
+                sha=sha,
+                base_sha=str((pull.get("base") or {}).get("sha") or ""),
+                author=str(pull["user"]["login"]),
+                fork=head_repo != name,
+                trigger=trigger,
+            )
+        )
+    head = str((await gh.getitem(f"/repos/{name}/branches/{quote(branch, safe='')}"))["commit"]["sha"])
+    if await vcs.report_state(gh, name, head, APPLY_CONTEXT) == "pending":
+        await _apply_lost(ctx, gh, target, head)
+    return replans
+
+
+async def _apply_lost(ctx: WorkerContext, gh: GitHubAPI, target: RepoTarget, sha: str) -> None:
+    repo = target.repo
+    await vcs.set_status(gh, repo, sha, APPLY_CONTEXT, *apply_unknown_status(LOST_RECORDS.lower()))
+    pr = await push_apply.merged_pr(gh, repo, sha)
+    if pr is not None:
+        body = render_apply_unknown(sha=sha, why_said=LOST_RECORDS)
+        await vcs.post_comment(gh, ctx.records, repo=repo, repo_id=target.repo_id, number=pr.number, body=body)
