@@ -52,6 +52,7 @@ class Fault:
     rate_limit: str | None = None  # "primary" | "secondary": a rate-limit refusal, for the request log
     retry_after: int | None = None  # secondary: the `retry-after` header
     reset_in_seconds: float = 0.0  # primary: `x-ratelimit-reset` this far after the answer
+    hang: float = 0.0  # seconds the request waits before it is served (as GitHub's, unharmed)
     hits: int = 0  # requests it has answered so far
 
     def matches(self, method: str, path: str) -> bool:
@@ -71,6 +72,7 @@ class Faults:
         self._lock = threading.Lock()
         self._queue: list[Fault] = []
         self.latency = 0.0  # seconds before each answer: a network round trip
+        self.down: int | None = None  # GitHub is out: every API request answers this 5xx until it is back
 
     def add(
         self,
@@ -107,6 +109,19 @@ class Faults:
         """GitHub's primary-limit refusal: 403, `x-ratelimit-remaining: 0`, the reset that far ahead."""
         fault = Fault(method.upper(), path_regex, times, 403, rate_limit="primary", reset_in_seconds=reset_in_seconds)
         return self._queued(fault)
+
+    def hang(self, method: str, path_regex: str, seconds: float, times: int = 1) -> Fault:
+        """The request waits `seconds` (a worker stuck on GitHub), then is served as usual."""
+        return self._queued(Fault(method.upper(), path_regex, times, hang=seconds))
+
+    def outage(self, status: int = 503) -> None:
+        """GitHub goes down: every API request answers `status` (with GitHub's body) until `back()`."""
+        if status not in SERVER_ERRORS:
+            raise ValueError(f"an outage answers one of {sorted(SERVER_ERRORS)}")
+        self.down = status
+
+    def back(self) -> None:
+        self.down = None
 
     def clear(self) -> None:
         with self._lock:
@@ -150,7 +165,15 @@ class FaultInjection:
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if self.faults.latency > 0 and scope["type"] == "http":
             await anyio.sleep(self.faults.latency)
+        if self.faults.down is not None and scope["type"] == "http":
+            note_of(scope).fault = True
+            await _read_request(receive)
+            await Answer.json(self.faults.down, _default_body(self.faults.down), {}).send(send)
+            return
         fault = self.faults.take(scope["method"], scope["path"]) if scope["type"] == "http" else None
+        if fault is not None and fault.hang:
+            await anyio.sleep(fault.hang)
+            fault = None
         if fault is None:
             await self.app(scope, receive, send)
             return

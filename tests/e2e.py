@@ -219,5 +219,15 @@ def _parent(proc: Path | int | None) -> int | None:
 
 
 def _is_worker(pid: int | None) -> bool:
+    """A plangate worker or one of its work horses (RQ titles both `rq:worker:NAME: …`)."""
     argv = _cmdline(Path("/proc") / str(pid)) if pid else []
-    return b"plangate" in argv and b"worker" in argv
+    return (b"plangate" in argv and b"worker" in argv) or bool(argv and argv[0].startswith(b"rq:worker:"))
+
+
+def horse_of(job: str, besides: Collection[int] = ()) -> int | None:
+    """The pid of a work horse running the job function `job` (RQ titles it `Processing JOB from …`)."""
+    wanted = f"Processing {job} from ".encode()
+    for proc in Path("/proc").iterdir():
+        if proc.name.isdigit() and int(proc.name) not in besides and wanted in b" ".join(_cmdline(proc)):
+            return int(proc.name)
+    return None

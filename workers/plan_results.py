@@ -13,8 +13,9 @@ from rq.job import Job, JobStatus
 
 from core.contract import PlanRequest
 from core.projects import Project
+from core.render.lost import OUTAGE
 from core.results import BatchResult, ProjectResult
-from workers import fanout
+from workers import fanout, watchdog
 from workers.adapters.terraform import pipeline
 from workers.flows.carry import Carried, shown_at
 
@@ -61,6 +62,9 @@ def _made_by(job: Job, request: PlanRequest, projects: list[Project]) -> list[tu
 
 
 def _died(job: Job, request: PlanRequest, project: Project) -> ProjectResult:
+    if job.meta.get(watchdog.GAVE_UP) == OUTAGE:
+        why = "GitHub could not be reached for the whole outage window (PLANGATE_OUTAGE_WINDOW); comment /plan"
+        return pipeline.failure(project, request.sha, why)
     failure = job.latest_result()
     detail = (failure.exc_string or "").strip().splitlines()[-1:] if failure else []
     why = "the plan job died: " + (detail[0] if detail else str(job.get_status()))

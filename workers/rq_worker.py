@@ -57,9 +57,9 @@ class PlangateWorker(Worker):
         watchdog.owed(self.connection, job, KILLED)  # RQ calls no failure callback for a killed horse
 
     def run_maintenance_tasks(self) -> None:
-        if self.last_cleaned_at is not None and not self.connection.exists(self.key):
+        if self.last_cleaned_at is not None and not self.connection.hexists(self.key, "birth"):
             self.log.warning("Redis lost this worker's registration (restarted without its data): registering again")
-            self.connection.delete(self.key)
+            self.connection.delete(self.key)  # heartbeats since wrote a partial one
             self.register_birth()
             if self.scheduler is not None:
                 self.scheduler.acquire_locks(auto_start=True)

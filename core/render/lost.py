@@ -18,12 +18,13 @@ KILLED = "killed"  # the work horse was stopped (OOM kill, node loss) on every t
 OUTAGE = "outage"  # GitHub could not be reached for the whole outage window
 
 
-def why_text(why: str, *, outage_minutes: int) -> str:
+def why_text(why: str, *, outage_seconds: float) -> str:
     """`why` (KILLED, OUTAGE, or an error's name) as the end of a sentence."""
     if why == KILLED:
         return "the worker running it was stopped on every try (out of memory, or its machine went away)"
     if why == OUTAGE:
-        return f"GitHub could not be reached for {outage_minutes} minutes"
+        took = f"{outage_seconds / 60:.0f} minutes" if outage_seconds >= 120 else f"{outage_seconds:.0f} seconds"
+        return f"GitHub could not be reached for {took}"
     return f"it failed inside plangate ({one_line(why, 200)})"
 
 

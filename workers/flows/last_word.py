@@ -35,7 +35,7 @@ log = logging.getLogger("plangate.watchdog")
 
 async def say(ctx: WorkerContext, job: str, kwargs: dict[str, Any], why: str) -> str:
     """What was said for the failed job `job` (its function's name) run with `kwargs`."""
-    said = why_text(why, outage_minutes=round(ctx.settings.outage_window / 60))
+    said = why_text(why, outage_seconds=ctx.settings.outage_window)
     request = kwargs.get("request")
     if isinstance(request, PlanRequest):
         outcome = await _plan(ctx, request, said)

@@ -203,7 +203,7 @@ async def settle(
     if died:
         body = render_apply_died(project=project.name, sha=req.after)
     else:
-        said = why_text(why, outage_minutes=round(ctx.settings.outage_window / 60))
+        said = why_text(why, outage_seconds=ctx.settings.outage_window)
         body = render_apply_lost(sha=req.after, why_said=said, projects=[project.name])
     number, is_pr = where.number, where.is_pr
     if number is None:
