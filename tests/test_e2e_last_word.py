@@ -237,3 +237,44 @@ def test_plans_whose_publish_redis_lost_are_planned_again(tmp_path: Path) -> Non
             assert len(_plan_comments(stack, repo, pr.number)) == 1
     finally:
         server.close()
+
+
+HANG_FIRST_PLAN = """if [ "$1" = "plan" ] && [ ! -e "$MARKS/hung" ]; then touch "$MARKS/hung"; sleep 300; fi"""
+
+
+def _tree(root: int) -> list[int]:
+    """`root` and every process below it."""
+    found, todo = [], [root]
+    while todo:
+        pid = todo.pop()
+        found.append(pid)
+        for proc in Path("/proc").iterdir():
+            if proc.name.isdigit() and _parent_of(int(proc.name)) == pid:
+                todo.append(int(proc.name))
+    return found
+
+
+def _parent_of(pid: int) -> int | None:
+    try:
+        return int((Path("/proc") / str(pid) / "stat").read_text().rsplit(") ", 1)[1].split()[1])
+    except (OSError, ValueError, IndexError):
+        return None
+
+
+def test_a_worker_lost_with_its_machine_is_found_and_its_plan_run_by_another(tmp_path: Path, redis_url: str) -> None:
+    state = applied_state(tmp_path)
+    with running_stack(tmp_path, redis_url, workers=2, extra_env=_wrapper(tmp_path, HANG_FIRST_PLAN)) as stack:
+        repo = infra_repo(stack, state)
+        pr = stack.gh.open_pr(repo, "drop", "alice", "Drop", {"infra/main.tf": main_tf(state, {"keep": "a"})})
+        stack.wait_for("the plan to hang", (tmp_path / "marks" / "hung").exists)
+        horse = stack.wait_for(
+            "its horse", lambda: horse_of("workers.jobs.plan_pr") or horse_of("workers.jobs.plan_and_publish")
+        )
+        worker = _parent_of(horse)
+        assert worker is not None and worker in [w.pid for w in stack.workers]
+        lost = time.monotonic()
+        for pid in _tree(worker):  # the machine is gone: the worker, its horse, its scheduler, terraform
+            os.kill(pid, signal.SIGKILL)
+        assert "1 to destroy" in status(stack, repo, pr.head_sha, "plangate/destroy", "failure", "1 to destroy")
+        print(f"\nthe plan of a lost worker was published {time.monotonic() - lost:.1f} s after the loss")
+        assert len(_plan_comments(stack, repo, pr.number)) == 1
