@@ -121,7 +121,8 @@ def _hog_project(tmp_path: Path) -> JobDirs:
     return dirs
 
 
-def _terraform(tmp_path: Path, sandbox: Sandbox, cap: int, cgroups: CgroupRoot | None) -> Terraform:
+def capped_terraform(tmp_path: Path, sandbox: Sandbox, cap: int, cgroups: CgroupRoot | None) -> Terraform:
+    """The runner a worker builds, with the memory cap `cap` in bytes (per step when `cgroups`)."""
     assert TOOL is not None, "these tests need terraform or tofu on PATH"
     cache = tmp_path / "cache"
     cache.mkdir(exist_ok=True)
@@ -134,7 +135,7 @@ def _terraform(tmp_path: Path, sandbox: Sandbox, cap: int, cgroups: CgroupRoot |
 def test_a_prs_plan_that_passes_the_cap_in_several_processes_says_so(
     cgroups: CgroupRoot, sandbox: Sandbox, tmp_path: Path
 ) -> None:
-    tf = _terraform(tmp_path, sandbox, CAP, cgroups)
+    tf = capped_terraform(tmp_path, sandbox, CAP, cgroups)
     planned = plan(tf, Project("infra", "infra"), _hog_project(tmp_path))
     assert planned.plan is None and planned.error is not None and not planned.ours
     first, *rest = planned.error.splitlines()
@@ -145,7 +146,7 @@ def test_a_prs_plan_that_passes_the_cap_in_several_processes_says_so(
 
 def test_without_a_cgroup_one_process_over_the_cap_is_still_reported(sandbox: Sandbox, tmp_path: Path) -> None:
     """The per-process cap (RLIMIT_DATA): a process whose allocation fails says so, and that is read."""
-    tiny = _terraform(tmp_path, sandbox, 16 * MiB, None)
+    tiny = capped_terraform(tmp_path, sandbox, 16 * MiB, None)
     dirs = JobDirs(tmp_path / "job")
     (dirs.src / "infra").mkdir(parents=True)
     (dirs.src / "infra" / "main.tf").write_text('resource "terraform_data" "a" {}\n')

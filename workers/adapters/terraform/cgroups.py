@@ -14,6 +14,7 @@ the cap, not terraform, ended the step. Afterwards whatever is left is killed an
 from __future__ import annotations
 
 import contextlib
+import errno
 import os
 import secrets
 import signal
@@ -23,6 +24,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
 
+from workers.adapters.terraform.sandbox import SandboxError
+
 STEP_PREFIX = "plangate-step-"  # + the creating process's pid + a random tag
 JOIN_FAILED = b"plangate: cannot join the step's memory cgroup"
 # Runs first in the step's cgroup: it moves itself in, then becomes the step (bwrap, or terraform).
@@ -31,8 +34,8 @@ _REMOVE_FOR = 10.0  # seconds to wait for a killed step's processes to be gone b
 _GONE_POLL = 0.01
 
 
-class CgroupError(RuntimeError):
-    """A step cgroup could not be made; the step must not run uncapped."""
+class CgroupError(SandboxError):
+    """A step's cgroup could not be made: the step must not run uncapped (an error of plangate's)."""
 
 
 @dataclass(frozen=True)
@@ -53,7 +56,8 @@ class CgroupRoot:
             made.limit(limit)
         except OSError as exc:
             made.remove()
-            raise CgroupError(f"cannot make a memory cgroup in {self.path}: {exc.strerror or exc}") from None
+            why = f"cannot make a memory cgroup in {self.path} ({exc.strerror or exc})"
+            raise CgroupError(f"setting PLANGATE_TF_CGROUP: {why}") from None
         try:
             yield made
         finally:
@@ -123,10 +127,8 @@ class StepCgroup:
             try:
                 self.path.rmdir()
                 return
-            except FileNotFoundError:
-                return
-            except OSError:
-                if time.monotonic() > deadline:
+            except OSError as exc:
+                if exc.errno != errno.EBUSY or time.monotonic() > deadline:  # EBUSY: a process is still dying
                     return
                 time.sleep(_GONE_POLL)
 

@@ -130,7 +130,7 @@ def _usable(path: Path, version: Literal[1, 2] | None, shell: str) -> tuple[Cgro
             path = path.parent
         try:
             if "memory" not in _read(path / "cgroup.controllers").split():
-                return None, "has no memory controller (its parent does not hand it down)"
+                return None, "has no memory controller (not handed down by its parent, or bound to cgroup v1)"
             if "memory" not in _read(path / "cgroup.subtree_control").split():
                 _hand_down_memory(path)
         except OSError as exc:
@@ -174,7 +174,7 @@ def _trial(root: CgroupRoot) -> str | None:
                 said = done.stderr.decode("utf-8", "replace").strip().splitlines()
                 return f"cannot start a process in a cgroup of its own ({said[-1] if said else done.returncode})"
     except (CgroupError, OSError, subprocess.TimeoutExpired) as exc:
-        return str(exc)
+        return str(exc).removeprefix(f"setting {SETTING}: ")
     return None
 
 
