@@ -12,11 +12,12 @@ from pathlib import Path
 import pytest
 
 from core.projects import Project
+from core.render.apply import render_apply_result
 from workers.adapters.terraform.cgroups import STEP_PREFIX, CgroupRoot
 from workers.adapters.terraform.cgroups_probe import probe
 from workers.adapters.terraform.env import build_env
 from workers.adapters.terraform.pipeline import JobDirs, plan
-from workers.adapters.terraform.runner import run
+from workers.adapters.terraform.runner import RunResult, run
 from workers.adapters.terraform.sandbox import Sandbox, SandboxError
 from workers.adapters.terraform.steps import StepResult, Terraform
 
@@ -175,3 +176,18 @@ def test_the_probe_says_which_cap_holds_and_refuses_a_named_directory_it_cannot_
     for unusable in (tmp_path, tmp_path / "missing"):
         with pytest.raises(SandboxError, match=rf"^setting PLANGATE_TF_CGROUP: {unusable} "):
             probe(str(unusable))
+
+
+def test_an_apply_the_cap_stopped_says_so_after_its_output_however_long() -> None:
+    said = b"".join(b"terraform_data.n%d: Creating...\n" % i for i in range(500))
+    stopped = RunResult(("terraform", "apply"), -9, said, b"", False, None, 1.0, False, CAP, out_of_memory=True)
+    body = render_apply_result(
+        project="infra",
+        dir="infra",
+        sha="a" * 40,
+        ok=False,
+        output=StepResult("apply", stopped).output,
+        summary="",
+        approved_by=(),
+    )
+    assert "terraform apply hit the memory cap of 256 MB (PLANGATE_TF_MEMORY_MB)\n```" in body  # the tail's last line
