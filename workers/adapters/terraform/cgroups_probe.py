@@ -4,11 +4,12 @@
 the worker sees of the cgroup filesystem (a container's own cgroup, in its cgroup namespace, mounted
 writable) or a cgroup delegated to it (systemd's `Delegate=`, which marks it with a `delegate`
 xattr). Any other cgroup belongs to someone else (a login session, a service manager) and is left
-alone. A path names a delegated directory instead; `off` keeps the per-process cap. On cgroup v2,
-controllers reach child cgroups only from a cgroup without processes of its own, so the worker first
-moves the processes of its cgroup into a leaf (`plangate-worker`), as docker-in-docker does (`docker
-exec` and `kubectl exec` then join that leaf: runc does so on EBUSY). A trial
-step (its own cgroup, joined, removed) must then work, or the per-process cap stays in force.
+alone. A path names a delegated directory instead; `off` keeps the per-process cap.
+
+On cgroup v2 only a cgroup without processes of its own hands controllers to its children, so the
+worker first moves the processes of its cgroup into a leaf (`plangate-worker`), as docker-in-docker
+does (`docker exec` and `kubectl exec` then join that leaf: runc does so on EBUSY). A trial step (a
+cgroup of its own, joined, removed) must then work, or the per-process cap stays in force.
 """
 
 from __future__ import annotations
@@ -38,7 +39,7 @@ class MemoryCap:
     why: str = "not probed"  # why there is no cgroup
 
     def describe(self, mb: int) -> str:
-        """One line for the start-up log and the status page."""
+        """One line for the start-up log."""
         if self.cgroups is not None:
             where = f"cgroup v{self.cgroups.version} under {self.cgroups.path}"
             return f"memory cap {mb} MB per step ({where})"
@@ -51,14 +52,14 @@ def probe(setting: str) -> MemoryCap:
     if setting == "off":
         return MemoryCap(None, f"{SETTING}=off")
     shell = shutil.which("sh", path="/usr/bin:/bin")
-    if shell is None:
-        return MemoryCap(None, "no sh in /usr/bin or /bin to join a step to its cgroup")
     if setting != "auto":
         path = Path(setting)
-        root, why = _usable(path, _version(path), shell)
+        root, why = (None, "needs sh in /usr/bin or /bin") if shell is None else _usable(path, _version(path), shell)
         if root is None:
             raise SandboxError(f"setting {SETTING}: {setting} {why}")
-        return MemoryCap(root)
+        return MemoryCap(root, "")
+    if shell is None:
+        return MemoryCap(None, "no sh in /usr/bin or /bin to join a step to its cgroup")
     reasons = []
     for version, path, delegated in own_cgroups(_read("/proc/self/mountinfo"), _read("/proc/self/cgroup")):
         if not delegated:
@@ -66,14 +67,14 @@ def probe(setting: str) -> MemoryCap:
             continue
         root, why = _usable(path, version, shell)
         if root is not None:
-            return MemoryCap(root)
+            return MemoryCap(root, "")
         reasons.append(f"{path} {why}")
     return MemoryCap(None, "; ".join(reasons) or "no memory controller")
 
 
 def own_cgroups(mountinfo: str, proc_cgroup: str) -> list[tuple[Literal[1, 2], Path, bool]]:
-    """The worker's own cgroup directories with the memory controller (v2 first, then v1's memory
-    hierarchy), each with whether it is plangate's to manage."""
+    """The worker's own cgroup directories, cgroup v2's first, then that of v1's memory hierarchy;
+    each with whether it is plangate's to manage."""
     mounts: dict[Literal[1, 2], list[tuple[Path, str]]] = {1: [], 2: []}
     for line in mountinfo.splitlines():
         fields = line.split()
@@ -105,7 +106,7 @@ def _delegated(path: Path, rel: str) -> bool:
 
 
 def _marked_delegated(path: Path) -> bool:
-    for name in ("trusted.delegate", "user.delegate"):  # systemd >= 251 / 252; trusted.* needs root to read
+    for name in ("trusted.delegate", "user.delegate"):  # systemd sets them; only root may read trusted.*
         with contextlib.suppress(OSError):
             if os.getxattr(path, name) == b"1":
                 return True
@@ -164,7 +165,7 @@ def _hand_down_memory(path: Path) -> None:
 
 
 def _trial(root: CgroupRoot) -> str | None:
-    """None when a process started as a step is starts inside its own capped cgroup; else why not."""
+    """None when a process started as a step runs inside a capped cgroup of its own; else why not."""
     try:
         root.sweep()
         with root.step(_TRIAL_LIMIT) as cage:
