@@ -121,6 +121,7 @@ def cmd_worker(args: argparse.Namespace) -> int:
         log.info("sandbox: %s", ctx.described())
     else:
         log.warning("!!! SANDBOX OFF: terraform runs the pull request's code with this worker's view of the host")
+    log.info("terraform: %s", ctx.memory_cap.describe(settings.tf_memory_mb))
     conn = connect(settings.redis_url)
     wait = 1.0
     while True:  # Redis down at start-up or later: reconnect with backoff, no restart needed

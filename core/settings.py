@@ -60,6 +60,7 @@ class Settings:
     mask_patterns: tuple[str, ...]
     drift_schedule: str | None  # server-wide drift schedule for repos that configure none
     sandbox: str = "bwrap"  # "bwrap" | "off"
+    tf_cgroup: str = "auto"  # PLANGATE_TF_CGROUP: "auto" | "off" | a delegated cgroup directory
     sandbox_paths: SandboxPaths = field(default_factory=SandboxPaths)  # PLANGATE_SANDBOX_PATHS, _PLAN and _APPLY
     tf_env_plan: tuple[str, ...] = ()  # added to tf_env for PR plans and drift checks
     tf_env_apply: tuple[str, ...] = ()  # added to tf_env for `terraform apply` of a checked plan
@@ -269,6 +270,7 @@ def load(
         mask_patterns=_patterns(env),
         drift_schedule=_cron(env, "PLANGATE_DRIFT_SCHEDULE"),
         sandbox=sandbox,
+        tf_cgroup=_tf_cgroup(env),
         sandbox_paths=grants,
         tf_env_plan=_names(env, "PLANGATE_TF_ENV_PLAN"),
         tf_env_apply=_names(env, "PLANGATE_TF_ENV_APPLY"),
@@ -279,6 +281,13 @@ def load(
         github_retry_seconds=_positive(env, "PLANGATE_GITHUB_RETRY_SECONDS", 120.0),
         outage_window=_positive(env, "PLANGATE_OUTAGE_WINDOW", 3600.0),
     )
+
+
+def _tf_cgroup(env: Mapping[str, str]) -> str:
+    value = (env.get("PLANGATE_TF_CGROUP") or "auto").strip()
+    if value not in ("auto", "off") and not value.startswith("/"):
+        raise SettingsError("PLANGATE_TF_CGROUP", f"must be auto, off or an absolute path, got {value!r}")
+    return value
 
 
 def _choice(env: Mapping[str, str], name: str, choices: tuple[str, ...], default: str) -> str:

@@ -1,9 +1,11 @@
-"""Shared fixtures: a real Redis for the whole run, flushed per test; the bubblewrap sandbox this host runs."""
+"""Shared fixtures: a real Redis for the whole run, flushed per test; the bubblewrap sandbox this host runs;
+the cgroup root the tests may make step cgroups in."""
 
 from __future__ import annotations
 
 import os
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 import redis
@@ -12,7 +14,9 @@ from core.sandbox_paths import SandboxPaths
 from standin.local_redis import private_redis
 from tests.standin_client import api, gh, key, receiver, repo  # noqa: F401  (fixtures for the stand-in's tests)
 from tests.tfplans import tf_env  # noqa: F401  (fixture for the tests of real plans)
-from workers.adapters.terraform.sandbox import Sandbox, prepare
+from workers.adapters.terraform.cgroups import CgroupRoot
+from workers.adapters.terraform.cgroups_probe import own_cgroups, probe
+from workers.adapters.terraform.sandbox import Sandbox, SandboxError, prepare
 
 
 @pytest.fixture(scope="session")
@@ -46,3 +50,20 @@ def _fresh_redis(request: pytest.FixtureRequest) -> None:
 def sandbox(tmp_path_factory: pytest.TempPathFactory) -> Sandbox:
     """The sandbox `plangate worker` would run terraform in here (probed once, as at start-up)."""
     return prepare("bwrap", SandboxPaths(), tmp_path_factory.mktemp("probe"))
+
+
+@pytest.fixture(scope="session")
+def cgroups() -> CgroupRoot:
+    """Step cgroups under the tests' own cgroup (v1's memory hierarchy, or v2 where its memory
+    controller is already handed to children: the tests never move processes), else skip."""
+    mine = own_cgroups(Path("/proc/self/mountinfo").read_text(), Path("/proc/self/cgroup").read_text())
+    for version, path, _ in mine:
+        if version == 2 and "memory" not in (path / "cgroup.subtree_control").read_text().split():
+            continue
+        try:
+            found = probe(str(path)).cgroups
+        except SandboxError:
+            continue
+        if found is not None:
+            return found
+    pytest.skip(f"no cgroup here the tests may make memory cgroups in (own cgroups: {mine})")

@@ -44,6 +44,8 @@ def test_defaults() -> None:
     assert loaded.redis_url == "redis://127.0.0.1:6379/0"
     assert loaded.tf_env == ()
     assert loaded.log_level == "info" and settings.load({"PLANGATE_LOG_LEVEL": "warning"}).log_level == "warning"
+    assert loaded.tf_cgroup == "auto" and settings.load({"PLANGATE_TF_CGROUP": " off "}).tf_cgroup == "off"
+    assert settings.load({"PLANGATE_TF_CGROUP": "/sys/fs/cgroup/plangate"}).tf_cgroup == "/sys/fs/cgroup/plangate"
     ghes = settings.load({"GITHUB_API_URL": "https://ghe.example.com/api/v3/"})
     assert ghes.api_url == "https://ghe.example.com/api/v3"
 
@@ -58,6 +60,7 @@ BAD = [
     ({"PLANGATE_TF_ENV": "AWS_*,bad name"}, "PLANGATE_TF_ENV"),
     ({"PLANGATE_TF_TIMEOUT": "soon"}, "PLANGATE_TF_TIMEOUT"),
     ({"PLANGATE_TF_MEMORY_MB": "-1"}, "PLANGATE_TF_MEMORY_MB"),
+    ({"PLANGATE_TF_CGROUP": "sys/fs/cgroup"}, "PLANGATE_TF_CGROUP"),
     ({"PLANGATE_MASK_PATTERNS": "([unclosed"}, "PLANGATE_MASK_PATTERNS"),
     ({"PLANGATE_DRIFT_SCHEDULE": "61 * * * *"}, "PLANGATE_DRIFT_SCHEDULE"),
     ({"PLANGATE_STATUS_PUBLIC": "maybe"}, "PLANGATE_STATUS_PUBLIC"),

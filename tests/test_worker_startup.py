@@ -1,5 +1,6 @@
 """`plangate worker` at start-up: no sandbox, a secret file a sandbox could read or an open Redis stops it
-with one line; an opt-out is loud; the start-up line says what each phase's sandbox sees."""
+with one line; an opt-out is loud; the start-up lines say what each phase's sandbox sees and which
+memory cap holds."""
 
 from __future__ import annotations
 
@@ -15,6 +16,7 @@ import redis
 
 from bot.status_page import read_sandboxes, render_status_page
 from tests.keys import rsa_pem
+from workers.adapters.terraform.cgroups import CgroupRoot
 from workers.rq_worker import GIL_SWITCH_INTERVAL, preload
 
 
@@ -140,3 +142,17 @@ def test_the_worker_hands_the_gil_over_often_before_it_forks() -> None:
         assert sys.getswitchinterval() == GIL_SWITCH_INTERVAL < before
     finally:
         sys.setswitchinterval(before)
+
+
+def test_the_start_up_log_says_which_memory_cap_holds_and_a_named_cgroup_must_work(
+    tmp_path: Path, redis_url: str, cgroups: CgroupRoot
+) -> None:
+    env = {"REDIS_URL": redis_url, "PLANGATE_TF_MEMORY_MB": "512"}
+    off = _worker({**env, "PLANGATE_TF_CGROUP": "off"}, tmp_path)
+    assert off.returncode == 0, off.stderr
+    assert "terraform: memory cap 512 MB per process (RLIMIT_DATA; no cgroup: PLANGATE_TF_CGROUP=off)" in off.stderr
+    named = _worker({**env, "PLANGATE_TF_CGROUP": str(cgroups.path)}, tmp_path)
+    assert named.returncode == 0, named.stderr
+    assert f"terraform: memory cap 512 MB per step (cgroup v{cgroups.version} under {cgroups.path})" in named.stderr
+    line = _one_line(_worker({**env, "PLANGATE_TF_CGROUP": str(tmp_path)}, tmp_path), "PLANGATE_TF_CGROUP")
+    assert f"{tmp_path} is neither a cgroup v2 directory nor one of cgroup v1's memory hierarchy" in line

@@ -1,10 +1,11 @@
-"""What every job in one worker process shares: settings, Redis, sealed records, tokens, the sandbox."""
+"""What every job in one worker process shares: settings, Redis, sealed records, tokens, the sandbox and
+the memory cap."""
 
 from __future__ import annotations
 
 import os
 import socket
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from functools import cache
 from pathlib import Path
 from typing import Literal
@@ -17,6 +18,8 @@ from core.sandbox_paths import GRANT_PHASES, GrantPhase
 from core.settings import Settings
 from workers.adapters.github.auth import TokenCache
 from workers.adapters.store.records import Records
+from workers.adapters.terraform.cgroups_probe import MemoryCap
+from workers.adapters.terraform.cgroups_probe import probe as probe_memory_cap
 from workers.adapters.terraform.env import build_env, detect_tool
 from workers.adapters.terraform.sandbox import (
     SANDBOX_KEY_PREFIX,
@@ -46,6 +49,7 @@ class WorkerContext:
     tokens: TokenCache
     records: Records
     sandbox: Sandbox  # as probed at start-up, showing no granted path: see `sandbox_for`
+    memory_cap: MemoryCap = field(default_factory=MemoryCap)  # per step in a cgroup, or per process: probed at start-up
 
     @property
     def app_id(self) -> int:
@@ -90,6 +94,7 @@ class WorkerContext:
             init_lock=locks / f"plugin-cache-{trust}.lock",
             plugin_cache=cache_dir,
             sandbox=self.sandbox_for(grants_of),
+            cgroups=self.memory_cap.cgroups,
             lock_state=grants_of == "apply",
         )
 
@@ -149,7 +154,12 @@ def build(loaded: Settings) -> WorkerContext:
     sandbox = prepare(loaded.sandbox, loaded.sandbox_paths, loaded.workdir / "sandbox-probe")
     check_secrets_hidden(loaded, sandbox)
     return WorkerContext(
-        settings=loaded, redis=conn, tokens=tokens, records=Records(conn, loaded.private_key), sandbox=sandbox
+        settings=loaded,
+        redis=conn,
+        tokens=tokens,
+        records=Records(conn, loaded.private_key),
+        sandbox=sandbox,
+        memory_cap=probe_memory_cap(loaded.tf_cgroup),
     )
 
 

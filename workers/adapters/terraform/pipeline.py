@@ -146,13 +146,12 @@ def plan(tf: Terraform, project: Project, dirs: JobDirs) -> Planned:
             return Planned(None, "", f"project dir `{project.dir}` does not exist at this commit", planfile)
         runs = checkout_code_runs(dirs.src, root, tf.env)  # before init writes .terraform
         tf = for_project(tf, project, dirs)
-        tool = Path(tf.tool).name
         init = tf.init(root)
         if not init.ok:
-            return Planned(None, init.output, f"{tool} init failed:\n{init.output}", planfile, checkout_code_runs=runs)
+            return Planned(None, init.output, init.failure(), planfile, checkout_code_runs=runs)
         step = tf.plan(root, planfile, destroy=project.destroy_from is not None)
         if not step.ok:
-            return Planned(None, step.output, f"{tool} plan failed:\n{step.output}", planfile, checkout_code_runs=runs)
+            return Planned(None, step.output, step.failure(), planfile, checkout_code_runs=runs)
         text = None if step.result.truncated else rendered_plan(step.result.stdout.decode("utf-8", "replace"))
         if text is None:
             raw, text = tf.show_both(root, planfile)

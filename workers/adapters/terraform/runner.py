@@ -4,15 +4,16 @@ Timeout: SIGINT to the whole group first (terraform stops cleanly and releases i
 SIGTERM, then SIGKILL, `grace` seconds apart. Whatever is left of the group when its leader exits is
 killed too, so no provider plugin or stray child outlives a run.
 
-Memory cap: RLIMIT_DATA, not RLIMIT_AS. Go binaries reserve far more address space than they use
-(terraform 1.11 needs ~800 MB of RLIMIT_AS just to plan one `terraform_data`, while ~64 MB of
-RLIMIT_DATA suffices), so RLIMIT_AS would make the setting mean something else. RLIMIT_DATA counts
-private writable memory (heap, anonymous mmaps): what actually grows when a process eats memory. It is
-per process and inherited, so terraform and each provider plugin get the cap separately; a container's
-memory limit remains the hard ceiling for the whole worker. The limit (soft and hard) is set in the
-child by util-linux's `prlimit`, which then execs the command, or where that is missing by a tiny
-Python exec trampoline (~15 ms slower a call); never by `preexec_fn`, which is unsafe when the worker
-has threads.
+Memory cap: for the whole run where the worker has a cgroup root (cgroups.py: the run's own cgroup,
+joined before anything runs, watched while it runs). Elsewhere per process: RLIMIT_DATA, not
+RLIMIT_AS. Go binaries reserve far more address space than they use (terraform 1.11 needs ~800 MB of
+RLIMIT_AS just to plan one `terraform_data`, while ~64 MB of RLIMIT_DATA suffices), so RLIMIT_AS
+would make the setting mean something else. RLIMIT_DATA counts private writable memory (heap,
+anonymous mmaps): what actually grows when a process eats memory. It is per process and inherited,
+so terraform and each provider plugin get the cap separately; a container's memory limit remains the
+hard ceiling for the whole worker. The limit (soft and hard) is set in the child by util-linux's
+`prlimit`, which then execs the command, or where that is missing by a tiny Python exec trampoline
+(~15 ms slower a call); never by `preexec_fn`, which is unsafe when the worker has threads.
 """
 
 from __future__ import annotations
@@ -27,8 +28,10 @@ import subprocess
 import sys
 import time
 from collections.abc import Iterator, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
+
+from workers.adapters.terraform.cgroups import CgroupRoot, StepCgroup
 
 DEFAULT_MAX_OUTPUT = 8 * 1024 * 1024
 _DRAIN_AFTER_EXIT = 5.0  # seconds to read pipes still held by an escaped grandchild
@@ -54,7 +57,8 @@ def _capped(limit: int, argv: list[str]) -> list[str]:
     return [_PRLIMIT, f"--data={n}:{n}", "--", *argv]
 
 
-_OOM_MARKERS = (b"fatal error: out of memory", b"runtime: out of memory", b"MemoryError")
+# What a process says when an allocation fails under RLIMIT_DATA: Go's runtime, Python, GNU coreutils.
+_OOM_MARKERS = (b"fatal error: out of memory", b"runtime: out of memory", b"MemoryError", b"memory exhausted")
 
 
 @dataclass(frozen=True)
@@ -69,15 +73,12 @@ class RunResult:
     killed_by: str | None  # the last signal plangate sent because of the timeout, e.g. "SIGKILL"
     duration: float
     truncated: bool  # some output was dropped (the head; the tail is kept)
+    memory_cap: int | None = None  # bytes: the cap this run had (per run in a cgroup, else per process)
+    out_of_memory: bool = False  # the cap stopped it: its cgroup counted an OOM kill, or a process said so
 
     @property
     def ok(self) -> bool:
-        return self.returncode == 0 and not self.timed_out
-
-    @property
-    def out_of_memory(self) -> bool:
-        """The process reported an allocation failure (likely the memory cap)."""
-        return self.returncode != 0 and any(m in self.stderr for m in _OOM_MARKERS)
+        return self.returncode == 0 and not self.timed_out and not self.out_of_memory
 
     @property
     def output(self) -> str:
@@ -172,15 +173,39 @@ def run(
     grace: float = 10.0,
     max_output: int = DEFAULT_MAX_OUTPUT,
     spare_leader: bool = False,
+    cgroups: CgroupRoot | None = None,
 ) -> RunResult:
     """Run `argv` with exactly `env`, in its own session; never raises for the child's failure.
 
-    `spare_leader`: the timeout's SIGINT and SIGTERM go to the leader's descendants only (the leader
-    is a sandbox that exits when they do); SIGKILL still takes the whole group."""
+    `memory_limit_bytes` caps the whole run in a cgroup of its own under `cgroups`, each process
+    without one. `spare_leader`: the timeout's SIGINT and SIGTERM go to the leader's descendants only
+    (the leader is a sandbox that exits when they do); SIGKILL still takes the whole group."""
     exe = resolve_executable(argv[0], env)
     full = [exe, *argv[1:]]
-    if memory_limit_bytes is not None:
-        full = _capped(memory_limit_bytes, full)
+    if memory_limit_bytes is None:
+        done = _supervise(full, None, cwd, env, timeout, grace, max_output, spare_leader)
+        return replace(done, argv=tuple(argv))
+    if cgroups is None:
+        done = _supervise(_capped(memory_limit_bytes, full), None, cwd, env, timeout, grace, max_output, spare_leader)
+        said = done.returncode != 0 and any(m in done.stderr for m in _OOM_MARKERS)
+        return replace(done, argv=tuple(argv), memory_cap=memory_limit_bytes, out_of_memory=said)
+    with cgroups.step(memory_limit_bytes) as cage:
+        done = _supervise(cage.joining(full), cage, cwd, env, timeout, grace, max_output, spare_leader)
+        return replace(done, argv=tuple(argv), memory_cap=memory_limit_bytes, out_of_memory=cage.oom_kills() > 0)
+
+
+def _supervise(
+    full: list[str],
+    cage: StepCgroup | None,
+    cwd: Path,
+    env: dict[str, str],
+    timeout: float,
+    grace: float,
+    max_output: int,
+    spare_leader: bool,
+) -> RunResult:
+    """Start `full` and see it to its end: output read as it comes, the timeout's escalation, and
+    (with `cage`) the whole group killed as soon as its cgroup counts an OOM kill."""
     start = time.monotonic()
     proc = subprocess.Popen(
         full,
@@ -196,6 +221,7 @@ def run(
     out_fd, err_fd = proc.stdout.fileno(), proc.stderr.fileno()
     escalation = [signal.SIGINT, signal.SIGTERM, signal.SIGKILL]
     next_signal_at = start + timeout
+    next_oom_look = start
     killed_by: signal.Signals | None = None
     exited_at: float | None = None
     with selectors.DefaultSelector() as sel, _exit_notice(proc.pid) as exit_fd:
@@ -210,11 +236,18 @@ def run(
                 if exited_at is None and _leader_exited(proc.pid):
                     exited_at = now
                     _killpg(proc.pid, signal.SIGKILL)  # whatever is left of the group
+                    if cage is not None:
+                        cage.kill()  # and of the cgroup (a process that left the group)
                     if exit_fd is not None:
                         sel.unregister(exit_fd)
                 reading = [fd for fd in tails if fd in sel.get_map()]
                 if exited_at is not None and (not reading or now - exited_at > _DRAIN_AFTER_EXIT):
                     break
+                if exited_at is None and cage is not None and now >= next_oom_look:
+                    next_oom_look = now + _POLL
+                    if cage.oom_kills():  # the cap was reached: the step ends whole (v2 does it itself)
+                        _killpg(proc.pid, signal.SIGKILL)
+                        cage.kill()
                 if exited_at is None and now >= next_signal_at and escalation:
                     killed_by = escalation.pop(0)
                     _signal(proc.pid, killed_by, spare_leader=spare_leader)
@@ -237,7 +270,7 @@ def run(
             proc.stdout.close()
             proc.stderr.close()
     return RunResult(
-        argv=tuple(argv),
+        argv=tuple(full),
         returncode=proc.returncode,
         stdout=bytes(tails[out_fd].buf),
         stderr=bytes(tails[err_fd].buf),

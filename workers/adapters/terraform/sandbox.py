@@ -62,7 +62,7 @@ _ETC = (
 
 
 class SandboxError(RuntimeError):
-    """The sandbox cannot be set up; str() is one line naming PLANGATE_SANDBOX."""
+    """The sandbox (or a step's memory cgroup) cannot be set up; str() is one line naming the setting."""
 
 
 @dataclass(frozen=True)

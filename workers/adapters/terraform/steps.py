@@ -13,8 +13,12 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
+from workers.adapters.terraform.cgroups import JOIN_FAILED, CgroupRoot
 from workers.adapters.terraform.runner import DEFAULT_MAX_OUTPUT, RunResult, resolve_executable, run
 from workers.adapters.terraform.sandbox import Sandbox, SandboxError
+
+MEMORY_SETTING = "PLANGATE_TF_MEMORY_MB"
+CAP_TAIL_LINES = 20  # of a step the cap stopped, the comment quotes this much of its output
 
 
 class TerraformError(RuntimeError):
@@ -38,12 +42,41 @@ class StepResult:
     @property
     def ok(self) -> bool:
         if self.step == "plan":
-            return not self.result.timed_out and self.result.returncode in (0, 2)
+            return not self.result.timed_out and not self.result.out_of_memory and self.result.returncode in (0, 2)
         return self.result.ok
 
     @property
     def output(self) -> str:
-        return self.result.output
+        """What the step printed, then (last, so a comment quoting the tail shows it) the memory cap
+        when that stopped it."""
+        capped = self.capped
+        return self.result.output if capped is None else f"{self.result.output}\n{capped}".lstrip("\n")
+
+    @property
+    def tool(self) -> str:
+        return Path(self.result.argv[0]).name if self.result.argv else "terraform"
+
+    @property
+    def capped(self) -> str | None:
+        """`terraform plan hit the memory cap of N MB (PLANGATE_TF_MEMORY_MB)` when the cap stopped it."""
+        note = capped_note(self.result)
+        return None if note is None else f"{self.tool} {self.step} {note}"
+
+    def failure(self) -> str:
+        """Why this step failed, for the PR comment: the memory cap first when that stopped it, with the
+        last lines it printed (a Go runtime's dump of every goroutine adds nothing), else the output."""
+        capped = self.capped
+        if capped is None:
+            return f"{self.tool} {self.step} failed:\n{self.result.output}"
+        tail = self.result.output.splitlines()[-CAP_TAIL_LINES:]
+        return "\n".join([capped, *(["Its last output:", *tail] if tail else [])])
+
+
+def capped_note(result: RunResult) -> str | None:
+    """`hit the memory cap of N MB (PLANGATE_TF_MEMORY_MB)` when the cap stopped `result`, else None."""
+    if not result.out_of_memory or result.memory_cap is None:
+        return None
+    return f"hit the memory cap of {result.memory_cap // (1024 * 1024)} MB ({MEMORY_SETTING})"
 
 
 @dataclass(frozen=True)
@@ -67,6 +100,7 @@ class Terraform:
     init_lock: Path | None = None  # held by an init that writes the plugin cache (unsafe for concurrent inits)
     plugin_cache: Path | None = None
     sandbox: Sandbox = field(default_factory=Sandbox)
+    cgroups: CgroupRoot | None = None  # where each step gets a memory cgroup of its own, if anywhere
     writable: tuple[Path, ...] = ()
     readable: tuple[Path, ...] = ()  # shown read-only to every step (a shared tree of the commit)
     mounts: tuple[tuple[Path, Path], ...] = ()  # (source, target): writable over what `readable` shows
@@ -106,10 +140,14 @@ class Terraform:
             grace=self.grace,
             max_output=max_output or self.max_output,
             spare_leader=self.sandbox.enabled,
+            cgroups=self.cgroups,
         )
         if self.sandbox.enabled and result.returncode != 0 and result.stderr.startswith(b"bwrap: "):
             why = result.stderr.decode("utf-8", "replace").strip().splitlines()[0]
             raise SandboxError(f"setting PLANGATE_SANDBOX: the sandbox could not start ({why})")
+        if self.cgroups is not None and result.stderr.startswith(JOIN_FAILED):
+            why = result.stderr.decode("utf-8", "replace").strip().splitlines()[0]
+            raise SandboxError(f"setting PLANGATE_TF_CGROUP: the step's memory cap could not be set ({why})")
         return replace(result, argv=tuple([self.tool, *args]))
 
     def init(self, workdir: Path) -> StepResult:
@@ -140,7 +178,8 @@ class Terraform:
             f"-out={out}",
         ]
         result = self._run(workdir, args, writable=(out.parent,))
-        changes = None if result.timed_out or result.returncode not in (0, 2) else result.returncode == 2
+        stopped = result.timed_out or result.out_of_memory
+        changes = None if stopped or result.returncode not in (0, 2) else result.returncode == 2
         digest = file_digest(out) if changes is not None and out.is_file() else None
         return StepResult("plan", result, has_changes=changes, digest=digest)
 
@@ -196,6 +235,9 @@ def file_digest(path: Path) -> str:
 def _require(result: RunResult, what: str) -> None:
     if result.timed_out:
         raise TerraformError(f"terraform {what} timed out after {result.duration:.0f}s", result)
+    capped = capped_note(result)
+    if capped is not None:
+        raise TerraformError(f"terraform {what} {capped}", result)
     if result.returncode != 0:
         tail = result.stderr.decode("utf-8", "replace").strip()[-2000:]
         raise TerraformError(f"terraform {what} failed (exit {result.returncode}): {tail}", result)
