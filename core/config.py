@@ -98,6 +98,7 @@ class RepoConfig:
     replan_on_base_change: bool = True  # re-plan open PRs on the merge when the apply branch moves
     destroy_rules: tuple[DestroyRule, ...] = ()
     gate_code_at_apply: bool = True  # code that runs at apply (provisioners…) needs an approval
+    max_projects: int | None = None  # lowers the server's PLANGATE_MAX_PROJECTS (core/project_limit.py)
 
     def gates_code(self, name: str, workspace: str, dir: str) -> bool:
         """Does code that runs at apply need an approval in the project of this identity? Read on the
@@ -344,6 +345,7 @@ _TOP_KEYS = (
     "replan_on_base_change",
     "destroy_rules",
     "gate_code_at_apply",
+    "max_projects",
 )
 
 
@@ -379,4 +381,14 @@ def parse_config(text: str | None, *, refused: str | None = None) -> RepoConfig:
         replan_on_base_change=_typed(m, "replan_on_base_change", "replan_on_base_change", bool, "true or false", True),
         destroy_rules=_destroy_rules(m.get("destroy_rules")),
         gate_code_at_apply=_typed(m, "gate_code_at_apply", "gate_code_at_apply", bool, "true or false", True),
+        max_projects=_max_projects(m),
     )
+
+
+def _max_projects(m: Mapping[str, object]) -> int | None:
+    if "max_projects" not in m:
+        return None
+    value = _typed(m, "max_projects", "max_projects", int, "a number of projects", 1)
+    if value < 1:
+        raise ConfigError("max_projects", f"expected 1 or more, got {value}")
+    return value
