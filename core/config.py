@@ -12,11 +12,9 @@ import posixpath
 import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import Any, TypeVar
+from typing import TypeVar
 
-import yaml
-
-from core.config_yaml import BoundedLoader, YamlLimit, load
+from core.config_yaml import YamlError, load
 from core.cron import is_valid_schedule
 from core.quoted import SHOWN, describe, shown
 from core.render.mask import PatternError, compile_pattern
@@ -110,43 +108,11 @@ class RepoConfig:
         return self.gate_code_at_apply
 
 
-class _UniqueKeyLoader(BoundedLoader):
-    """The bounded SafeLoader, refusing duplicate keys instead of keeping the last one."""
-
-
-def _construct_mapping(loader: yaml.SafeLoader, node: yaml.MappingNode) -> dict[Any, Any]:
-    seen: set[Any] = set()
-    for key_node, _ in node.value:
-        if key_node.tag == "tag:yaml.org,2002:merge":  # `<<: *anchor`, resolved by construct_mapping
-            continue
-        key = loader.construct_object(key_node)
-        if isinstance(key, str) and key in seen:
-            raise ConfigError("(file)", f"line {key_node.start_mark.line + 1}: duplicate key {shown(key)}")
-        if isinstance(key, str):
-            seen.add(key)
-    return loader.construct_mapping(node)
-
-
-_UniqueKeyLoader.add_constructor(yaml.resolver.BaseResolver.DEFAULT_MAPPING_TAG, _construct_mapping)
-
-
 def _load(text: str) -> object:
     try:
-        return load(text, _UniqueKeyLoader)  # a SafeLoader subclass: no arbitrary objects
-    except ConfigError:
-        raise
-    except YamlLimit as exc:
+        return load(text)
+    except YamlError as exc:
         raise ConfigError("(file)", str(exc)) from None
-    except yaml.MarkedYAMLError as exc:
-        mark = exc.problem_mark or exc.context_mark
-        where = f"line {mark.line + 1}: " if mark else ""
-        raise ConfigError("(file)", f"{where}invalid YAML: {exc.problem or exc.context}") from None
-    except yaml.YAMLError as exc:
-        raise ConfigError("(file)", f"invalid YAML: {exc}") from None
-    except RecursionError:
-        raise ConfigError("(file)", "invalid YAML: nested too deeply") from None
-    except ValueError:  # int() of more digits than Python converts
-        raise ConfigError("(file)", "invalid YAML: a number too long to read") from None
 
 
 def _mapping(value: object, key: str, allowed: tuple[str, ...]) -> Mapping[str, object]:

@@ -1,4 +1,4 @@
-"""`.plangate.yml` text → plain data, bounded (pure): YAML that cannot blow up, and values quoted short.
+"""`.plangate.yml` text → plain data (pure): strict (no duplicate key, no arbitrary object) and bounded.
 
 A few hundred bytes of YAML can name a billion values through aliases (`&a [x, x]`, `&b [*a, *a]`…).
 PyYAML builds each aliased node once, so the loaded object is small, but anything that walks it
@@ -22,8 +22,8 @@ MAX_ALIASES = 1_000  # uses of `*anchor` in one file
 MAX_EXPANDED = 100_000  # nodes and scalar characters all alias uses stand for, counted as if copied out
 
 
-class YamlLimit(ValueError):
-    """The text is past one of the bounds; str() says which, for a ConfigError."""
+class YamlError(ValueError):
+    """The text is not YAML plangate reads (malformed, a duplicate key, past a bound); str() says why."""
 
 
 class BoundedLoader(yaml.SafeLoader):
@@ -41,14 +41,14 @@ class BoundedLoader(yaml.SafeLoader):
             event = self._peek()
             line = event.start_mark.line + 1 if event.start_mark else 0
             if event.anchor in self._open:
-                raise YamlLimit(f"line {line}: alias *{shown(event.anchor)[1:-1]} is inside its own anchor")
+                raise YamlError(f"line {line}: alias *{shown(event.anchor)[1:-1]} is inside its own anchor")
             node = super().compose_node(parent, index)
             self.aliases += 1
             self.expanded += self._size(node) if node is not None else 0
             if self.aliases > MAX_ALIASES:
-                raise YamlLimit(f"line {line}: more than {MAX_ALIASES:,} aliases (*anchor)")
+                raise YamlError(f"line {line}: more than {MAX_ALIASES:,} aliases (*anchor)")
             if self.expanded > MAX_EXPANDED:
-                raise YamlLimit(f"line {line}: aliases expand to more than {MAX_EXPANDED:,} values and characters")
+                raise YamlError(f"line {line}: aliases expand to more than {MAX_EXPANDED:,} values and characters")
             return node
         anchor = self._peek().anchor
         if anchor is None:
@@ -78,12 +78,49 @@ class BoundedLoader(yaml.SafeLoader):
         return size
 
 
-def load(text: str, loader: type[BoundedLoader] = BoundedLoader) -> Any:
-    """The YAML document in `text` as plain data; YamlLimit past a bound, yaml.YAMLError if malformed."""
+class _StrictLoader(BoundedLoader):
+    """The bounded SafeLoader, refusing duplicate keys instead of keeping the last one."""
+
+
+def _construct_mapping(loader: yaml.SafeLoader, node: yaml.MappingNode) -> dict[Any, Any]:
+    seen: set[Any] = set()
+    for key_node, _ in node.value:
+        if key_node.tag == "tag:yaml.org,2002:merge":  # `<<: *anchor`, resolved by construct_mapping
+            continue
+        key = loader.construct_object(key_node)
+        if isinstance(key, str) and key in seen:
+            raise YamlError(f"line {key_node.start_mark.line + 1}: duplicate key {shown(key)}")
+        if isinstance(key, str):
+            seen.add(key)
+    return loader.construct_mapping(node)
+
+
+_StrictLoader.add_constructor(yaml.resolver.BaseResolver.DEFAULT_MAPPING_TAG, _construct_mapping)
+
+
+def load(text: str) -> Any:
+    """The YAML document in `text` as plain data; YamlError naming the line where it can."""
     if len(text) > MAX_TEXT:
-        raise YamlLimit(f"the file is {len(text):,} characters; the limit is {MAX_TEXT:,}")
-    instance = loader(text)
+        raise YamlError(f"the file is {len(text):,} characters; the limit is {MAX_TEXT:,}")
     try:
-        return instance.get_single_data()
+        return _single(text)
+    except yaml.MarkedYAMLError as exc:
+        mark = exc.problem_mark or exc.context_mark
+        where = f"line {mark.line + 1}: " if mark else ""
+        raise YamlError(f"{where}invalid YAML: {exc.problem or exc.context}") from None
+    except yaml.YAMLError as exc:
+        raise YamlError(f"invalid YAML: {exc}") from None
+    except RecursionError:
+        raise YamlError("invalid YAML: nested too deeply") from None
+    except YamlError:
+        raise
+    except ValueError:  # int() of more digits than Python converts
+        raise YamlError("invalid YAML: a number too long to read") from None
+
+
+def _single(text: str) -> Any:
+    loader = _StrictLoader(text)  # a SafeLoader: no arbitrary objects (its reader checks the characters)
+    try:
+        return loader.get_single_data()
     finally:
-        instance.dispose()
+        loader.dispose()
