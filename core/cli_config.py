@@ -13,6 +13,8 @@ import json
 import re
 from typing import Any
 
+from core.quoted import shown
+
 # (key, value): a block or an object is a list of items; labels of a block are dropped.
 Item = tuple[str, Any]
 
@@ -27,7 +29,10 @@ _ESCAPES = {"n": "\n", "t": "\t", "r": "\r", '"': '"', "\\": "\\"}
 def provider_paths(text: str) -> tuple[tuple[str, str], ...]:
     """(what, path) for each directory the configuration installs providers from, as written:
     ("filesystem_mirror", path) and ("dev_overrides NS/NAME", path)."""
-    items = _from_json(text) if text.lstrip().startswith("{") else _Parser(text).body(end=None)
+    try:
+        items = _from_json(text) if text.lstrip().startswith("{") else _Parser(text).body(end=None)
+    except RecursionError:
+        raise ValueError("nested too deeply") from None
     found: list[tuple[str, str]] = []
     for installation in _values(items, "provider_installation"):
         for mirror in _values(installation, "filesystem_mirror"):
@@ -47,7 +52,7 @@ def _values(items: Any, key: str) -> list[Any]:
 
 def _items(value: Any) -> list[Item]:
     if not isinstance(value, list) or not all(isinstance(item, tuple) for item in value):
-        raise ValueError(f"expected a block, found {value!r}")
+        raise ValueError(f"expected a block, found {shown(value)}")
     return value
 
 
@@ -108,11 +113,11 @@ class _Parser:
             if kind == "punct":
                 if key == ",":
                     continue
-                raise ValueError(f"unexpected {key!r}")
+                raise ValueError(f"unexpected {shown(key)}")
             name = _unquote(key) if kind == "string" else key
             while self.peek() not in ("=", "{"):  # block labels
                 if self.next()[0] != "string":
-                    raise ValueError(f"unexpected token after {name!r}")
+                    raise ValueError(f"unexpected token after {shown(name)}")
             items.append((name, self.value() if self.next()[1] == "=" else self.body("}")))
         if end is not None:
             self.next()
@@ -134,7 +139,7 @@ class _Parser:
                     self.next()
             self.next()
             return values
-        raise ValueError(f"unexpected {token!r}")
+        raise ValueError(f"unexpected {shown(token)}")
 
 
 def _unquote(token: str) -> str:

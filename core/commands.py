@@ -5,7 +5,10 @@ text that starts with `/`: quoted lines, fenced or indented code, and commands i
 a sentence are never commands. An exact, case-sensitive command word is required so that a
 look-alike (`/approve‐destroy` with U+2010, a zero-width character, `/Approve-Destroy`) can
 never approve a destroy; such near misses come back as `NearMiss` so the bot can say
-"did you mean". Unrelated slash words (other bots' `/approve`, `/lgtm`, `/shrug`) give None.
+"did you mean". So do commands behind invisible characters (a zero-width or non-breaking space
+pasted before the slash) or written with a look-alike slash (`／`, `∕`, `⁄`): they look like a
+command to whoever wrote them, and would otherwise get no answer at all. Unrelated slash words
+(other bots' `/approve`, `/lgtm`, `/shrug`) give None.
 """
 
 from __future__ import annotations
@@ -25,6 +28,10 @@ SHA_PREFIX = re.compile(r"[0-9a-f]{7,40}")
 NEAR_MISS_CUTOFF = 0.8
 _MAX_WORD = 64  # longer first words are not worth a fuzzy comparison
 _LINE_BREAK = re.compile(r"\r\n|\r|\n")
+# Slashes NFKC leaves alone (it maps the fullwidth ／ itself): division, fraction, big solidus, box drawing.
+_SLASHES = frozenset("\u2215\u2044\u29f8\u2571")
+# Invisible characters that are neither format (Cf) nor space (Zs) characters: Hangul fillers, braille blank.
+_BLANKS = frozenset("\u115f\u1160\u3164\uffa0\u2800")
 
 
 @dataclass(frozen=True)
@@ -99,14 +106,45 @@ def _near_miss(words: list[str]) -> NearMiss | None:
     return None
 
 
+def _invisible(ch: str) -> bool:
+    return unicodedata.category(ch) in ("Cf", "Cc", "Zs", "Zl", "Zp") or ch in _BLANKS
+
+
+def _disguised(line: str) -> NearMiss | None:
+    """A command behind invisible characters or written with a look-alike slash: a near miss (never the
+    command), the reason naming the character that is in the way."""
+    text = line.lstrip(" \t")
+    lead = ""
+    while text and _invisible(text[0]):
+        lead, text = lead + text[0], text[1:]
+    if not text:
+        return None
+    slash = unicodedata.normalize("NFKC", text[0])
+    if slash != "/" and text[0] not in _SLASHES:
+        return None
+    if lead:
+        reason = f"an invisible character ({_name(lead[0])}) comes before the slash"
+    else:
+        reason = f"{_name(text[0])} is not the slash `/`"
+    words = ("/" + text[1:]).split()
+    if words[0][1:] in COMMANDS:
+        return NearMiss(line.strip(), words[0][1:], reason)
+    near = _near_miss(words)
+    return None if near is None else NearMiss(line.strip(), near.suggestion, f"{reason}; {near.reason}")
+
+
+def _name(ch: str) -> str:
+    return f"U+{ord(ch):04X} {unicodedata.name(ch, '')}".strip()
+
+
 def parse_command(body: str) -> Command | NearMiss | None:
     """The command on the first non-empty line of `body`, a near miss, or None."""
     line = first_line(body)
     if line is None or _indent_columns(line) >= 4:  # 4+ columns: an indented code block
         return None
+    if not line.lstrip(" \t").startswith("/"):
+        return _disguised(line)
     words = line.split()
-    if not words[0].startswith("/"):
-        return None
     name = words[0][1:]
     if name not in COMMANDS:
         return _near_miss(words)

@@ -12,12 +12,13 @@ import posixpath
 import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import Any, TypeVar
+from typing import TypeVar
 
-import yaml
-
+from core.config_yaml import YamlError, load
 from core.cron import is_valid_schedule
+from core.quoted import SHOWN, describe, shown
 from core.render.mask import PatternError, compile_pattern
+from core.render.text import clip
 
 # Atlantis' default, plus the lock file (a provider upgrade changes the plan). Relative to the project dir.
 DEFAULT_WHEN_MODIFIED = ("**/*.tf*", "**/.terraform.lock.hcl")
@@ -34,9 +35,11 @@ T = TypeVar("T")
 
 
 class ConfigError(ValueError):
-    """One problem with one key; str() is the sentence shown in the plan comment."""
+    """One problem with one key; str() is the sentence shown in the plan comment (bounded, whatever
+    the file held: it also goes to logs and status descriptions)."""
 
     def __init__(self, key: str, problem: str) -> None:
+        key, problem = clip(key, 200), clip(problem, 1_000)
         super().__init__(f"`.plangate.yml`: {key}: {problem}")
         self.key = key
         self.problem = problem
@@ -93,6 +96,7 @@ class RepoConfig:
     replan_on_base_change: bool = True  # re-plan open PRs on the merge when the apply branch moves
     destroy_rules: tuple[DestroyRule, ...] = ()
     gate_code_at_apply: bool = True  # code that runs at apply (provisioners…) needs an approval
+    max_projects: int | None = None  # lowers the server's PLANGATE_MAX_PROJECTS (core/project_limit.py)
 
     def gates_code(self, name: str, workspace: str, dir: str) -> bool:
         """Does code that runs at apply need an approval in the project of this identity? Read on the
@@ -104,50 +108,20 @@ class RepoConfig:
         return self.gate_code_at_apply
 
 
-class _UniqueKeyLoader(yaml.SafeLoader):
-    """SafeLoader that refuses duplicate keys instead of keeping the last one."""
-
-
-def _construct_mapping(loader: yaml.SafeLoader, node: yaml.MappingNode) -> dict[Any, Any]:
-    seen: set[Any] = set()
-    for key_node, _ in node.value:
-        if key_node.tag == "tag:yaml.org,2002:merge":  # `<<: *anchor`, resolved by construct_mapping
-            continue
-        key = loader.construct_object(key_node)
-        if isinstance(key, str) and key in seen:
-            raise ConfigError("(file)", f"line {key_node.start_mark.line + 1}: duplicate key {key!r}")
-        if isinstance(key, str):
-            seen.add(key)
-    return loader.construct_mapping(node)
-
-
-_UniqueKeyLoader.add_constructor(yaml.resolver.BaseResolver.DEFAULT_MAPPING_TAG, _construct_mapping)
-
-
 def _load(text: str) -> object:
     try:
-        return yaml.load(text, Loader=_UniqueKeyLoader)  # a SafeLoader subclass: no arbitrary objects
-    except yaml.MarkedYAMLError as exc:
-        mark = exc.problem_mark or exc.context_mark
-        where = f"line {mark.line + 1}: " if mark else ""
-        raise ConfigError("(file)", f"{where}invalid YAML: {exc.problem or exc.context}") from None
-    except yaml.YAMLError as exc:
-        raise ConfigError("(file)", f"invalid YAML: {exc}") from None
-    except RecursionError:
-        raise ConfigError("(file)", "invalid YAML: nested too deeply") from None
-
-
-def _describe(value: object) -> str:
-    kind = {bool: "boolean", int: "number", float: "number", str: "string", list: "list", dict: "mapping"}
-    return f"{kind.get(type(value), type(value).__name__)} {value!r}"[:80]
+        return load(text)
+    except YamlError as exc:
+        raise ConfigError("(file)", str(exc)) from None
 
 
 def _mapping(value: object, key: str, allowed: tuple[str, ...]) -> Mapping[str, object]:
     if not isinstance(value, dict):
-        raise ConfigError(key or "(file)", f"expected a mapping, got {_describe(value)}")
+        raise ConfigError(key or "(file)", f"expected a mapping, got {describe(value)}")
     for k in value:
         if k not in allowed:
-            where = f"{key}.{k}" if key else str(k)
+            name = clip(k, SHOWN) if isinstance(k, str) else shown(k)
+            where = f"{key}.{name}" if key else name
             raise ConfigError(where, f"unknown key (expected one of: {', '.join(allowed)})")
     return {k: v for k, v in value.items() if v is not None}
 
@@ -156,17 +130,17 @@ def _typed(m: Mapping[str, object], key: str, path: str, kind: type[T], label: s
     value = m.get(key, default)
     # bool is an int subclass: `version: true` must not pass as 1.
     if not isinstance(value, kind) or (kind is not bool and isinstance(value, bool)):
-        raise ConfigError(path, f"expected {label}, got {_describe(value)}")
+        raise ConfigError(path, f"expected {label}, got {describe(value)}")
     return value
 
 
 def _str_list(m: Mapping[str, object], key: str, path: str, check: Callable[[str, str], None]) -> tuple[str, ...]:
     value = m.get(key, [])
     if not isinstance(value, list):
-        raise ConfigError(path, f"expected a list of strings, got {_describe(value)}")
+        raise ConfigError(path, f"expected a list of strings, got {describe(value)}")
     for i, item in enumerate(value):
         if not isinstance(item, str):
-            raise ConfigError(f"{path}[{i}]", f"expected a string, got {_describe(item)}")
+            raise ConfigError(f"{path}[{i}]", f"expected a string, got {describe(item)}")
         check(item, f"{path}[{i}]")
     return tuple(value)
 
@@ -174,21 +148,22 @@ def _str_list(m: Mapping[str, object], key: str, path: str, check: Callable[[str
 def _matching(pattern: re.Pattern[str], what: str) -> Callable[[str, str], None]:
     def check(value: str, path: str) -> None:
         if not pattern.fullmatch(value):
-            raise ConfigError(path, f"{value!r} is not a valid {what}")
+            raise ConfigError(path, f"{shown(value)} is not a valid {what}")
 
     return check
 
 
 def _glob(value: str, path: str) -> None:
     if not value or value.startswith("/") or "\\" in value:
-        raise ConfigError(path, f"{value!r}: expected a non-empty glob relative to the project dir")
+        raise ConfigError(path, f"{shown(value)}: expected a non-empty glob relative to the project dir")
 
 
 def _regex(value: str, path: str) -> None:
     try:
         compile_pattern(value)
     except PatternError as exc:
-        raise ConfigError(path, f"invalid regular expression {value!r} (RE2 syntax): {exc}") from None
+        why = clip(str(exc), 200)
+        raise ConfigError(path, f"invalid regular expression {shown(value)} (RE2 syntax): {why}") from None
 
 
 def _drift(m: Mapping[str, object], path: str) -> str | None:
@@ -197,16 +172,16 @@ def _drift(m: Mapping[str, object], path: str) -> str | None:
     drift = _mapping(m["drift"], path, ("schedule",))
     schedule = _typed(drift, "schedule", f"{path}.schedule", str, "a cron expression string", "")
     if not is_valid_schedule(schedule):
-        raise ConfigError(f"{path}.schedule", f'invalid cron expression "{schedule}"')
+        raise ConfigError(f"{path}.schedule", f'invalid cron expression "{clip(schedule, SHOWN)}"')
     return schedule
 
 
 def _dir(value: str, path: str) -> str:
     if not value or value.startswith("/") or "\\" in value or "\0" in value:
-        raise ConfigError(path, f"{value!r}: expected a directory relative to the repository root")
+        raise ConfigError(path, f"{shown(value)}: expected a directory relative to the repository root")
     norm = posixpath.normpath(value)
     if norm == ".." or norm.startswith("../"):
-        raise ConfigError(path, f"{value!r} is outside the repository")
+        raise ConfigError(path, f"{shown(value)} is outside the repository")
     return norm
 
 
@@ -233,7 +208,7 @@ def _project(value: object, path: str) -> ProjectConfig:
     _matching(NAME, "workspace name (letters, digits, . _ - only)")(workspace, f"{path}.workspace")
     tool = m.get("tool")
     if tool is not None and tool not in TOOLS:
-        raise ConfigError(f"{path}.tool", f"expected one of {', '.join(TOOLS)}, got {_describe(tool)}")
+        raise ConfigError(f"{path}.tool", f"expected one of {', '.join(TOOLS)}, got {describe(tool)}")
     when = (
         _str_list(m, "when_modified", f"{path}.when_modified", _glob) if "when_modified" in m else DEFAULT_WHEN_MODIFIED
     )
@@ -257,14 +232,14 @@ def _projects(value: object) -> tuple[ProjectConfig, ...] | None:
     if value is None:
         return None
     if not isinstance(value, list):
-        raise ConfigError("projects", f"expected a list of projects, got {_describe(value)}")
+        raise ConfigError("projects", f"expected a list of projects, got {describe(value)}")
     if not value:
         raise ConfigError("projects", "empty list (remove the key to discover projects automatically)")
     projects = tuple(_project(item, f"projects[{i}]") for i, item in enumerate(value))
     seen: dict[str, int] = {}
     for i, p in enumerate(projects):
         if p.name in seen:
-            raise ConfigError(f"projects[{i}].name", f"{p.name!r} is already used by projects[{seen[p.name]}]")
+            raise ConfigError(f"projects[{i}].name", f"{shown(p.name)} is already used by projects[{seen[p.name]}]")
         seen[p.name] = i
     return projects
 
@@ -274,9 +249,7 @@ def _approvers(value: object) -> DestroyApprovers:
     m = _mapping(value, path, ("permission", "users", "teams", "allow_self_approval", "trusted_bots"))
     permission = m.get("permission", "write")
     if permission not in PERMISSIONS:
-        raise ConfigError(
-            f"{path}.permission", f"expected one of {', '.join(PERMISSIONS)}, got {_describe(permission)}"
-        )
+        raise ConfigError(f"{path}.permission", f"expected one of {', '.join(PERMISSIONS)}, got {describe(permission)}")
     return DestroyApprovers(
         permission=str(permission),
         users=_str_list(m, "users", f"{path}.users", _matching(LOGIN, "GitHub login")),
@@ -293,7 +266,7 @@ _RULE_KEYS = ("match", "approvals", "approvers", "never")
 
 def _address_glob(value: str, path: str) -> None:
     if not value.strip() or value != value.strip() or value == "type:":
-        raise ConfigError(path, f"{value!r}: expected an address glob or type:RESOURCE_TYPE")
+        raise ConfigError(path, f"{shown(value)}: expected an address glob or type:RESOURCE_TYPE")
 
 
 def _destroy_rule(value: object, path: str) -> DestroyRule:
@@ -323,7 +296,7 @@ def _destroy_rules(value: object) -> tuple[DestroyRule, ...]:
     if value is None:
         return ()
     if not isinstance(value, list):
-        raise ConfigError("destroy_rules", f"expected a list of rules, got {_describe(value)}")
+        raise ConfigError("destroy_rules", f"expected a list of rules, got {describe(value)}")
     return tuple(_destroy_rule(item, f"destroy_rules[{i}]") for i, item in enumerate(value))
 
 
@@ -338,6 +311,7 @@ _TOP_KEYS = (
     "replan_on_base_change",
     "destroy_rules",
     "gate_code_at_apply",
+    "max_projects",
 )
 
 
@@ -358,10 +332,10 @@ def parse_config(text: str | None, *, refused: str | None = None) -> RepoConfig:
         raise ConfigError("version", "required (the only version is 1)")
     version = m["version"]
     if version != 1 or isinstance(version, bool):
-        raise ConfigError("version", f"expected 1, got {_describe(version)}")
+        raise ConfigError("version", f"expected 1, got {describe(version)}")
     branch = _typed(m, "apply_branch", "apply_branch", str, "a branch name", "")
     if "apply_branch" in m and not _BRANCH.fullmatch(branch):
-        raise ConfigError("apply_branch", f"{branch!r} is not a valid branch name")
+        raise ConfigError("apply_branch", f"{shown(branch)} is not a valid branch name")
     return RepoConfig(
         version=1,
         projects=_projects(m.get("projects")),
@@ -373,4 +347,14 @@ def parse_config(text: str | None, *, refused: str | None = None) -> RepoConfig:
         replan_on_base_change=_typed(m, "replan_on_base_change", "replan_on_base_change", bool, "true or false", True),
         destroy_rules=_destroy_rules(m.get("destroy_rules")),
         gate_code_at_apply=_typed(m, "gate_code_at_apply", "gate_code_at_apply", bool, "true or false", True),
+        max_projects=_max_projects(m),
     )
+
+
+def _max_projects(m: Mapping[str, object]) -> int | None:
+    if "max_projects" not in m:
+        return None
+    value = _typed(m, "max_projects", "max_projects", int, "a number of projects", 1)
+    if value < 1:
+        raise ConfigError("max_projects", f"expected 1 or more, got {value}")
+    return value

@@ -16,6 +16,7 @@ from core.plan_code import CodeRun as CodeRun
 from core.plan_code import code_runs
 from core.plan_json import PlanError as PlanError
 from core.plan_json import any_marked, digest, load_document, masked, sensitive_of
+from core.plan_lean import LeanChange, LeanEntry, LeanPlan, read_lean
 
 # Action classes a resource change is sorted into. "unknown" fails closed: it counts as a destroy.
 ACTION_CLASSES = ("create", "update", "delete", "replace", "read", "no-op", "forget", "unknown")
@@ -38,6 +39,8 @@ KNOWN_ACTIONS: dict[tuple[str, ...], str] = {
 
 # Major `format_version`s this parser understands; a new major may change meanings, so it is refused.
 KNOWN_MAJOR_VERSIONS = frozenset({"0", "1"})
+
+Document = LeanPlan | dict[str, Any]  # the plan read lean, or whole
 
 # A state's `show -json` also has `format_version`; only a plan has one of these.
 _PLAN_KEYS = frozenset({"resource_changes", "planned_values", "resource_drift", "output_changes", "errored"})
@@ -146,14 +149,16 @@ def summary_line(plan: Plan) -> str:
 
 
 def parse_plan(data: bytes | str) -> Plan:
-    """Read `terraform show -json` / `tofu show -json` output; raise PlanError when it cannot be trusted."""
-    doc = load_document(data)
+    """Read `terraform show -json` / `tofu show -json` output; raise PlanError when it cannot be trusted.
+    Read lean (core/plan_lean.py) when it can be, else as one whole document: the same Plan either way."""
+    lean = read_lean(data)
+    doc = lean if lean is not None else load_document(data)
     version = doc.get("format_version", doc.get("plan_format_version"))
     if not isinstance(version, str) or not version:
         raise PlanError("no format_version: this is not `terraform show -json` output")
     if version.split(".", 1)[0] not in KNOWN_MAJOR_VERSIONS:
         raise PlanError(f"unsupported plan format_version {version!r}: this plangate reads 0.x and 1.x")
-    if not _PLAN_KEYS & doc.keys():
+    if not any(key in doc for key in _PLAN_KEYS):
         raise PlanError("this JSON has no planned changes: is it a state file instead of a saved plan?")
     entries = _list(doc, "resource_changes")
     changes = tuple(_change(e, f"resource_changes[{i}]") for i, e in enumerate(entries))
@@ -171,12 +176,12 @@ def parse_plan(data: bytes | str) -> Plan:
         complete=_flag(doc, "complete"),
         unknown_actions=tuple(unknown),
         code_runs=code_runs(
-            doc.get("configuration"), [(c, e["change"]) for c, e in zip(changes, entries, strict=True)]
+            doc.get("configuration"), [(c, e.get("change")) for c, e in zip(changes, entries, strict=True)]
         ),
     )
 
 
-def _list(doc: dict[str, Any], key: str) -> list[Any]:
+def _list(doc: Document, key: str) -> list[Any]:
     value = doc.get(key)
     if value is None:
         return []
@@ -185,23 +190,23 @@ def _list(doc: dict[str, Any], key: str) -> list[Any]:
     return value
 
 
-def _flag(doc: dict[str, Any], key: str) -> bool | None:
+def _flag(doc: Document, key: str) -> bool | None:
     value = doc.get(key)
     if value is not None and not isinstance(value, bool):
         raise PlanError(f"{key} must be true or false, not {value!r}")
     return value
 
 
-def _optional_str(entry: dict[str, Any], key: str, where: str) -> str | None:
+def _optional_str(entry: dict[str, Any] | LeanEntry, key: str, where: str) -> str | None:
     value = entry.get(key)
     if value is not None and not isinstance(value, str):
         raise PlanError(f"{where}.{key} must be a string")
     return value
 
 
-def _change_object(change: Any, where: str) -> tuple[dict[str, Any], tuple[str, ...]]:
+def _change_object(change: Any, where: str) -> tuple[dict[str, Any] | LeanChange, tuple[str, ...]]:
     """A change object and its actions, which must be a list of strings (values are classified later)."""
-    if not isinstance(change, dict):
+    if not isinstance(change, dict | LeanChange):
         raise PlanError(f"{where} must be an object with actions")
     actions = change.get("actions")
     if not isinstance(actions, list) or not all(isinstance(a, str) for a in actions):
@@ -210,12 +215,13 @@ def _change_object(change: Any, where: str) -> tuple[dict[str, Any], tuple[str, 
 
 
 def _change(entry: Any, where: str) -> ResourceChange:
-    if not isinstance(entry, dict):
+    if not isinstance(entry, dict | LeanEntry):
         raise PlanError(f"{where} must be an object")
     address = entry.get("address")
     if not isinstance(address, str) or not address:
         raise PlanError(f"{where}.address must be a non-empty string")
     change, actions = _change_object(entry.get("change"), f"{where}.change")
+    values = _values(change)
     mode = entry.get("mode")
     rtype = entry.get("type")
     return ResourceChange(
@@ -228,10 +234,25 @@ def _change(entry: Any, where: str) -> ResourceChange:
         deposed=_optional_str(entry, "deposed", where) or None,
         previous_address=_optional_str(entry, "previous_address", where),
         importing=change.get("importing") is not None,
-        replace_paths=tuple(_path_text(p) for p in change.get("replace_paths") or () if isinstance(p, list)),
-        sensitive_values=sensitive_of(change),
-        object_digest=object_digest(entry.get("provider_name"), rtype, change),
+        replace_paths=_replace_paths(change.get("replace_paths"), where),
+        sensitive_values=sensitive_of(values),
+        object_digest=object_digest(entry.get("provider_name"), rtype, values),
     )
+
+
+def _replace_paths(paths: Any, where: str) -> tuple[str, ...]:
+    if paths is not None and not isinstance(paths, list):
+        raise PlanError(f"{where}.change.replace_paths must be a list")
+    return tuple(_path_text(p) for p in paths or () if isinstance(p, list))
+
+
+def _values(change: dict[str, Any] | LeanChange) -> dict[str, Any]:
+    """What a change is classified by, each value decoded once; `after` only when something in it is
+    sensitive (its masked values are its one use here: the code runs read it on their own)."""
+    values = {key: change.get(key) for key in ("before", "before_sensitive", "after_sensitive", "before_identity")}
+    if any_marked(values["after_sensitive"]):
+        values["after"] = change.get("after")
+    return values
 
 
 def object_digest(provider: Any, rtype: Any, change: dict[str, Any]) -> str:

@@ -14,11 +14,11 @@ listed again as code (what the block runs is in the change under review).
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
 
-from core.plan_json import PlanError, digest, masked
+from core.plan_json import PlanError, Values, digest, masked
 
 
 @dataclass(frozen=True)
@@ -54,7 +54,7 @@ _INSTANCE_KEY = re.compile(r'\[(?:"(?:[^"\\]|\\.)*"|[^\]"]*)\]')
 _PHASES = {"create": "at create", "replace": "at replace", "delete": "at destroy", "forget": "at create"}
 
 
-def code_runs(configuration: Any, changes: Sequence[tuple[Change, Mapping[str, Any]]]) -> tuple[CodeRun, ...]:
+def code_runs(configuration: Any, changes: Sequence[tuple[Change, Values]]) -> tuple[CodeRun, ...]:
     """One CodeRun per change whose apply runs code; `changes` pairs each change with its raw `change`
     object. No `configuration` at all (terraform always writes one; hand-made JSON may not): nothing is
     known of provisioners, so none is claimed. A malformed one raises PlanError: never "no code"."""
@@ -69,7 +69,7 @@ def code_runs(configuration: Any, changes: Sequence[tuple[Change, Mapping[str, A
     return tuple(runs)
 
 
-def _run(change: Change, raw: Mapping[str, Any], resources: dict[str, dict[str, Any]]) -> CodeRun | None:
+def _run(change: Change, raw: Values, resources: dict[str, dict[str, Any]]) -> CodeRun | None:
     resource = resources.get(config_address(change.address))
     if change.mode == "data":
         if change.type != "external" or "read" not in change.actions:

@@ -7,13 +7,19 @@ from __future__ import annotations
 import codecs
 import hashlib
 import json
-from typing import Any
+from typing import Any, Protocol
 
 import orjson
 
 # Stands for every value a plan marks sensitive before it is digested. Digests appear in PR comments:
 # with the value itself inside, anyone could test guesses of a secret against them.
 SENSITIVE = "(sensitive value hidden by plangate)"
+
+
+class Values(Protocol):
+    """What is read of a raw `change` object: a dict, or core.plan_lean's LeanChange (decoded on `get`)."""
+
+    def get(self, key: str, default: Any = None, /) -> Any: ...
 
 
 class PlanError(ValueError):
@@ -56,21 +62,27 @@ _LONG_NUMBER = b"1" * 19
 
 
 def _load(text: str) -> dict[str, Any]:
-    """orjson reads a large plan ~3× faster; the standard library reads, or explains, what orjson
-    refuses (lone surrogates, deep nesting, any error) and every document with a number it would
-    round (an integer beyond 64 bits), so each value is read exactly as before."""
+    """The document's one JSON object (see `value_of` for how it is read)."""
     if not text.strip():
         raise PlanError("plan is empty: expected `terraform show -json` output")
-    if _LONG_NUMBER in text.encode("utf-8", "surrogatepass").translate(_DIGITS):
-        doc = _load_stdlib(text)
-    else:
-        try:
-            doc = orjson.loads(text)
-        except orjson.JSONDecodeError:
-            doc = _load_stdlib(text)
+    doc = value_of(text)
     if not isinstance(doc, dict):
         raise PlanError(f"plan must be a JSON object, not {type(doc).__name__}")
     return doc
+
+
+def value_of(data: str | memoryview) -> Any:
+    """One JSON value, a whole document or a slice of one (valid UTF-8): orjson reads a large plan ~3×
+    faster; the standard library reads, or explains, what orjson refuses (lone surrogates, deep nesting,
+    any error) and every value with a number it would round (an integer beyond 64 bits), so each value
+    is read exactly as before, whether it is read alone or with its document."""
+    encoded = data.encode("utf-8", "surrogatepass") if isinstance(data, str) else data.tobytes()
+    if _LONG_NUMBER in encoded.translate(_DIGITS):
+        return _load_stdlib(data if isinstance(data, str) else encoded.decode("utf-8"))
+    try:
+        return orjson.loads(data)
+    except orjson.JSONDecodeError:
+        return _load_stdlib(data if isinstance(data, str) else encoded.decode("utf-8"))
 
 
 def _load_stdlib(text: str) -> Any:
@@ -110,7 +122,7 @@ def masked(value: Any, marks: Any) -> Any:
     return value
 
 
-def sensitive_of(change: dict[str, Any]) -> tuple[str, ...]:
+def sensitive_of(change: Values) -> tuple[str, ...]:
     """Every plain value either side of a change marks sensitive, to be masked wherever it is shown."""
     found: dict[str, None] = {}
     for side in ("before", "after"):

@@ -15,6 +15,7 @@ from cryptography.hazmat.primitives.asymmetric.rsa import RSAPrivateKey
 from cryptography.hazmat.primitives.serialization import load_pem_private_key
 
 from core.cron import validate_schedule
+from core.project_limit import DEFAULT_MAX_PROJECTS
 from core.render.mask import PatternError, compile_pattern
 from core.sandbox_paths import MODES, SETTING, Grant, SandboxPaths, parse_grants
 from core.status_settings import CLOSED, StatusAuth
@@ -70,6 +71,7 @@ class Settings:
     log_level: str = "info"  # one of LOG_LEVELS
     github_retry_seconds: float = 120.0  # one GitHub request's retries on 5xx and dropped connections
     outage_window: float = 3600.0  # how long a job keeps coming back through an outage before it gives up
+    max_projects: int = DEFAULT_MAX_PROJECTS  # projects one change may plan or apply (core/project_limit.py)
 
     def __repr__(self) -> str:
         return f"Settings(app_id={self.app_id}, api_url={self.api_url!r}, workdir={str(self.workdir)!r})"
@@ -280,6 +282,7 @@ def load(
         log_level=_choice(env, "PLANGATE_LOG_LEVEL", LOG_LEVELS, "info"),
         github_retry_seconds=_positive(env, "PLANGATE_GITHUB_RETRY_SECONDS", 120.0),
         outage_window=_positive(env, "PLANGATE_OUTAGE_WINDOW", 3600.0),
+        max_projects=_count(env, "PLANGATE_MAX_PROJECTS", DEFAULT_MAX_PROJECTS),
     )
 
 
@@ -288,6 +291,15 @@ def _tf_cgroup(env: Mapping[str, str]) -> str:
     if value not in ("auto", "off") and not value.startswith("/"):
         raise SettingsError("PLANGATE_TF_CGROUP", f"must be auto, off or an absolute path, got {value!r}")
     return value
+
+
+def _count(env: Mapping[str, str], name: str, default: int) -> int:
+    raw = (env.get(name) or "").strip()
+    if not raw:
+        return default
+    if not (raw.isascii() and raw.isdigit()) or int(raw) < 1:
+        raise SettingsError(name, f"must be a whole number of 1 or more, got {raw!r}")
+    return int(raw)
 
 
 def _choice(env: Mapping[str, str], name: str, choices: tuple[str, ...], default: str) -> str:

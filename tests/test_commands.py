@@ -55,9 +55,18 @@ TABLE: list[tuple[str, Command | NearMiss | str | None]] = [
     ("/approve\u2013destroy", "near:approve-destroy"),  # en dash
     ("/approve-destroy\u200b", "near:approve-destroy"),  # zero-width space
     ("/approve\u200d-destroy", "near:approve-destroy"),  # zero-width joiner
-    ("\u200b/approve-destroy", None),  # invisible first character: not a slash command
-    ("\ufeff/approve-destroy", None),
-    ("\uff0fapprove-destroy", None),  # fullwidth solidus
+    ("\u200b/approve-destroy", "near:approve-destroy"),  # invisible first character: asked, never done
+    ("\ufeff/approve-destroy", "near:approve-destroy"),
+    ("\u00a0/approve-destroy", "near:approve-destroy"),  # a non-breaking space is not indentation
+    ("\u3000/plan", "near:plan"),
+    ("\u3164/help", "near:help"),  # Hangul filler: a letter, and invisible
+    ("\uff0fapprove-destroy", "near:approve-destroy"),  # fullwidth solidus
+    ("\u2215approve-destroy", "near:approve-destroy"),  # division slash
+    ("\u2044approve-destroy dns", "near:approve-destroy"),  # fraction slash
+    ("\u200b/aprove-destroy", "near:approve-destroy"),
+    ("\u200b/approve", None),  # another bot's command, hidden or not: silent
+    ("\u200bhello", None),
+    ("\u2215", None),
     ("/\uff41pprove-destroy", "near:approve-destroy"),  # fullwidth a
     ("/аpprove-destroy", "near:approve-destroy"),  # Cyrillic а
     # near misses
@@ -134,8 +143,12 @@ def _is_exact_approval(body: str) -> bool:
     lines = [ln for ln in re.split(r"\r\n|\r|\n", body) if ln.strip()]
     if not lines:
         return False
-    parts = lines[0].strip().split()
-    return parts[0] == "/approve-destroy" and all(_VALID.fullmatch(p) for p in parts[1:])
+    parts = lines[0].lstrip(" \t").split()  # only spaces and tabs indent; the command word is exact
+    return (
+        lines[0].lstrip(" \t").startswith("/")
+        and parts[0] == "/approve-destroy"
+        and all(_VALID.fullmatch(p) for p in parts[1:])
+    )
 
 
 _pieces = st.sampled_from(
@@ -225,3 +238,24 @@ def test_approve_destroy_can_name_the_commit_it_approves() -> None:
     assert parse_command("/plan abc1234") == Command("plan", ("abc1234",))
     two = parse_command("/approve-destroy abc1234 def5678")
     assert isinstance(two, NearMiss) and "one commit" in two.reason
+
+
+# Invisible characters: format (Cf), space (Zs) and line separators, controls but tab, and blank letters.
+_INVISIBLE = st.characters(categories=["Cf", "Zs", "Zl", "Zp", "Cc"], exclude_characters=" \t\n\r")
+_LOOKALIKE_SLASHES = st.sampled_from(["\uff0f", "\u2215", "\u2044", "\u29f8", "\u2571"])
+
+
+@given(st.text(_INVISIBLE, min_size=1, max_size=3), st.sampled_from(COMMANDS), st.sampled_from(["", " dns", "\nok"]))
+def test_a_command_behind_invisible_characters_is_a_near_miss_never_the_command(
+    hidden: str, name: str, rest: str
+) -> None:
+    got = parse_command(f"{hidden}/{name}{rest}")
+    assert isinstance(got, NearMiss), repr(got)
+    assert got.suggestion == name and "invisible character" in got.reason and "U+" in got.reason
+
+
+@given(_LOOKALIKE_SLASHES, st.sampled_from(COMMANDS), st.sampled_from(["", " dns", "\r\nok"]))
+def test_a_command_with_a_look_alike_slash_is_a_near_miss_never_the_command(slash: str, name: str, rest: str) -> None:
+    got = parse_command(f"{slash}{name}{rest}")
+    assert isinstance(got, NearMiss), repr(got)
+    assert got.suggestion == name and "is not the slash" in got.reason

@@ -173,6 +173,19 @@ def test_near_miss_suggests_the_command() -> None:
     assert weird.count("\n") == 1 + 1 and "did you mean /approve-destroy?" in weird
 
 
+def test_a_hidden_or_look_alike_slash_is_answered_naming_the_character() -> None:
+    hidden = parse_command("\u200b/approve-destroy")
+    fullwidth = parse_command("\uff0fapprove-destroy")
+    assert isinstance(hidden, NearMiss) and isinstance(fullwidth, NearMiss)
+    assert lines_after_marker(render_near_miss(hidden)) == [
+        "`\u200b/approve-destroy` is not a plangate command (an invisible character (U+200B ZERO WIDTH SPACE) "
+        "comes before the slash): did you mean /approve-destroy?"
+    ]
+    assert "(U+FF0F FULLWIDTH SOLIDUS is not the slash `/`): did you mean /approve-destroy?" in render_near_miss(
+        fullwidth
+    )
+
+
 def test_planning_reply() -> None:
     assert lines_after_marker(render_planning(SHA)) == ["/plan: planning every affected project at abc1234"]
     assert lines_after_marker(render_planning(SHA, ["dns", "web"])) == ["/plan: planning `dns`, `web` at abc1234"]

@@ -46,6 +46,7 @@ def test_defaults() -> None:
     assert loaded.log_level == "info" and settings.load({"PLANGATE_LOG_LEVEL": "warning"}).log_level == "warning"
     assert loaded.tf_cgroup == "auto" and settings.load({"PLANGATE_TF_CGROUP": " off "}).tf_cgroup == "off"
     assert settings.load({"PLANGATE_TF_CGROUP": "/sys/fs/cgroup/plangate"}).tf_cgroup == "/sys/fs/cgroup/plangate"
+    assert loaded.max_projects == 500 and settings.load({"PLANGATE_MAX_PROJECTS": " 40 "}).max_projects == 40
     ghes = settings.load({"GITHUB_API_URL": "https://ghe.example.com/api/v3/"})
     assert ghes.api_url == "https://ghe.example.com/api/v3"
 
@@ -65,6 +66,9 @@ BAD = [
     ({"PLANGATE_DRIFT_SCHEDULE": "61 * * * *"}, "PLANGATE_DRIFT_SCHEDULE"),
     ({"PLANGATE_STATUS_PUBLIC": "maybe"}, "PLANGATE_STATUS_PUBLIC"),
     ({"PLANGATE_LOG_LEVEL": "verbose"}, "PLANGATE_LOG_LEVEL"),
+    ({"PLANGATE_MAX_PROJECTS": "0"}, "PLANGATE_MAX_PROJECTS"),
+    ({"PLANGATE_MAX_PROJECTS": "2.5"}, "PLANGATE_MAX_PROJECTS"),
+    ({"PLANGATE_MAX_PROJECTS": "\u00b2"}, "PLANGATE_MAX_PROJECTS"),
     ({"PLANGATE_STATUS_TOKEN": "too-short"}, "PLANGATE_STATUS_TOKEN"),
     ({"PLANGATE_STATUS_TOKEN": "has a space in the middle"}, "PLANGATE_STATUS_TOKEN"),
     ({"PLANGATE_STATUS_TOKEN_PATH": "/nonexistent/token"}, "PLANGATE_STATUS_TOKEN_PATH"),

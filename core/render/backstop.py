@@ -3,7 +3,8 @@
 Whatever a plan prints (a provider may echo its environment, an output may `file()` anything it can
 read), no comment, issue or status description may carry the App key, the webhook secret, the
 Redis password or an installation token. This runs after the renderers' own masking, on the JSON
-body of every request (see workers.adapters.github.auth), so no code path can forget it. Pure.
+body of every request (see workers.adapters.github.auth), so no code path can forget it; for the same
+reason it is where control characters and bidi overrides are dropped (core.render.controls). Pure.
 """
 
 from __future__ import annotations
@@ -11,6 +12,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any
 
+from core.render.controls import printable
 from core.render.mask import Masker
 
 # Any PEM block (a truncated one too: from its header to the end of its base64 lines), and GitHub's
@@ -31,7 +33,7 @@ class Backstop:
         for secret in secrets:
             if not secret:
                 continue
-            pieces.add(secret)
+            pieces.update((secret, printable(secret)))  # bodies lose their control characters first
             pieces.update(line.strip() for line in secret.splitlines() if len(line.strip()) >= _MIN_LINE)
         self._masker = Masker(sorted(pieces), PATTERNS)
 
@@ -39,9 +41,9 @@ class Backstop:
         return self._masker(text)
 
     def body(self, data: Any) -> Any:
-        """A JSON request body with every string value masked (keys are plangate's own)."""
+        """A JSON request body with every string value printable and masked (keys are plangate's own)."""
         if isinstance(data, str):
-            return self(data)
+            return self(printable(data))
         if isinstance(data, dict):
             return {k: self.body(v) for k, v in data.items()}
         if isinstance(data, list):

@@ -11,6 +11,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 
 from core.gated import Gates
+from core.project_limit import TooMany
 from core.render.destroys import Notes, code_section, destroy_section, drift_lines, voided_note
 from core.render.marker import marker, parse_marker
 from core.render.mask import MASK, Masker, mask
@@ -255,6 +256,16 @@ def render_config_error(key: str, problem: str) -> str:
         f"{marker('config-error', key=clip(key, 200))}\n"
         f"> [!CAUTION]\n> **`.plangate.yml` is invalid**: {code(clip(key, 200))}: {one_line(problem, 2_000)}\n"
         ">\n> Nothing was planned or applied. Fix the file and push again.\n"
+    )
+
+
+def render_too_many_projects(too_many: TooMany) -> str:
+    """A change past the project limit: the count, the limit and what set it; nothing planned or applied."""
+    return (
+        f"{marker('too-many-projects', count=too_many.count, limit=too_many.limit)}\n"
+        f"> [!CAUTION]\n> **Too many projects**: this change affects {too_many.count:,} Terraform projects; "
+        f"plangate plans at most {too_many.limit:,} for one change ({too_many.by}).\n"
+        ">\n> Nothing was planned or applied. Split the change, or raise the limit.\n"
     )
 
 

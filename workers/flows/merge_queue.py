@@ -24,6 +24,7 @@ from core.config import ConfigError, RepoConfig
 from core.contract import DESTROY_CONTEXT, PLAN_CONTEXT, GroupRequest
 from core.destroy_rules import rule_coverage
 from core.gated import Gated
+from core.project_limit import over_limit
 from core.projects import Project
 from core.render.plan import render_plan_comments
 from core.render.replies import approval_status
@@ -66,10 +67,15 @@ async def dispatch(ctx: WorkerContext, req: GroupRequest) -> list[Project] | Non
         changed = await _changed(gh, req.repo, base, req.head_sha)
         try:
             found = await discover_at(ctx.checkouts, req, "merge-group", req.head_sha, token, changed)
+            policy = await base_config(gh, req.repo, req.default_branch)
         except ConfigError as exc:
             await _failed(gh, req, f"invalid .plangate.yml: {exc.key}")
             return None
         projects = await to_plan(ctx.checkouts, req, token, found, changed, scope="merge-group", base=base)
+        too_many = over_limit(len(projects), ctx.settings.max_projects, policy)
+        if too_many is not None:  # the group would reach the apply branch unplanned: it does not pass
+            await _failed(gh, req, too_many.status)
+            return None
         if not projects:
             await vcs.set_status(gh, req.repo, req.head_sha, PLAN_CONTEXT, "success", "no Terraform project affected")
             await vcs.set_status(gh, req.repo, req.head_sha, DESTROY_CONTEXT, "success", "no destroys")

@@ -26,11 +26,9 @@ from gidgethub.abc import GitHubAPI
 from core import keys
 from core.config import ConfigError, RepoConfig
 from core.contract import DESTROY_CONTEXT, PLAN_CONTEXT, PlanRequest
+from core.project_limit import over_limit
 from core.projects import Project, ProjectSelection
-from core.render.plan import (
-    render_config_error,
-    render_fork_refused,
-)
+from core.render.plan import render_config_error, render_fork_refused, render_too_many_projects
 from core.render.status import pending_status
 from core.results import ProjectResult
 from workers.adapters.github import vcs
@@ -97,6 +95,10 @@ async def dispatch(ctx: WorkerContext, req: PlanRequest) -> Dispatch | None:
             await _config_failed(ctx, gh, req, exc)
             return None
         projects = await to_plan(ctx.checkouts, req, token, found, changed, scope=f"pr-{req.pr}", base=req.base_sha)
+        too_many = over_limit(len(projects), ctx.settings.max_projects, policy)
+        if too_many is not None:
+            await _refused(ctx, gh, req, render_too_many_projects(too_many), too_many.status, too_many.status)
+            return None
         if not projects:
             await vcs.set_status(gh, req.repo, req.sha, PLAN_CONTEXT, "success", "no Terraform project affected")
             gate = at_commit(ctx.records, req.repo_id, req.sha, req.pr, ("success", "no destroys"))
@@ -203,17 +205,22 @@ async def _refuse_fork(ctx: WorkerContext, gh: GitHubAPI, req: PlanRequest) -> N
 
 
 async def _config_failed(ctx: WorkerContext, gh: GitHubAPI, req: PlanRequest, exc: ConfigError) -> None:
-    login = await bot_login(ctx)
     body = render_config_error(exc.key, exc.problem)
-    bodies = [body]
+    await _refused(ctx, gh, req, body, f"invalid .plangate.yml: {exc.key}", "invalid .plangate.yml")
+
+
+async def _refused(ctx: WorkerContext, gh: GitHubAPI, req: PlanRequest, body: str, plan: str, gate: str) -> None:
+    """Nothing of the PR is planned: its plan comment says why (`body`), `plangate/plan` fails with the
+    description `plan`, and `plangate/destroy` (as the commit's other PRs allow) with "not planned: `gate`"."""
+    login = await bot_login(ctx)
     url = (
         await vcs.upsert_comments(
-            gh, ctx.records, repo=req.repo, repo_id=req.repo_id, number=req.pr, login=login, kind="plan", bodies=bodies
+            gh, ctx.records, repo=req.repo, repo_id=req.repo_id, number=req.pr, login=login, kind="plan", bodies=[body]
         )
     ).url
-    await vcs.set_status(gh, req.repo, req.sha, PLAN_CONTEXT, "failure", f"invalid .plangate.yml: {exc.key}", url)
-    gate = at_commit(ctx.records, req.repo_id, req.sha, req.pr, ("failure", "not planned: invalid .plangate.yml"))
-    await vcs.set_status(gh, req.repo, req.sha, DESTROY_CONTEXT, *gate, url)
+    await vcs.set_status(gh, req.repo, req.sha, PLAN_CONTEXT, "failure", plan, url)
+    verdict = at_commit(ctx.records, req.repo_id, req.sha, req.pr, ("failure", f"not planned: {gate}"))
+    await vcs.set_status(gh, req.repo, req.sha, DESTROY_CONTEXT, *verdict, url)
 
 
 def _remember_selection(

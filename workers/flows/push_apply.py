@@ -18,10 +18,11 @@ from gidgethub.abc import GitHubAPI
 from core import keys
 from core.config import ConfigError, RepoConfig
 from core.contract import APPLY_CONTEXT, PushRequest, Where
+from core.project_limit import over_limit
 from core.projects import Project
 from core.render.apply import apply_pending, apply_status, render_apply_died
 from core.render.lost import KILLED, render_apply_lost, why_text
-from core.render.plan import render_config_error
+from core.render.plan import render_config_error, render_too_many_projects
 from workers.adapters.github import vcs
 from workers.adapters.github.auth import installation_client
 from workers.adapters.github.repo_config import base_config
@@ -80,6 +81,13 @@ async def dispatch(ctx: WorkerContext, req: PushRequest) -> Dispatch | None:
         projects = await to_plan(ctx.checkouts, req, token, found, changed, scope="push", base=base)
         if not projects:
             await vcs.set_status(gh, req.repo, req.after, APPLY_CONTEXT, "success", "no Terraform project affected")
+            return None
+        too_many = over_limit(len(projects), ctx.settings.max_projects, policy)
+        if too_many is not None:  # refused whole: nothing of the push is applied
+            await vcs.set_status(gh, req.repo, req.after, APPLY_CONTEXT, "failure", too_many.status)
+            if pr is not None:
+                body = render_too_many_projects(too_many)
+                await vcs.post_comment(gh, ctx.records, repo=req.repo, repo_id=req.repo_id, number=pr.number, body=body)
             return None
         await vcs.set_status(gh, req.repo, req.after, APPLY_CONTEXT, *apply_pending(len(projects)))
         replans = await _stale(ctx, gh, req, projects, pr) if policy.replan_on_base_change else []

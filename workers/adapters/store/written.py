@@ -18,6 +18,7 @@ from dataclasses import asdict, dataclass
 from typing import Any
 
 from core import keys
+from core.render.controls import printable
 from workers.adapters.store.records import Records
 
 TTL = keys.GATE_TTL
@@ -83,7 +84,9 @@ def remember(
 
 def intend(records: Records, repo_id: int, comment_id: int, number: int, body: str) -> None:
     """Record an edit plangate is about to make, before it makes it: a check that reads the comment
-    meanwhile then puts back the text being written, never the one it replaces."""
+    meanwhile then puts back the text being written, never the one it replaces. The text as GitHub will
+    keep it: the client drops control characters from every body (core.render.backstop)."""
+    body = printable(body)
     written = Written(number=number, digest=body_digest(body), at="", body=body)
     records.set(keys.written(repo_id, comment_id), _encode(written), ex=TTL)
 

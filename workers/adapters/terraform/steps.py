@@ -96,7 +96,9 @@ class Terraform:
     memory_limit_bytes: int | None = 4096 * 1024 * 1024
     grace: float = 10.0
     max_output: int = DEFAULT_MAX_OUTPUT
-    max_json: int = 512 * 1024 * 1024  # show -json must be read whole, or not at all
+    # show -json must be read whole, or not at all: past this the plan is refused (its comment says so).
+    # Reading and parsing one takes ~2× its size in the worker (docs/limits.md): ~1.1 GiB at the cap.
+    max_json: int = 512 * 1024 * 1024
     init_lock: Path | None = None  # held by an init that writes the plugin cache (unsafe for concurrent inits)
     plugin_cache: Path | None = None
     sandbox: Sandbox = field(default_factory=Sandbox)
