@@ -47,7 +47,7 @@ def _kill_every_try(stack: Stack, job: str, tries: int) -> float:
     """SIGKILL the work horse running `job` on each of its `tries`; when the last one died."""
     killed: list[int] = []
     for attempt in range(1, tries + 1):
-        horse = stack.wait_for(f"try {attempt} of {job}", lambda: horse_of(job, besides=killed), timeout=60)
+        horse = stack.wait_for(f"try {attempt} of {job}", lambda: horse_of(job, besides=killed), timeout=180)
         os.kill(horse, signal.SIGKILL)
         killed.append(horse)
     return time.monotonic()
@@ -57,7 +57,9 @@ def test_a_dispatch_killed_on_every_try_ends_with_an_error_and_one_comment(tmp_p
     state = applied_state(tmp_path)
     with running_stack(tmp_path, redis_url) as stack:
         repo = infra_repo(stack, state)
-        stack.gh.faults.hang("GET", r"/repos/acme/infra/pulls/\d+/files", seconds=300, times=1 + PLAN_RETRIES)
+        # every try of the dispatch hangs on GitHub until its horse is killed (a request that times out
+        # and is tried again hangs again)
+        stack.gh.faults.hang("GET", r"/repos/acme/infra/pulls/\d+/files", seconds=300, times=100)
         pr = stack.gh.open_pr(repo, "drop", "alice", "Drop", {"infra/main.tf": main_tf(state, {"keep": "a"})})
         last_death = _kill_every_try(stack, "workers.jobs.plan_pr", 1 + PLAN_RETRIES)
         said = status(stack, repo, pr.head_sha, "plangate/plan", "failure", "Plan lost")
@@ -67,6 +69,7 @@ def test_a_dispatch_killed_on_every_try_ends_with_an_error_and_one_comment(tmp_p
         (comment,) = stack.wait_for("the lost-plan comment", lambda: _plan_comments(stack, repo, pr.number) or None)
         assert "could not finish the plan" in comment and "/plan" in comment
 
+        stack.gh.faults.clear()
         stack.gh.comment(repo, pr.number, "alice", "/plan")  # the way back the comment names
         assert "1 to destroy" in status(stack, repo, pr.head_sha, "plangate/destroy", "failure", "1 to destroy")
         (comment,) = _plan_comments(stack, repo, pr.number)
@@ -88,8 +91,10 @@ def test_a_publish_waits_out_an_outage_and_reports_what_happened(
         stack.gh.faults.outage()  # twenty times one request's retry budget, a third of the window
         time.sleep(20)
         stack.gh.faults.back()
+        back = time.monotonic()
         assert "1 to destroy" in status(stack, repo, pr.head_sha, "plangate/destroy", "failure", "1 to destroy")
         assert status(stack, repo, pr.head_sha, "plangate/plan", "success")
+        print(f"\npublished {time.monotonic() - back:.1f} s after GitHub came back")
         assert len(_plan_comments(stack, repo, pr.number)) == 1
         assert int(redis_conn.hget("plangate:metrics:jobs", "outage") or 0) >= 1
 
@@ -180,7 +185,9 @@ def test_an_apply_reports_its_outcome_after_an_outage_that_began_as_it_ended(tmp
         stack.gh.faults.outage()
         time.sleep(20)
         stack.gh.faults.back()
+        back = time.monotonic()
         assert "applied 1 project" in status(stack, repo, merged, "plangate/apply", "success")
+        print(f"\napply reported {time.monotonic() - back:.1f} s after GitHub came back")
         results = [b for b in bot_bodies(stack, repo, pr.number) if "plangate:apply-result" in b]
         assert len(results) == 1 and "Apply complete!" in results[0]
         assert (tmp_path / "marks" / "applies").read_text().count("apply") == 1
@@ -278,3 +285,35 @@ def test_a_worker_lost_with_its_machine_is_found_and_its_plan_run_by_another(tmp
         assert "1 to destroy" in status(stack, repo, pr.head_sha, "plangate/destroy", "failure", "1 to destroy")
         print(f"\nthe plan of a lost worker was published {time.monotonic() - lost:.1f} s after the loss")
         assert len(_plan_comments(stack, repo, pr.number)) == 1
+
+
+def test_a_merge_whose_apply_was_lost_is_applied_by_plan_on_its_pr(tmp_path: Path, redis_url: str) -> None:
+    state = applied_state(tmp_path)
+    with running_stack(tmp_path, redis_url) as stack:
+        repo = infra_repo(stack, state)
+        pr = stack.gh.open_pr(
+            repo, "add", "alice", "Add", {"infra/main.tf": main_tf(state, {"keep": "a", "doomed": "b", "new": "c"})}
+        )
+        planned(stack, repo, pr.head_sha)
+        stack.gh.faults.hang("GET", r"/repos/acme/infra/compare/.*", seconds=300, times=100)
+        merged = stack.gh.merge_pr(pr, method="merge")
+        os.kill(stack.wait_for("the apply's dispatch", lambda: horse_of("workers.jobs.apply_push")), signal.SIGKILL)
+        assert "Apply lost before it started" in status(stack, repo, merged, "plangate/apply", "failure")
+        lost = stack.wait_for(
+            "the comment", lambda: [b for b in bot_bodies(stack, repo, pr.number) if "plangate:apply-lost" in b] or None
+        )
+        assert len(lost) == 1 and "Nothing was applied" in lost[0]
+        assert "terraform_data.new" not in state_addresses(state)
+
+        stack.gh.faults.clear()
+        stack.gh.comment(repo, pr.number, "alice", "/plan")
+        assert "applied 1 project" in status(stack, repo, merged, "plangate/apply", "success")
+        assert "terraform_data.new" in state_addresses(state)
+
+        later = stack.gh.push(repo, "main", {"README.md": "moved on\n"}, "alice")
+        status(stack, repo, later, "plangate/apply", "success")
+        stack.gh.comment(repo, pr.number, "alice", "/plan")  # main moved on: this merge is not applied again
+        said = stack.wait_for(
+            "the refusal", lambda: [b for b in bot_bodies(stack, repo, pr.number) if "has moved on to" in b] or None
+        )
+        assert f"main has moved on to {later[:7]}" in said[0]

@@ -30,7 +30,7 @@ P = ParamSpec("P")
 R = TypeVar("R")
 OUTAGE_SINCE = "plangate_outage_since"  # job.meta: when an outage first stopped this job
 OUTAGE_TRIES = "plangate_outage_tries"
-LONGEST_PAUSE = 600.0  # seconds between two comebacks, at most
+LONGEST_PAUSE = 300.0  # seconds between two comebacks, at most: GitHub back, reports within ~5 min
 
 
 def reschedulable(func: Callable[P, R]) -> Callable[P, R]:
