@@ -51,8 +51,8 @@ def is_sentinel(url: str) -> bool:
 
 
 def with_passwords(url: str, password: str | None, sentinel_password: str | None) -> str:
-    """`url` holding the passwords given apart from it (REDIS_PASSWORD, REDIS_SENTINEL_PASSWORD), checked
-    to be one redis-py reads back to the same values. The host part is kept as written: urlsplit's
+    """`url` holding the passwords given apart from it (REDIS_PASSWORD, REDIS_SENTINEL_PASSWORD), quoted,
+    and checked to be a URL the clients can read. The host part is kept as written: urlsplit's
     `hostname` drops an IPv6 address's brackets, and redis-py cannot read `redis://:pw@::1:6379`."""
     if sentinel_password is not None and not is_sentinel(url):
         raise BadURL("REDIS_SENTINEL_PASSWORD", f"needs a {SENTINEL_SCHEME}:// REDIS_URL")
