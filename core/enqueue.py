@@ -186,6 +186,8 @@ async def write_all(client: redis.Redis, writes: list[JobWrite], *, on: AsyncCon
 async def _round_trip(on: AsyncConnection, commands: list[tuple[Any, ...]]) -> list[Any]:
     """Send every command, then read every answer (an error answer is returned, not raised)."""
     try:
+        if not on.is_connected:  # a send would connect too, but past a Sentinel connection's master lookup
+            await on.connect()  # type: ignore[no-untyped-call]
         packed = b"".join(map(hiredis.pack_command, commands))  # 2.5× faster than redis-py's packer
         await on.send_packed_command([packed])
         answers: list[Any] = []

@@ -9,11 +9,12 @@ import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from urllib.parse import quote, unquote, urlparse
+from urllib.parse import urlparse
 
 from cryptography.hazmat.primitives.asymmetric.rsa import RSAPrivateKey
 from cryptography.hazmat.primitives.serialization import load_pem_private_key
 
+from core import redis_url as urls
 from core.cron import validate_schedule
 from core.project_limit import DEFAULT_MAX_PROJECTS
 from core.render.mask import PatternError, compile_pattern
@@ -29,6 +30,7 @@ FILE_SECRETS = (
     "GITHUB_WEBHOOK_SECRET",
     "GITHUB_CLIENT_SECRET",
     "REDIS_PASSWORD",
+    "REDIS_SENTINEL_PASSWORD",
     "PLANGATE_STATUS_TOKEN",
 )
 # Read once at start-up, then removed from the process environment (see `forget_secrets`): no child
@@ -78,14 +80,14 @@ class Settings:
 
     @property
     def redis_password(self) -> str | None:
-        password = urlparse(self.redis_url).password
-        return unquote(password) if password else None
+        return urls.password(self.redis_url)
 
     @property
     def secrets(self) -> tuple[str, ...]:
         """Every secret this process holds, for the backstop mask of what it posts."""
         auth = self.status_auth
-        found = (self.private_key, self.webhook_secret, self.redis_password, auth.token, auth.client_secret)
+        redis = (self.redis_password, urls.sentinel_password(self.redis_url))
+        found = (self.private_key, self.webhook_secret, *redis, auth.token, auth.client_secret)
         return tuple(s for s in found if s)
 
 
@@ -125,18 +127,15 @@ def _read_secret(env: Mapping[str, str], name: str) -> str | None:
 
 
 def _redis_url(env: Mapping[str, str]) -> str:
-    """REDIS_URL, with REDIS_PASSWORD(_PATH) put into it when given separately."""
-    url = _url(env, "REDIS_URL", DEFAULT_REDIS_URL, ("redis", "rediss", "unix"))
-    password = _read_secret(env, "REDIS_PASSWORD")
-    if password is None:
-        return url
-    parsed = urlparse(url)
-    if parsed.scheme == "unix":
-        joiner = "&" if parsed.query else "?"
-        return f"{url}{joiner}password={quote(password, safe='')}"
-    netloc = f"{parsed.username or ''}:{quote(password, safe='')}@{parsed.hostname}"
-    netloc += f":{parsed.port}" if parsed.port else ""
-    return parsed._replace(netloc=netloc).geturl()
+    """REDIS_URL, with REDIS_PASSWORD(_PATH) and REDIS_SENTINEL_PASSWORD(_PATH) put into it when given
+    separately (mounted secret files), in a form redis-py reads back."""
+    url = _url(env, "REDIS_URL", DEFAULT_REDIS_URL, urls.SCHEMES)
+    try:
+        return urls.with_passwords(
+            url, _read_secret(env, "REDIS_PASSWORD"), _read_secret(env, "REDIS_SENTINEL_PASSWORD")
+        )
+    except urls.BadURL as exc:
+        raise SettingsError(exc.setting, exc.problem) from None
 
 
 def _names(env: Mapping[str, str], name: str) -> tuple[str, ...]:
@@ -253,7 +252,7 @@ def load(
         )
     sandbox, grants = _sandbox(env)
     redis_url = _redis_url(env)
-    if need_redis_password and not urlparse(redis_url).password and not redis_url.startswith("unix:"):
+    if need_redis_password and not urls.password(redis_url) and not redis_url.startswith("unix:"):
         raise SettingsError(
             "REDIS_URL",
             "has no password: terraform shares the worker's network and must not reach an open Redis "

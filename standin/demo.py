@@ -11,6 +11,7 @@ import json
 import os
 import re
 import shutil
+import signal
 import subprocess
 import sys
 import tempfile
@@ -138,8 +139,37 @@ def _redis() -> Iterator[str]:
         yield url
 
 
+class Stopped(BaseException):
+    """SIGTERM or SIGHUP, raised where the demo is so that it unwinds as from Ctrl-C (and, like it, past
+    any `except Exception`): every `with` below stops what it started (web, worker, Redis, the
+    stand-in). Python's default for both signals is to die at once, leaving them all running."""
+
+    def __init__(self, signum: int) -> None:
+        super().__init__(signal.Signals(signum).name)
+        self.signum = signum
+
+
+def _stop_on(*signums: signal.Signals) -> None:
+    def stop(signum: int, frame: object) -> None:
+        for each in signums:  # a second signal must not cut the cleanup short
+            signal.signal(each, signal.SIG_IGN)
+        raise Stopped(signum)
+
+    for signum in signums:
+        signal.signal(signum, stop)
+
+
 def run(args: argparse.Namespace) -> int:
     """`plangate demo [--no-serve] [--workdir DIR] [--port P]` (arguments defined in plangate.py)."""
+    _stop_on(signal.SIGTERM, signal.SIGHUP)
+    try:
+        return _run(args)
+    except Stopped as stopped:
+        say(f"\nstopped by {stopped} before the end")
+        return 128 + stopped.signum
+
+
+def _run(args: argparse.Namespace) -> int:
     if shutil.which("tofu") is None and shutil.which("terraform") is None:
         print("plangate demo: neither tofu nor terraform is on PATH", file=sys.stderr)
         return 2
@@ -157,10 +187,10 @@ def run(args: argparse.Namespace) -> int:
         say(f"\nState file: {state}")
         if not args.no_serve:
             stack.gh.sign_in_browser("bob")  # opening the page signs you in through the stand-in as @bob
-            say(f"\nStatus page: {stack.web_url}/  (you sign in with the stand-in's GitHub as @bob; Ctrl-C to stop)")
-            try:
+            try:  # from the line on: a signal right after it still finds the demo serving
+                say(f"\nStatus page: {stack.web_url}/  (you sign in with the stand-in's GitHub as @bob; Ctrl-C stops)")
                 while True:
                     time.sleep(3600)
-            except KeyboardInterrupt:
+            except (KeyboardInterrupt, Stopped):
                 say("\nstopping")
     return 0

@@ -27,9 +27,10 @@ def free_port() -> int:
 
 class PrivateRedis:
     """A redis-server on a fixed loopback port and password that can be stopped and started again,
-    empty each time (no persistence): a Redis restart that lost its data, for the outage tests."""
+    empty each time (no persistence): a Redis restart that lost its data, for the outage tests.
+    `options`: more redis-server options (an append-only file, for the benchmarks of its cost)."""
 
-    def __init__(self) -> None:
+    def __init__(self, *options: str) -> None:
         server = shutil.which("redis-server")
         if server is None:
             raise RuntimeError("redis-server is not installed (Debian: apt-get install -y redis-server)")
@@ -39,11 +40,12 @@ class PrivateRedis:
         self.url = f"redis://:{self.password}@127.0.0.1:{self.port}/0"
         self._dir = tempfile.mkdtemp(prefix="plangate-redis-")
         self._proc: subprocess.Popen[bytes] | None = None
+        self._options = options
 
     def start(self) -> None:
         args = ["-", "--port", str(self.port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no"]
         proc = subprocess.Popen(
-            [self._server, *args, "--dir", self._dir], stdin=subprocess.PIPE, stdout=subprocess.DEVNULL
+            [self._server, *args, "--dir", self._dir, *self._options], stdin=subprocess.PIPE, stdout=subprocess.DEVNULL
         )
         assert proc.stdin is not None
         proc.stdin.write(f"requirepass {self.password}\n".encode())
@@ -72,9 +74,9 @@ class PrivateRedis:
 
 
 @contextmanager
-def private_redis() -> Iterator[str]:
+def private_redis(*options: str) -> Iterator[str]:
     """Yield the URL of a fresh redis-server that lives only as long as the block."""
-    server = PrivateRedis()
+    server = PrivateRedis(*options)
     try:
         server.start()
         yield server.url

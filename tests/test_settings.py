@@ -268,6 +268,7 @@ def test_every_file_a_secret_is_read_from_is_one_the_worker_keeps_out_of_the_san
         "GITHUB_APP_PRIVATE_KEY_PATH",
         "GITHUB_WEBHOOK_SECRET_PATH",
         "REDIS_PASSWORD_PATH",
+        "REDIS_SENTINEL_PASSWORD_PATH",
         "GITHUB_CLIENT_SECRET_PATH",
         "PLANGATE_STATUS_TOKEN_PATH",
         "PLANGATE_ENV_FILE",
@@ -277,7 +278,8 @@ def test_every_file_a_secret_is_read_from_is_one_the_worker_keeps_out_of_the_san
         path.write_text("0123456789abcdef0123456789abcdef\n")
     files["GITHUB_APP_PRIVATE_KEY_PATH"].write_text(rsa_pem())
     env = {name: str(path) for name, path in files.items()}
-    loaded = settings.load({**env, "GITHUB_APP_ID": "1", "GITHUB_CLIENT_ID": "Iv1.abc"})
+    sentinel = {"REDIS_URL": "redis+sentinel://sentinel-0/mymaster"}  # where a sentinel password belongs
+    loaded = settings.load({**env, **sentinel, "GITHUB_APP_ID": "1", "GITHUB_CLIENT_ID": "Iv1.abc"})
     assert dict(loaded.secret_files) == files
 
 

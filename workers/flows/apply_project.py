@@ -12,7 +12,7 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 
 from gidgethub.abc import GitHubAPI
 
@@ -27,7 +27,6 @@ from core.render.apply import (
     render_blocked,
     render_blocked_issue_title,
     render_not_applied,
-    render_superseded,
 )
 from core.runlog import record_run
 from workers.adapters.github import vcs
@@ -37,12 +36,11 @@ from workers.adapters.github.client import outage
 from workers.adapters.github.repo_config import base_config, policy_ref
 from workers.adapters.store import applies as apply_store
 from workers.adapters.store import apply_phases, audit
-from workers.adapters.store.applies import BlockedApply
 from workers.adapters.store.apply_phases import Phase
 from workers.adapters.terraform import pipeline
 from workers.adapters.terraform.steps import Terraform
 from workers.context import WorkerContext
-from workers.flows import push_apply
+from workers.flows import push_apply, superseded
 from workers.flows.apply_approvals import Standing, standing
 from workers.flows.push_apply import record_outcome
 
@@ -93,7 +91,7 @@ async def run(ctx: WorkerContext, req: PushRequest, project: Project, where: Whe
 
 async def _run(ctx: WorkerContext, req: PushRequest, project: Project, where: Where, run_id: str) -> str:
     async with installation_client(ctx.tokens, req.installation_id, ctx.settings.api_url) as gh:
-        if await _superseded(ctx, gh, req, project):
+        if await superseded.older_than_applied(ctx, gh, req, project):
             return "not-applied"
         # The merged code's init and plan run before the gate has looked at them: with the plan phase's
         # credentials and host paths. Only `terraform apply` of the checked plan gets the apply's.
@@ -175,35 +173,6 @@ async def _authors(ctx: WorkerContext, gh: GitHubAPI, req: PushRequest, where: W
     pull = await gh.getitem(f"/repos/{req.repo}/pulls/{where.number}")
     trusted = policy.destroy_approvers.trusted_bots
     return await of_pull(gh, ctx.records, repo=req.repo, repo_id=req.repo_id, pull=pull, trusted_bots=trusted)
-
-
-async def _superseded(ctx: WorkerContext, gh: GitHubAPI, req: PushRequest, project: Project) -> bool:
-    """An older push never applies over a newer one; a newer push closes the older blocked apply."""
-    blocked = apply_store.blocked_for_project(ctx.records, req.repo_id, project.identity)
-    if blocked is not None and blocked.push.after != req.after:
-        newer = await _is_newer(gh, req.repo, blocked.push.after, req.after)
-        if not newer:
-            return True
-        await _close_blocked(ctx, gh, req, blocked)
-    applied = apply_store.last_applied(ctx.records, req.repo_id, project.identity)
-    return applied is not None and applied != req.after and not await _is_newer(gh, req.repo, applied, req.after)
-
-
-async def _is_newer(gh: GitHubAPI, repo: str, old: str, new: str) -> bool:
-    """Is `new` a descendant of `old` (or a force-push replacing it)? `behind` means it is older."""
-    compare = await gh.getitem(f"/repos/{repo}/compare/{old}...{new}")
-    return bool(compare.get("status") != "behind")
-
-
-async def _close_blocked(ctx: WorkerContext, gh: GitHubAPI, req: PushRequest, blocked: BlockedApply) -> None:
-    name, old = blocked.project.name, blocked.push.after
-    body = render_superseded(project=name, old_sha=old, new_sha=req.after)
-    await vcs.post_comment(gh, ctx.records, repo=req.repo, repo_id=req.repo_id, number=blocked.number, body=body)
-    if not blocked.is_pr:
-        await gh.patch(f"/repos/{req.repo}/issues/{blocked.number}", data={"state": "closed"})
-    apply_store.clear_blocked(ctx.records, blocked)
-    record_outcome(ctx, replace(req, after=old), name, "not-applied")
-    audit.record(ctx.redis, "voided", repo=req.repo, project=name, sha=old, superseded_by=req.after)
 
 
 async def _block(

@@ -1,0 +1,47 @@
+"""An older push never applies over a newer one (pushes can be handled out of order: a retry, a job
+that waited its project's turn); a newer push closes the older push's blocked apply, on its PR or issue."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+from gidgethub.abc import GitHubAPI
+
+from core.contract import PushRequest
+from core.projects import Project
+from core.render.apply import render_superseded
+from workers.adapters.github import vcs
+from workers.adapters.store import applies as apply_store
+from workers.adapters.store import audit
+from workers.adapters.store.applies import BlockedApply
+from workers.context import WorkerContext
+from workers.flows.push_apply import record_outcome
+
+
+async def older_than_applied(ctx: WorkerContext, gh: GitHubAPI, req: PushRequest, project: Project) -> bool:
+    """An older push never applies over a newer one; a newer push closes the older blocked apply."""
+    blocked = apply_store.blocked_for_project(ctx.records, req.repo_id, project.identity)
+    if blocked is not None and blocked.push.after != req.after:
+        newer = await is_newer(gh, req.repo, blocked.push.after, req.after)
+        if not newer:
+            return True
+        await close_blocked(ctx, gh, req, blocked)
+    applied = apply_store.last_applied(ctx.records, req.repo_id, project.identity)
+    return applied is not None and applied != req.after and not await is_newer(gh, req.repo, applied, req.after)
+
+
+async def is_newer(gh: GitHubAPI, repo: str, old: str, new: str) -> bool:
+    """Is `new` a descendant of `old` (or a force-push replacing it)? `behind` means it is older."""
+    compare = await gh.getitem(f"/repos/{repo}/compare/{old}...{new}")
+    return bool(compare.get("status") != "behind")
+
+
+async def close_blocked(ctx: WorkerContext, gh: GitHubAPI, req: PushRequest, blocked: BlockedApply) -> None:
+    name, old = blocked.project.name, blocked.push.after
+    body = render_superseded(project=name, old_sha=old, new_sha=req.after)
+    await vcs.post_comment(gh, ctx.records, repo=req.repo, repo_id=req.repo_id, number=blocked.number, body=body)
+    if not blocked.is_pr:
+        await gh.patch(f"/repos/{req.repo}/issues/{blocked.number}", data={"state": "closed"})
+    apply_store.clear_blocked(ctx.records, blocked)
+    record_outcome(ctx, replace(req, after=old), name, "not-applied")
+    audit.record(ctx.redis, "voided", repo=req.repo, project=name, sha=old, superseded_by=req.after)
