@@ -21,7 +21,7 @@ import base64
 import binascii
 import json
 import zlib
-from collections.abc import Collection, Iterable, Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
@@ -277,32 +277,6 @@ def approval_from_marker(body: object, *, key: bytes, repo_id: int, number: int,
         return None
     seen = _seen_of(fields)
     return Approval(approver, sha, seen, plan) if seen else None
-
-
-def approvals_from_comments(
-    comments: Iterable[Mapping[str, Any]],
-    *,
-    bot_login: str,
-    key: bytes,
-    repo_id: int,
-    number: int,
-    sha: str,
-    altered: Collection[int] = (),
-) -> list[Approval]:
-    """Approvals for `sha` sealed in the bot's own comments, oldest first. A marker anyone else wrote
-    never verifies; `altered`: ids of the bot's comments someone else changed, never a source."""
-    found: list[Approval] = []
-    own = bot_login.casefold()
-    for comment in comments:
-        user = comment.get("user")
-        login = user.get("login") if isinstance(user, Mapping) else None
-        comment_id = comment.get("id")
-        if not isinstance(login, str) or login.casefold() != own or comment_id in altered:
-            continue
-        approval = approval_from_marker(comment.get("body"), key=key, repo_id=repo_id, number=number, sha=sha)
-        if approval is not None:
-            found.append(replace(approval, comment_id=comment_id if isinstance(comment_id, int) else None))
-    return found
 
 
 def to_json(approvals: Iterable[Approval]) -> str:

@@ -123,9 +123,28 @@ class CommandRequest(RepoTarget):
     issue_author: str = ""
     sha: str | None = None  # `/approve-destroy SHA`
     created_at: str | None = None  # when the comment was written (GitHub's clock): what its author could see
-    via: str = "comment"  # "comment", or "check_run": a button on a check run (no comment to react to)
+    # Where the command was written: "comment" (the PR's conversation), "review" (a review's body),
+    # "review_comment" (a line comment in a review thread), or "check_run" (a button: no comment)
+    via: str = "comment"
     event_id: str = ""  # the delivery of a button press: each press is its own command
     plan_digest: str = ""  # a button press: the digest of the plan its page showed (the action's identifier)
+    reviewed_sha: str = ""  # a review or review comment: the commit it was written on
+    thread: int = 0  # a review comment: the thread's first comment, which replies answer
+    source_url: str = ""  # a review: its page, which the answer (a conversation comment) links
+
+    @property
+    def in_review(self) -> bool:
+        return self.via in ("review", "review_comment")
+
+
+@dataclass(frozen=True)
+class ReviewDismissal(RepoTarget):
+    """A review dismissed (`pull_request_review` `dismissed`): an approval it carried stops counting."""
+
+    number: int
+    review_id: int
+    reviewer: str
+    by: str  # who dismissed it
 
 
 @dataclass(frozen=True)

@@ -23,6 +23,7 @@ SECONDARY_MAX_WAIT = 15 * 60.0
 
 _CREATES = (
     re.compile(r"/repos/[^/]+/[^/]+/issues/\d+/comments"),  # a new comment
+    re.compile(r"/repos/[^/]+/[^/]+/pulls/\d+/comments/\d+/replies"),  # a new reply in a review thread
     re.compile(r"/repos/[^/]+/[^/]+/issues"),  # a new issue
 )
 

@@ -13,13 +13,13 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from core.approval_markers import approvals_from_comments
 from core.approvals import (
     MAX_MARKER,
     Approval,
     Refusal,
     approval_for,
     approval_marker,
-    approvals_from_comments,
     context,
     from_json,
     timing_refusal,

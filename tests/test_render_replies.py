@@ -8,7 +8,8 @@ import re
 from hypothesis import given
 from hypothesis import strategies as st
 
-from core.approvals import Approval, Coverage, approval_for, approval_marker, approvals_from_comments, context
+from core.approval_markers import approvals_from_comments
+from core.approvals import Approval, Coverage, approval_for, approval_marker, context
 from core.commands import NearMiss, parse_command
 from core.config import DestroyApprovers, RepoConfig, parse_config
 from core.destroy_rules import rule_coverage

@@ -7,6 +7,7 @@ import hmac
 import json
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 import redis
@@ -74,6 +75,10 @@ def test_every_published_example_is_accepted(client: TestClient, redis_conn: red
     elif fixture in MERGE_GROUP_FIXTURES:
         assert status == 202, answer
         assert len(jobs[PLANS_QUEUE]) == 1 and jobs[PLANS_QUEUE][0].startswith("mq-")
+    elif fixture == "pull_request_review.dismissed.json":  # an approval it carried stops counting
+        assert status == 202, answer
+        dismissed = load(fixture)
+        assert jobs[COMMANDS_QUEUE] == [f"dismissal-{dismissed['repository']['id']}-{dismissed['review']['id']}"]
     elif fixture in INSTALLATION_FIXTURES:
         assert status == 202, answer
         assert jobs[PLANS_QUEUE] == ["drift-targets-refresh"]
@@ -127,6 +132,64 @@ def test_closed_pr_cancels_its_queued_plan(client: TestClient, redis_conn: redis
     status, answer = post(client, "pull_request", closed)
     assert (status, answer["outcome"]) == (200, "cancelled")
     assert queued(redis_conn)[PLANS_QUEUE] == []
+
+
+def _review_payload(body: str, user_type: str = "User", action: str = "submitted") -> dict[str, Any]:
+    payload = load("pull_request_review.submitted.json")
+    payload["action"] = action
+    payload["review"]["body"] = body
+    payload["review"]["user"]["type"] = user_type
+    return payload
+
+
+def _thread_payload(body: str, in_reply_to: int | None = None) -> dict[str, Any]:
+    payload = load("pull_request_review_comment.created.json")
+    payload["comment"]["body"] = body
+    if in_reply_to is not None:
+        payload["comment"]["in_reply_to_id"] = in_reply_to
+    return payload
+
+
+def test_a_command_in_a_review_is_read_like_a_comment(client: TestClient, redis_conn: redis.Redis) -> None:
+    payload = _review_payload("/approve-destroy dns\n\nLooks right to me.")
+    assert post(client, "pull_request_review", payload)[0] == 202
+    (job,) = Queue(COMMANDS_QUEUE, connection=redis_conn).jobs
+    request = job.kwargs["request"]
+    review = payload["review"]
+    assert (request.command, request.projects, request.via) == ("approve-destroy", ("dns",), "review")
+    assert (request.comment_id, request.created_at) == (review["id"], review["submitted_at"])
+    assert (request.reviewed_sha, request.source_url) == (review["commit_id"], review["html_url"])
+    assert request.number == payload["pull_request"]["number"] and request.is_pr
+
+
+def test_a_command_in_a_review_thread_is_answered_in_its_thread(client: TestClient, redis_conn: redis.Redis) -> None:
+    first = _thread_payload("/plan")
+    assert post(client, "pull_request_review_comment", first)[0] == 202
+    reply = _thread_payload("/approve-destroy", in_reply_to=first["comment"]["id"])
+    reply["comment"]["id"] += 1
+    assert post(client, "pull_request_review_comment", reply)[0] == 202
+    plan, approve = (job.kwargs["request"] for job in Queue(COMMANDS_QUEUE, connection=redis_conn).jobs)
+    assert (plan.command, plan.via, plan.thread) == ("plan", "review_comment", first["comment"]["id"])
+    assert (approve.command, approve.thread) == ("approve-destroy", first["comment"]["id"])
+    assert approve.reviewed_sha == reply["comment"]["commit_id"]
+
+
+@pytest.mark.parametrize(
+    ("event", "payload"),
+    [
+        ("pull_request_review", _review_payload("/approve-destroy", action="edited")),
+        ("pull_request_review", _review_payload("/approve-destroy", user_type="Bot")),
+        ("pull_request_review", _review_payload("> /approve-destroy")),
+        ("pull_request_review", _review_payload("")),
+        ("pull_request_review_comment", {**_thread_payload("/approve-destroy"), "action": "edited"}),
+        ("pull_request_review_comment", _thread_payload("please /approve-destroy")),
+    ],
+)
+def test_edited_quoted_or_bot_reviews_are_no_commands(
+    client: TestClient, redis_conn: redis.Redis, event: str, payload: dict[str, Any]
+) -> None:
+    assert post(client, event, payload)[0] == 200
+    assert queued(redis_conn) == {PLANS_QUEUE: [], COMMANDS_QUEUE: []}
 
 
 def _command_payload(body: str, user_type: str = "User") -> dict[str, object]:

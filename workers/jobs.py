@@ -19,6 +19,7 @@ from core.contract import (
     GroupRequest,
     PlanRequest,
     PushRequest,
+    ReviewDismissal,
     Where,
     job_id,
 )
@@ -31,7 +32,18 @@ from workers import fanout, plan_results, slots, watchdog
 from workers.adapters.store import apply_phases
 from workers.context import context
 from workers.flows import apply_project as apply_flow
-from workers.flows import carry, commands, drift, merge_queue, pr_plan, pr_publish, push_apply, recover, restore
+from workers.flows import (
+    carry,
+    commands,
+    dismissals,
+    drift,
+    merge_queue,
+    pr_plan,
+    pr_publish,
+    push_apply,
+    recover,
+    restore,
+)
 from workers.flows import last_word as last_word_flow
 from workers.rescheduling import reschedulable
 
@@ -311,3 +323,9 @@ def recover_lost_work() -> int:
             queue, "workers.jobs.plan_pr", job_id("plan", replan.repo_id, replan.pr, replan.sha, trigger), replan
         )
     return len(replans)
+
+
+@reschedulable
+def review_dismissed(request: ReviewDismissal) -> str:
+    """A dismissed review's approval stops counting (workers.flows.dismissals)."""
+    return asyncio.run(dismissals.on_dismissal(context(), request))

@@ -273,3 +273,20 @@ def approval_status(cov: Coverage) -> tuple[State, str]:
         return "success", describe(f"{_gated(keys)} approved by {who}")
     done = f" ({len(cov.approved_pairs):,} approved)" if cov.approved_pairs else ""
     return "failure", describe(f"{gated}{done} — comment /approve-destroy")
+
+
+def in_reply_to_review(reply: str, *, reviewer: str, url: str) -> str:
+    """A reply to a command in a review's body, posted in the conversation: it names the review it
+    answers, below its marker (which must open the comment)."""
+    marker_line, _, text = reply.partition("\n")
+    review = f"[review]({url})" if url.startswith("https://") or url.startswith("http://") else "review"
+    return f"{marker_line}\n> In reply to @{one_line(reviewer, 100)}'s {review}\n\n{text}"
+
+
+def render_dismissed(*, reviewer: str, by: str, count: int, marker: str) -> str:
+    """A dismissed review's approval no longer counts: who dismissed it, and that the gate is open again."""
+    what = f"{count} approval{'s' if count != 1 else ''}" if count else "its approval"
+    return (
+        f"{marker}\n@{one_line(by, 100)} dismissed @{one_line(reviewer, 100)}'s review: {what} of destroys "
+        "given in it no longer counts. `plangate/destroy` waits for an approval again.\n"
+    )

@@ -22,6 +22,7 @@ from core.drift_schedule import DriftTarget
 from core.projects import identity_label
 from core.render.replies import (
     approval_status,
+    in_reply_to_review,
     render_approved,
     render_help,
     render_near_miss,
@@ -55,18 +56,28 @@ async def handle(ctx: WorkerContext, req: CommandRequest) -> Outcome | None:
         await _react(gh, req, "eyes")
         outcome = await _decide(ctx, gh, req)
         if not (req.via == "check_run" and req.command == "plan" and outcome.reaction == "+1"):
-            # a Re-run needs no "planning" reply
-            await vcs.post_comment(
-                gh, ctx.records, repo=req.repo, repo_id=req.repo_id, number=req.number, body=outcome.reply
-            )
+            await _answer(ctx, gh, req, outcome.reply)  # a Re-run needs no "planning" reply
         await _react(gh, req, outcome.reaction)
     return outcome
 
 
-async def _react(gh: GitHubAPI, req: CommandRequest, content: str) -> None:
-    if not req.comment_id:  # a check run button: there is no comment to react to
+async def _answer(ctx: WorkerContext, gh: GitHubAPI, req: CommandRequest, body: str) -> None:
+    """Where the command was written: in its review thread, else in the conversation (naming the review
+    a command in a review's body came from)."""
+    if req.via == "review_comment":
+        await vcs.reply_in_thread(gh, repo=req.repo, number=req.number, thread=req.thread, body=body)
         return
-    await gh.post(f"/repos/{req.repo}/issues/comments/{req.comment_id}/reactions", data={"content": content})
+    if req.via == "review":
+        body = in_reply_to_review(body, reviewer=req.commenter, url=req.source_url)
+    await vcs.post_comment(gh, ctx.records, repo=req.repo, repo_id=req.repo_id, number=req.number, body=body)
+
+
+async def _react(gh: GitHubAPI, req: CommandRequest, content: str) -> None:
+    """On the command's comment where GitHub has reactions: none on a review, nor on a button press."""
+    if req.via == "comment" and req.comment_id:
+        await gh.post(f"/repos/{req.repo}/issues/comments/{req.comment_id}/reactions", data={"content": content})
+    elif req.via == "review_comment":
+        await gh.post(f"/repos/{req.repo}/pulls/comments/{req.comment_id}/reactions", data={"content": content})
 
 
 async def _decide(ctx: WorkerContext, gh: GitHubAPI, req: CommandRequest) -> Outcome:
@@ -92,6 +103,12 @@ async def _decide(ctx: WorkerContext, gh: GitHubAPI, req: CommandRequest) -> Out
     if req.command == "plan" and pull.get("merged"):
         return await _rerun_merge(gh, req, pull)
     sha = str(pull["head"]["sha"])
+    if req.command == "approve-destroy" and req.reviewed_sha and req.reviewed_sha != sha:
+        reason = (
+            f"this review is on {req.reviewed_sha[:7]}, not on the head {sha[:7]}, so it approves nothing; "
+            "review the latest commit and approve its plan"
+        )
+        return Outcome(render_refusal(reason, reply_to=req.comment_id), "confused")
     try:
         policy = await base_config(gh, req.repo, req.default_branch)
     except ConfigError as exc:

@@ -174,6 +174,9 @@ class PlangateGitHubAPI(GitHubAPI):
         if path.endswith("/comments"):
             listing = f"{path}?since={stamp}&per_page=100"
             match = {"body": data.get("body")}
+        elif path.endswith("/replies"):  # a review thread's: it lands among the PR's review comments
+            listing = f"{path.rsplit('/', 2)[0]}?since={stamp}&per_page=100"
+            match = {"body": data.get("body")}
         else:
             listing = f"{path}?state=all&sort=created&direction=desc&since={stamp}&per_page=100"
             match = {"title": data.get("title"), "body": data.get("body")}

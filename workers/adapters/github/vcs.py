@@ -238,6 +238,14 @@ async def edit_comment(
     return comment
 
 
+async def reply_in_thread(gh: GitHubAPI, *, repo: str, number: int, thread: int, body: str) -> dict[str, Any]:
+    """The App's answer in a review thread (`thread`: its first comment; GitHub takes replies there)."""
+    reply: dict[str, Any] = await gh.post(
+        f"/repos/{repo}/pulls/{number}/comments/{thread}/replies", data={"body": body}
+    )
+    return reply
+
+
 async def open_issue(
     gh: GitHubAPI, records: Records, *, repo: str, repo_id: int, title: str, body: str, labels: list[str] | None = None
 ) -> dict[str, Any]:

@@ -10,11 +10,15 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass
+from http import HTTPStatus
+from typing import Any
 
+from gidgethub import BadRequest
 from gidgethub.abc import GitHubAPI
 
 from core import keys
-from core.approvals import Approval, approvals_from_comments, from_json, to_json
+from core.approval_markers import approvals_from_comments
+from core.approvals import Approval, from_json, to_json
 from core.gated import Gated, from_plain, to_plain
 from workers.adapters.store import written
 from workers.adapters.store.records import Records
@@ -89,6 +93,7 @@ async def load_approvals(
         except ValueError:
             pass
     comments = [c async for c in gh.getiter(f"/repos/{repo}/issues/{number}/comments?per_page=100")]
+    comments = sorted([*comments, *await _thread_replies(gh, repo, number)], key=_written_at)
     altered = written.altered(records, repo_id, comments)
     rebuilt = approvals_from_comments(
         comments, bot_login=bot_login, key=records.marker_key, repo_id=repo_id, number=number, sha=sha, altered=altered
@@ -96,6 +101,27 @@ async def load_approvals(
     if not altered:  # a changed comment is put back soon: its marker may count then, so nothing is cached now
         records.set(key, to_json(rebuilt), ex=TTL)
     return rebuilt
+
+
+def set_approvals(records: Records, repo_id: int, number: int, sha: str, approvals: list[Approval]) -> None:
+    """What counts at `sha` from now on (a dismissed review's approval taken out)."""
+    records.set(_key("approvals", repo_id, number, sha), to_json(approvals), ex=TTL)
+
+
+async def _thread_replies(gh: GitHubAPI, repo: str, number: int) -> list[dict[str, Any]]:
+    """The PR's review comments, where plangate answers commands written in a review thread; none on
+    an issue."""
+    try:
+        return [c async for c in gh.getiter(f"/repos/{repo}/pulls/{number}/comments?per_page=100")]
+    except BadRequest as exc:
+        if exc.status_code == HTTPStatus.NOT_FOUND:
+            return []
+        raise
+
+
+def _written_at(comment: dict[str, Any]) -> tuple[str, int]:
+    """The order comments were written in (GitHub's clock, then its ids, which only grow)."""
+    return str(comment.get("created_at") or ""), int(comment.get("id") or 0)
 
 
 def gate_at_commit(records: Records, repo_id: int, sha: str, number: int, *, passed: bool) -> list[int]:
