@@ -20,6 +20,7 @@ from standin import (
     routes_issues,
     routes_oauth,
     routes_repos,
+    routes_reviews,
     routes_user,
 )
 from standin.answers import note_of
@@ -79,6 +80,7 @@ def create_app(state: State, faults: Faults, limits: Limits) -> ASGIApp:
             *routes_activity.routes,
             *routes_apps.routes,
             *routes_repos.routes,
+            *routes_reviews.routes,
             *routes_checks.routes,
             *routes_contents.routes,
             *routes_issues.routes,

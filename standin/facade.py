@@ -16,6 +16,7 @@ from standin import comment_edits, delivery, gitops, payloads
 from standin.delivery import Delivery
 from standin.facade_checks import ChecksControl
 from standin.facade_pulls import PullsControl
+from standin.facade_reviews import ReviewsControl
 from standin.faults import Faults
 from standin.gitops import FileContent
 from standin.keys import public_key_of
@@ -46,7 +47,7 @@ class Report:
         return cls(run.name, state, run.title, run.details_url, run.summary, actions)
 
 
-class StandIn(PullsControl, ChecksControl):
+class StandIn(PullsControl, ReviewsControl, ChecksControl):
     """One fake GitHub with one App. `base_url` is set by `standin.server.start`."""
 
     def __init__(

@@ -134,19 +134,24 @@ async def create_reaction(request: Request) -> Response:
         comment = _comment_of(state, repo, request)
         if comment is None:
             return not_found()
+        return react(state, comment.id, content, base_of(request))
+
+
+def react(state: State, comment_id: int, content: str, base: str) -> Response:
+    """The App's reaction to an issue or review comment: 201 when new, 200 with the one it had already made."""
+    with state.lock:
         user = state.app.bot
         existing = next(
             (
                 r
                 for r in state.reactions
-                if r.comment_id == comment.id and r.user.login == user.login and r.content == content
+                if r.comment_id == comment_id and r.user.login == user.login and r.content == content
             ),
             None,
         )
-        reaction = existing or Reaction(state.next_id(), comment.id, user, content, utcnow())
+        reaction = existing or Reaction(state.next_id(), comment_id, user, content, utcnow())
         if existing is None:
             state.reactions.append(reaction)
-    base = base_of(request)
     out = {
         "id": reaction.id,
         "node_id": shapes.node_id("Reaction", reaction.id),

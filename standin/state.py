@@ -8,9 +8,12 @@ import secrets
 import threading
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from standin.hookshot import Hookshot
+
+if TYPE_CHECKING:
+    from standin.reviews import Review, ReviewComment
 
 PERMISSIONS = ("read", "triage", "write", "maintain", "admin")
 WRITERS = ("write", "maintain", "admin")  # who may push to any branch, and edit or delete anyone's comment
@@ -272,7 +275,9 @@ class State:
         self.issues: dict[tuple[int, int], Issue] = {}
         self.numbers: dict[int, int] = {}
         self.comments: dict[int, Comment] = {}
-        self.reactions: list[Reaction] = []
+        self.reactions: list[Reaction] = []  # on issue comments and review comments (their ids never clash)
+        self.reviews: dict[int, Review] = {}
+        self.review_comments: dict[int, ReviewComment] = {}
         self.statuses: list[Status] = []
         self.tokens: dict[str, Token] = {}
         self.manifest_codes: dict[str, dt.datetime] = {}
