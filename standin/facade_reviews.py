@@ -89,7 +89,8 @@ class ReviewsControl:
         replies in that comment's thread (then `in_reply_to_id` is the thread's first comment, and its path, line
         and commit are the reply's). Like GitHub, the comment comes in a review of its own (COMMENTED, empty
         body): `pull_request_review_comment` `created`, then `pull_request_review` `submitted`.
-        PermissionError: the repository is private and `login` has no role on it."""
+        PermissionError: the repository is private and `login` has no role on it; LookupError: `in_reply_to` is
+        deleted or on another PR."""
         state, user, pr = self.state, self.add_user(login), self._pull(repo, pr_number)
         at = in_reply_to or (path, line, commit_id or pr.head_sha)
         made, around = rules.comment(state, repo, pr, user, body, at, self.base_url)

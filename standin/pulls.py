@@ -49,7 +49,8 @@ def commits(state: State, repo: Repo, pr: PullRequest) -> list[gitops.CommitInfo
 
 def pull_json(state: State, repo: Repo, pr: PullRequest, base: str) -> Json:
     changed = len(files(state, repo, pr))
-    return shapes.pull(pr, repo, base, changed, gitops.count(repo.path, pr.base_sha, pr.head_sha))
+    on_lines = sum(1 for c in state.review_comments.values() if (c.repo_id, c.number) == (repo.id, pr.number))
+    return shapes.pull(pr, repo, base, changed, gitops.count(repo.path, pr.base_sha, pr.head_sha), on_lines)
 
 
 def test_merge(repo: Repo, pr: PullRequest) -> str | None:

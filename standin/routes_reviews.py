@@ -54,6 +54,10 @@ REACTION: Schema = {
 }
 
 
+def pr_key(pr: PullRequest) -> tuple[int, int]:
+    return pr.repo_id, pr.number
+
+
 class Call:
     """One checked request: the repository, the JSON body, the base URL, and what the path names."""
 
@@ -144,10 +148,6 @@ def reviews_collection(call: Call) -> Response:
     made = rules.submit(call.state, call.repo, pr, bot, body, call.body["event"], commit_id, call.base)
     call.emit_review(made, "submitted")
     return JSONResponse(review_shapes.review(made, call.repo, call.base))
-
-
-def pr_key(pr: PullRequest) -> tuple[int, int]:
-    return pr.repo_id, pr.number
 
 
 def review_item(call: Call) -> Response:

@@ -231,7 +231,7 @@ def _branch(r: Repo, ref: str, sha: str, base: str, full_name: str | None = None
     return {"label": f"{shown['owner']['login']}:{ref}", "ref": ref, "sha": sha, "user": shown["owner"], "repo": shown}
 
 
-def pull(pr: PullRequest, r: Repo, base: str, changed_files: int, commits: int) -> Json:
+def pull(pr: PullRequest, r: Repo, base: str, changed_files: int, commits: int, review_comments: int = 0) -> Json:
     api = f"{base}/repos/{r.full_name}"
     html = f"{base}/{r.full_name}/pull/{pr.number}"
     return {
@@ -244,6 +244,8 @@ def pull(pr: PullRequest, r: Repo, base: str, changed_files: int, commits: int) 
         "issue_url": f"{api}/issues/{pr.number}",
         "commits_url": f"{api}/pulls/{pr.number}/commits",
         "comments_url": f"{api}/issues/{pr.number}/comments",
+        "review_comments_url": f"{api}/pulls/{pr.number}/comments",
+        "review_comment_url": f"{api}/pulls/comments{{/number}}",
         "statuses_url": f"{api}/statuses/{pr.head_sha}",
         "number": pr.number,
         "state": pr.state,
@@ -259,6 +261,8 @@ def pull(pr: PullRequest, r: Repo, base: str, changed_files: int, commits: int) 
         "merge_commit_sha": pr.merge_commit_sha,
         "assignee": None,
         "assignees": [],
+        "milestone": None,
+        "active_lock_reason": None,
         "requested_reviewers": [],
         "requested_teams": [],
         "head": _branch(r, pr.head_ref, pr.head_sha, base, pr.head_repo_full_name),
@@ -268,6 +272,9 @@ def pull(pr: PullRequest, r: Repo, base: str, changed_files: int, commits: int) 
             "html": {"href": html},
             "issue": {"href": f"{api}/issues/{pr.number}"},
             "comments": {"href": f"{api}/issues/{pr.number}/comments"},
+            "review_comments": {"href": f"{api}/pulls/{pr.number}/comments"},
+            "review_comment": {"href": f"{api}/pulls/comments{{/number}}"},
+            "commits": {"href": f"{api}/pulls/{pr.number}/commits"},
             "statuses": {"href": f"{api}/statuses/{pr.head_sha}"},
         },
         "author_association": "NONE",
@@ -278,7 +285,7 @@ def pull(pr: PullRequest, r: Repo, base: str, changed_files: int, commits: int) 
         "mergeable_state": "unknown" if pr.merged else "clean",
         "merged_by": user(pr.merged_by, base) if pr.merged_by else None,
         "comments": 0,
-        "review_comments": 0,
+        "review_comments": review_comments,
         "maintainer_can_modify": pr.maintainer_can_modify,
         "commits": commits,
         "additions": 0,
