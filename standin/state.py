@@ -8,12 +8,9 @@ import secrets
 import threading
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from standin.hookshot import Hookshot
-
-if TYPE_CHECKING:
-    from standin.reviews import Review, ReviewComment
 
 PERMISSIONS = ("read", "triage", "write", "maintain", "admin")
 WRITERS = ("write", "maintain", "admin")  # who may push to any branch, and edit or delete anyone's comment
@@ -276,8 +273,9 @@ class State:
         self.numbers: dict[int, int] = {}
         self.comments: dict[int, Comment] = {}
         self.reactions: list[Reaction] = []  # on issue comments and review comments (their ids never clash)
-        self.reviews: dict[int, Review] = {}
-        self.review_comments: dict[int, ReviewComment] = {}
+        # standin.reviews.Review and ReviewComment by id: typed there, which imports this module
+        self.reviews: dict[int, Any] = {}
+        self.review_comments: dict[int, Any] = {}
         self.statuses: list[Status] = []
         self.tokens: dict[str, Token] = {}
         self.manifest_codes: dict[str, dt.datetime] = {}
