@@ -55,46 +55,43 @@ def _considered(data: dict[str, Any], written: dict[str, Any], delivery: Deliver
     return True
 
 
+async def _command(data: dict[str, Any], written: dict[str, Any], delivery: Delivery, **where: Any) -> None:
+    """Enqueue the command `written` (a review, or a review comment) carries, once per id."""
+    if not _considered(data, written, delivery):
+        return
+    request = _request(data, written, str(written.get("body") or ""), **where)
+    if request is None:
+        delivery.ignore("no command")
+        return
+    kind = "review" if request.via == "review" else "review-comment"
+    job = job_id("command", request.repo_id, kind, request.comment_id)
+    await delivery.enqueue(delivery.commands, "workers.jobs.handle_command", job, request)
+
+
 @router.register("pull_request_review", action="submitted")
 async def review_command(event: Event, delivery: Delivery) -> None:
-    data = event.data
-    review = data["review"]
-    if not _considered(data, review, delivery):
-        return
-    request = _request(
-        data,
+    review = event.data["review"]
+    await _command(
+        event.data,
         review,
-        str(review.get("body") or ""),
+        delivery,
         via="review",
         created_at=str(review.get("submitted_at") or "") or None,
         source_url=str(review.get("html_url") or ""),
     )
-    if request is None:
-        delivery.ignore("no command")
-        return
-    job = job_id("command", request.repo_id, "review", request.comment_id)
-    await delivery.enqueue(delivery.commands, "workers.jobs.handle_command", job, request)
 
 
 @router.register("pull_request_review_comment", action="created")
 async def thread_command(event: Event, delivery: Delivery) -> None:
-    data = event.data
-    comment = data["comment"]
-    if not _considered(data, comment, delivery):
-        return
-    request = _request(
-        data,
+    comment = event.data["comment"]
+    await _command(
+        event.data,
         comment,
-        str(comment.get("body") or ""),
+        delivery,
         via="review_comment",
         created_at=str(comment.get("created_at") or "") or None,
         thread=int(comment.get("in_reply_to_id") or comment["id"]),
     )
-    if request is None:
-        delivery.ignore("no command")
-        return
-    job = job_id("command", request.repo_id, "review-comment", request.comment_id)
-    await delivery.enqueue(delivery.commands, "workers.jobs.handle_command", job, request)
 
 
 @router.register("pull_request_review", action="dismissed")
