@@ -1,14 +1,16 @@
 # The two commands a newcomer needs: `make demo` runs the product, `make test` runs the tests.
+# `make unit` is the quick loop while working: the pure and flow tests only (CONTRIBUTING.md).
 PYTHON ?= python3
 VENV ?= .venv
 BIN := $(VENV)/bin
 
 # What the tests run for real. Missing ones are installed with apt when root; otherwise one line
 # names them and `make test` stops before it starts.
-TEST_TOOLS := "terraform|tofu:-:https://opentofu.org/docs/intro/install" git:git redis-server:redis-server \
-	bwrap:bubblewrap chromium:chromium kubectl:kubernetes-client
+UNIT_TOOLS := "terraform|tofu:-:https://opentofu.org/docs/intro/install" git:git redis-server:redis-server \
+	bwrap:bubblewrap
+TEST_TOOLS := $(UNIT_TOOLS) chromium:chromium kubectl:kubernetes-client
 
-.PHONY: install tools test lint demo clean
+.PHONY: install tools test unit unit-flows unit-rest lint demo clean
 
 # The product (with its dev tools) and, as a distribution of its own, the GitHub stand-in.
 $(BIN)/plangate: pyproject.toml standin/pyproject.toml
@@ -29,6 +31,21 @@ lint: install
 
 test: tools lint
 	$(BIN)/pytest -q -p no:cacheprovider
+
+# The pure and flow tests: not the end-to-end ones (`e2e`: workers and a web process), not the `slow`
+# ones (tests/conftest.py), not the GitHub stand-in's own; `make test` runs everything. The flow tests
+# and the rest run side by side, each pytest with a private Redis of its own (both empty it per test).
+UNIT := env -u PLANGATE_TEST_REDIS_URL $(BIN)/pytest -q -p no:cacheprovider -m "not e2e and not slow"
+
+unit: install
+	@scripts/ensure-tools "make unit" $(UNIT_TOOLS)
+	@$(MAKE) --no-print-directory -j2 --output-sync=target unit-flows unit-rest
+
+unit-flows:
+	$(UNIT) tests/test_flows*.py
+
+unit-rest:
+	$(UNIT) --ignore-glob="tests/test_standin*.py" --ignore-glob="tests/test_flows*.py"
 
 demo: install
 	$(BIN)/plangate demo $(ARGS)

@@ -1,4 +1,4 @@
-"""Benchmark: the worker's peak RSS reading a large `show -json` (run by hand; docs/limits.md quotes it).
+"""Benchmark: the worker's peak RSS reading a large `show -json` (run by hand; benchmarks/RESULTS.md quotes it).
 
     .venv/bin/python benchmarks/bench_plan_memory.py [--mib 79] [--keep DIR]
 

@@ -1,6 +1,6 @@
 """A plan's JSON read lean (pure): only what plangate reads is built, and each change's values only when used.
 
-Built whole, a plan's JSON takes ~9× its size in Python objects (a 79 MiB plan: ~730 MB), most of it
+Built whole, a plan's JSON takes many times its size in Python objects, most of it
 for what plangate never reads (`planned_values`, `prior_state`, `relevant_attributes`, each
 configuration's `expressions`) or reads once per change (`before`, `after`). So the document is decoded
 by msgspec into Structs that declare only the keys plangate reads, with every value of a change kept

@@ -1,6 +1,6 @@
 """Every plangate Redis client, with redis-py's driver identity worked out once per process.
 
-redis-py reads its own version from the package metadata for each new connection (~6 ms). RQ's work
+redis-py reads its own version from the package metadata for each new connection, which is slow. RQ's work
 horses and every job open fresh connections after the fork, so each job paid that several times;
 the identity resolved here, before the forks, is handed to every connection instead.
 

@@ -125,7 +125,7 @@ def running_stack(
             "PLANGATE_WORKDIR": str(root / "work"),
             "PLANGATE_TF_TIMEOUT": "300",
             # The sample projects keep their local state in `state`, outside every checkout: read-only
-            # to plans (a PR's code runs in them), writable to the apply after a merge, as the README
+            # to plans (a PR's code runs in them), writable to the apply after a merge, as docs/settings.md
             # recommends. `marks` is where the tests' terraform wrappers note what they did (a call
             # log, a marker): writable to every step, and nothing a plan or an apply relies on.
             "PLANGATE_SANDBOX_PATHS_PLAN": f"{root / 'state'},{root / 'marks'}:rw",

@@ -19,6 +19,15 @@ from workers.adapters.terraform.cgroups_probe import own_cgroups, probe
 from workers.adapters.terraform.sandbox import Sandbox, SandboxError, prepare
 
 
+def pytest_configure(config: pytest.Config) -> None:
+    """`slow` sits beside `e2e` (pyproject.toml): `make unit` runs what carries neither."""
+    config.addinivalue_line(
+        "markers",
+        "slow: runs programs of its own beyond a flow's git and terraform (terraform steps and the sandbox "
+        "driven directly, Redis servers, plangate processes, kubectl, wheel builds) or seconds of work",
+    )
+
+
 @pytest.fixture(scope="session")
 def redis_url() -> Iterator[str]:
     """PLANGATE_TEST_REDIS_URL (set by .ci/run), else a private redis-server for this run."""

@@ -87,6 +87,7 @@ def test_a_fork_whose_activity_cannot_be_read_falls_back_on_the_recorded_pushers
     assert found.role("alice") == "pushed to this pull request's branch"
 
 
+@pytest.mark.slow
 def test_past_githubs_250_commits_no_one_can_be_cleared(
     github: tuple[StandIn, Running, Repo], redis_conn: redis.Redis
 ) -> None:

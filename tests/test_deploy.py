@@ -43,6 +43,8 @@ from plangate import parser
 from standin.local_redis import free_port
 from tests.keys import rsa_pem
 
+pytestmark = pytest.mark.slow
+
 ROOT = Path(__file__).resolve().parents[1]
 DEPLOY = ROOT / "deploy"
 BASE = DEPLOY / "k8s" / "base"

@@ -47,6 +47,8 @@ from tests.test_deploy import (
 from tests.test_readme import SETTING, _documented_settings
 from workers import fanout
 
+pytestmark = pytest.mark.slow
+
 OVERLAYS = DEPLOY / "k8s" / "overlays"
 SHUTDOWN_MARGIN = 60  # seconds for a worker to wind down once its last job has ended
 PODS = ("plangate-web", "plangate-worker", "plangate-cron")

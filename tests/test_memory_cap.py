@@ -21,6 +21,8 @@ from workers.adapters.terraform.runner import RunResult, run
 from workers.adapters.terraform.sandbox import Sandbox, SandboxError
 from workers.adapters.terraform.steps import StepResult, Terraform
 
+pytestmark = pytest.mark.slow
+
 MiB = 1024 * 1024
 CAP = 256 * MiB
 TOOL = shutil.which("tofu") or shutil.which("terraform")

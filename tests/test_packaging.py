@@ -14,6 +14,8 @@ import pytest
 
 import plangate
 
+pytestmark = pytest.mark.slow
+
 ROOT = Path(__file__).resolve().parent.parent
 
 

@@ -17,6 +17,8 @@ import pytest
 from core.plan import CodeRun, Plan
 from tests.tfplans import Project
 
+pytestmark = pytest.mark.slow
+
 CREATE_TIME = '  provisioner "local-exec" {\n    command = "echo made ${self.id}"\n  }\n'
 DESTROY_TIME = '  provisioner "local-exec" {\n    when    = destroy\n    command = "echo gone"\n  }\n'
 

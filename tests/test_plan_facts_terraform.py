@@ -10,6 +10,8 @@ import pytest
 from core.plan import ResourceChange
 from tests.tfplans import Project
 
+pytestmark = pytest.mark.slow
+
 ONE = 'resource "terraform_data" "x" {\n  input = "a"\n}\n'
 MOVED = "moved {{\n  from = {0}\n  to   = {1}\n}}\n"
 

@@ -12,6 +12,8 @@ from core.gate_cli import main as gate_main
 from core.plan import Plan, summary_line
 from tests.tfplans import Project
 
+pytestmark = pytest.mark.slow
+
 
 @pytest.fixture
 def project(tmp_path: Path, tf_env: dict[str, str]) -> Project:

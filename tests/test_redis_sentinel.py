@@ -19,6 +19,8 @@ from core.enqueue import Enqueued, prepare, write_all
 from core.redis_client import connect, held_async
 from tests.sentinels import SERVICE, Sentinels, sentinel_setup, wait_for
 
+pytestmark = pytest.mark.slow
+
 
 @pytest.fixture
 def sentinels(tmp_path: Path) -> Iterator[Sentinels]:

@@ -27,6 +27,8 @@ from workers.adapters.terraform.env import (
 from workers.adapters.terraform.runner import run
 from workers.adapters.terraform.steps import Terraform, TerraformError
 
+pytestmark = pytest.mark.slow
+
 FAKES = Path(__file__).parent / "fakes"
 MiB = 1024 * 1024
 

@@ -20,6 +20,8 @@ from workers.adapters.terraform.runner import run
 from workers.adapters.terraform.sandbox import Sandbox, SandboxError, describe, prepare
 from workers.adapters.terraform.steps import Terraform
 
+pytestmark = pytest.mark.slow
+
 TOOL = shutil.which("tofu") or shutil.which("terraform")
 
 

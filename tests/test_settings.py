@@ -121,6 +121,7 @@ def _run(args: list[str], env: dict[str, str]) -> subprocess.CompletedProcess[st
     )
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     ("args", "env", "name"),
     [
@@ -139,6 +140,7 @@ def test_processes_exit_2_with_one_line(args: list[str], env: dict[str, str], na
         assert env["GITHUB_APP_PRIVATE_KEY"] not in result.stderr
 
 
+@pytest.mark.slow
 def test_unconfigured_web_serves_only_the_setup_flow(tmp_path: Path) -> None:
     import httpx
 

@@ -19,6 +19,8 @@ from tests.keys import rsa_pem
 from workers.adapters.terraform.cgroups import CgroupRoot
 from workers.rq_worker import GIL_SWITCH_INTERVAL, preload
 
+pytestmark = pytest.mark.slow
+
 
 def _worker(env: dict[str, str], tmp_path: Path) -> subprocess.CompletedProcess[str]:
     base = {

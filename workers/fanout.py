@@ -36,7 +36,7 @@ FAILED = Callback(JOB_FAILED)  # counts abandoned jobs; a job that owes a report
 DAY = 24 * 3600
 PUBLISH_TIMEOUT = 600  # rendering and writing one plan comment and its statuses, rate-limit waits included
 # The most jobs one job waits on directly. Each time a job ends, RQ reads the status of every job its
-# dependent waits on, so a publish waiting on N plans costs O(N²) reads (80 ms a plan at N=2,000).
+# dependent waits on, so a publish waiting on N plans costs O(N²) reads.
 FAN_IN = 32
 JOIN_TIMEOUT = 60  # seconds; a join does nothing but end
 ENDED = frozenset({JobStatus.FINISHED, JobStatus.FAILED, JobStatus.CANCELED, JobStatus.STOPPED})
@@ -52,9 +52,10 @@ def project_rate_limit(repo_id: int, project: Project) -> RateLimit:
 
 def batch_sizes(projects: int, workers: int) -> list[int]:
     """How many projects each job plans, in queue order: a job per project pays RQ's hop between jobs
-    (~30 ms) for each, so the projects go in batches, large first and shrinking (guided self-scheduling:
-    each takes a 2×`workers`-th of what is left), so that the last jobs are small and the workers end
-    together. `workers`: how many take from the queue (at least one is assumed)."""
+    (saving a result, a fork, a new work horse) for each, so the projects go in batches, large first and
+    shrinking (guided self-scheduling: each takes a 2×`workers`-th of what is left), so that the last jobs
+    are small and the workers end together. `workers`: how many take from the queue (at least one is
+    assumed)."""
     sizes = []
     left = projects
     while left > 0:

@@ -29,10 +29,10 @@ from workers.adapters.terraform.runner import RunResult, run
 log = logging.getLogger("plangate.checkout")
 _SHA = re.compile(r"[0-9a-f]{40}|[0-9a-f]{64}")
 # A fetch into a cache runs git's automatic maintenance (`git maintenance run --auto`, a process of
-# its own, ~4 ms on a PR's path) at most this often; it consolidates the packs fetches leave.
+# its own, on a PR's path) at most this often; it consolidates the packs fetches leave.
 MAINTENANCE_EVERY = 3600.0
 # Every fetch keeps its pack (`index-pack`) instead of writing each object as a file of its own
-# (`unpack-objects`, git's way for fewer than 100): ~8 ms less per fetch of a small commit.
+# (`unpack-objects`, git's way for fewer than 100): one file written per fetch, not one per object.
 KEEP_PACKS = {"fetch.unpackLimit": "1"}
 NO_MAINTENANCE = {"maintenance.auto": "false", "gc.auto": "0"}  # gc.auto: for gits before 2.29
 _SAFE = re.compile(r"[^A-Za-z0-9._-]+")

@@ -173,7 +173,7 @@ def plan(tf: Terraform, project: Project, dirs: JobDirs) -> Planned:
 @contextlib.contextmanager
 def gc_paused() -> Iterator[None]:
     """No cyclic collection while a plan's JSON becomes objects: every container it makes stays alive,
-    so the collections its allocations set off find nothing, and cost ~20 % of a large plan's parse."""
+    so the collections its allocations set off find nothing, and take a large share of a big plan's parse."""
     was_enabled = gc.isenabled()
     gc.disable()
     try:

@@ -13,7 +13,7 @@ anonymous mmaps): what actually grows when a process eats memory. It is per proc
 so terraform and each provider plugin get the cap separately; a container's memory limit remains the
 hard ceiling for the whole worker. The limit (soft and hard) is set in the child by util-linux's
 `prlimit`, which then execs the command, or where that is missing by a tiny Python exec trampoline
-(~15 ms slower a call); never by `preexec_fn`, which is unsafe when the worker has threads.
+(slower: an interpreter starts for each call); never by `preexec_fn`, which is unsafe when the worker has threads.
 """
 
 from __future__ import annotations
@@ -45,7 +45,7 @@ _TRAMPOLINE = (
     "resource.setrlimit(resource.RLIMIT_DATA,(n,n))\n"
     "os.execv(sys.argv[2],sys.argv[2:])\n"
 )
-_PRLIMIT = shutil.which("prlimit")  # util-linux: sets the cap in ~5 ms where the Python trampoline takes ~20
+_PRLIMIT = shutil.which("prlimit")  # util-linux: sets the cap without starting a Python interpreter
 
 
 def _capped(limit: int, argv: list[str]) -> list[str]:
