@@ -68,7 +68,11 @@ def test_every_fault_ends_in_one_comment_and_final_statuses(
         assert gh.state.rate_limited == [r for r in gh.state.rate_limited if r.fault]  # no 403 but the injected ones
         retries = _counts(redis_conn, "plangate:metrics:github-retries")
         assert retries.get("POST issues/comments|502") == 2 and retries.get("POST statuses|503") == 2
-        assert retries.get("POST issues/comments|connection") == 1 and retries.get("GET pulls/files|connection") == 1
+        assert retries.get("GET pulls/files|connection") == 1
+        # An answer lost after GitHub stored the comment is retried by the request (counted here) or, when
+        # the drop surfaces as an error httpx does not call a transport error, by re-running the publish;
+        # either way there is one comment (checked above for each fault).
+        assert retries.get("POST issues/comments|connection", 0) <= 1
         limited = _counts(redis_conn, "plangate:metrics:github-rate-limited")
         assert limited == {"POST statuses|secondary": 1, "GET pulls/files|primary": 1}
 

@@ -215,6 +215,7 @@ def test_page_posts_the_manifest_with_this_hosts_urls(env_file: Path) -> None:
     assert manifest["callback_urls"] == ["http://testserver/auth/callback"]  # status page sign-in
     assert manifest["public"] is False
     events = {"pull_request", "issue_comment", "push", "check_run", "merge_group"}
+    events |= {"pull_request_review", "pull_request_review_comment"}  # commands where reviewers work
     assert set(manifest["default_events"]) == events
     assert manifest["default_permissions"] == {
         "contents": "read",
