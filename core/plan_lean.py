@@ -38,7 +38,11 @@ class _Lean(msgspec.Struct, gc=False):
         return value_of(memoryview(value)) if isinstance(value, Raw) else value
 
     def __contains__(self, key: str) -> bool:
-        return self.get(key, UNSET) is not UNSET
+        """Present, without decoding it: asking whether `planned_values` is there must not build it."""
+        if key not in self.__struct_fields__:
+            return False
+        value = getattr(self, key)
+        return value is not UNSET and not (isinstance(value, Raw) and not len(value))
 
 
 class LeanChange(_Lean):
