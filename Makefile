@@ -28,6 +28,7 @@ lint: install
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
 	$(BIN)/mypy
+	$(BIN)/lint-imports --no-cache --no-logo
 
 test: tools lint
 	$(BIN)/pytest -q -p no:cacheprovider

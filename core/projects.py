@@ -29,9 +29,13 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, replace
 from functools import lru_cache
 
+from wcmatch import glob
+
 from core.config import DEFAULT_WHEN_MODIFIED, RepoConfig
 
-_GLOB_CHARS = frozenset("*?[")
+# `*`, `?` and `[...]` stay inside one segment, `**` as a whole segment spans any number of them, a
+# leading dot is like any other character; no braces, negation or extglob (written literally).
+_GLOB_FLAGS = glob.GLOBSTAR | glob.DOTGLOB | glob.FORCEUNIX
 # A module block's opening line; its body is then scanned with brace counting.
 _MODULE_START = re.compile(r'(?m)^[ \t]*module[ \t]+(?:"[^"\n]*"|[A-Za-z_][\w-]*)[ \t]*\{')
 _HCL_TOKEN = re.compile(r'"(?:[^"\\\n]|\\.)*"|#[^\n]*|//[^\n]*|/\*.*?\*/|[{}]|[^"#/{}]+|/', re.S)
@@ -87,71 +91,20 @@ def normalize_path(path: str) -> str | None:
     return norm
 
 
+@lru_cache(maxsize=4096)
 def anchor_glob(project_dir: str, pattern: str) -> str | None:
     """`pattern` (relative to `project_dir`) as a repo-relative glob; None if it leaves the repo."""
     if pattern.startswith("/"):
         return None
-    parts = [] if project_dir in ("", ".") else project_dir.split("/")
-    for seg in pattern.split("/"):
-        if seg in ("", "."):
-            continue
-        if seg == "..":
-            if not parts:
-                return None
-            parts.pop()
-        else:
-            parts.append(seg)
-    return "/".join(parts) if parts else None
-
-
-def _char_class(pattern: str, i: int) -> tuple[str, int] | None:
-    """The regex for a `[...]` class starting at `pattern[i]` and the index after it."""
-    j = i + 1
-    negate = j < len(pattern) and pattern[j] in "!^"
-    j += negate
-    start = j
-    if j < len(pattern) and pattern[j] == "]":
-        j += 1
-    end = pattern.find("]", j)
-    if end == -1:
-        return None
-    body = pattern[start:end].replace("\\", "\\\\").replace("[", "\\[")
-    regex = f"[^/{body}]" if negate else f"(?:(?!/)[{body}])"
-    try:
-        re.compile(regex)
-    except re.error:  # e.g. a reversed range `[z-a]`: the `[` is then a literal
-        return None
-    return regex, end + 1
+    anchored = posixpath.normpath(f"{project_dir or '.'}/{pattern}")  # `..` takes off the segment before it
+    return None if anchored in (".", "..") or anchored.startswith("../") else anchored
 
 
 @lru_cache(maxsize=4096)
 def glob_regex(pattern: str) -> re.Pattern[str]:
-    """Compile a path glob: `*`/`?` within a segment, `**` across segments, `[...]` classes."""
-    out: list[str] = []
-    i, n = 0, len(pattern)
-    while i < n:
-        c = pattern[i]
-        if c == "*":
-            j = i
-            while j < n and pattern[j] == "*":
-                j += 1
-            whole = j - i >= 2 and (i == 0 or pattern[i - 1] == "/") and (j == n or pattern[j] == "/")
-            if whole and j < n:
-                out.append("(?:[^/]+/)*")  # `**/`: zero or more directories
-                j += 1
-            else:
-                out.append(".*" if whole else "[^/]*")
-            i = j
-        elif c == "?":
-            out.append("[^/]")
-            i += 1
-        elif c == "[" and (cls := _char_class(pattern, i)) is not None:
-            out.append(cls[0])
-            i = cls[1]
-        else:
-            out.append(re.escape(c))
-            i += 1
-    return re.compile("".join(out), re.S)
+    """A path glob as a regex: wcmatch translates it (see _GLOB_FLAGS for its dialect)."""
+    (regex,), _ = glob.translate(pattern, flags=_GLOB_FLAGS)
+    return re.compile(regex)
 
 
 def matches_any(project_dir: str, patterns: Iterable[str], path: str) -> bool:

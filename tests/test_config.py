@@ -130,6 +130,7 @@ ERRORS: list[tuple[str, str, str]] = [
     (V + "projets: []\n", "projets", "unknown key"),
     (V + "destroy_approver:\n  users: [x]\n", "destroy_approver", "unknown key"),
     (V + "1: x\n", "1", "unknown key"),
+    (V + "destroy_approver:\n", "destroy_approver", "unknown key"),  # null: still a typo, never ignored
     (V + "projects: []\n", "projects", "empty list"),
     (V + "projects: {name: a}\n", "projects", "expected a list"),
     (V + "projects:\n  - a\n", "projects[0]", "expected a mapping"),

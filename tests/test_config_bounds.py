@@ -81,6 +81,11 @@ def test_a_file_past_the_size_bound_is_refused_unread() -> None:
         ("version: '" + "1" * 100_000 + "'\n", "version"),
         ("version: " + "1" * 5000 + "\n", "(file)"),  # past Python's int() digits: an error, not a crash
         ("version: " + ":".join(["59"] * 3000) + "\n", "version"),  # base 60: an int too long to print
+        ("version: 1\nmax_projects: -" + ":".join(["59"] * 3000) + "\n", "max_projects"),
+        (
+            "version: 1\ndestroy_rules: [{match: [x], approvals: " + ":".join(["59"] * 3000) + "}]\n",
+            "destroy_rules[0].approvals",
+        ),
     ],
 )
 def test_values_quoted_in_errors_are_cut_short(text: str, key: str) -> None:
@@ -92,6 +97,12 @@ def test_values_quoted_in_errors_are_cut_short(text: str, key: str) -> None:
 def test_an_unknown_key_of_any_length_is_named_short() -> None:
     error = _problem("version: 1\ndestroy_approvers: {'" + "k" * 1000 + "': 1}\n")
     assert error.key.startswith("destroy_approvers.kkk") and len(error.key) <= SHOWN + len("destroy_approvers.")
+
+
+def test_an_unknown_key_is_named_whatever_it_holds() -> None:
+    """msgspec's message ends with the path (" - at `$…`"): a key that looks like one is still named whole."""
+    error = _problem("version: 1\nprojects: [{name: a, dir: a, 'x` - at `$.y': 1}]\n")
+    assert error.key == "projects[0].x` - at `$.y" and error.problem.startswith("unknown key")
 
 
 _values = st.recursive(
