@@ -49,7 +49,7 @@ unit-rest:
 	$(UNIT) --ignore-glob="tests/test_standin*.py" --ignore-glob="tests/test_flows*.py"
 
 demo: install
-	$(BIN)/plangate demo $(ARGS)
+	$(BIN)/python -m standin.demo $(ARGS)
 
 clean:
 	rm -rf $(VENV) .mypy_cache .ruff_cache .pytest_cache

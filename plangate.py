@@ -1,8 +1,8 @@
 """`plangate`: the one console script, and the only module that starts any of plangate's processes.
 
-`web` runs bot/ (the webhook server), `worker` and `cron` run workers/ (the jobs), `gate` runs core/
-(the gate's verdict on one plan), `demo` runs them all against the GitHub stand-in (standin/, a
-distribution of its own).
+`web` runs bot/ (the webhook server), `worker` and `cron` run workers/ (the jobs), `gate` gives the
+gate's verdict on one plan (plumbing/gate_cli.py). The demo is the GitHub stand-in's
+(`python -m standin.demo`, `make demo`): the product never imports the stand-in.
 """
 
 from __future__ import annotations
@@ -19,10 +19,10 @@ from pathlib import Path
 from typing import TYPE_CHECKING, NoReturn
 
 if TYPE_CHECKING:
-    from core.settings import Settings
+    from plumbing.settings import Settings
 
 # plangate's packages have generic top-level names; these are the ones that must be its own.
-OWN_PACKAGES = ("bot", "workers", "core")
+OWN_PACKAGES = ("bot", "workers", "plumbing", "core")
 HOME = Path(__file__).resolve().parent
 
 
@@ -51,8 +51,8 @@ def _own_packages_or_stop() -> None:
 
 
 def _settings(*, need_webhook: bool = False, need_app: bool = False, need_redis_password: bool = False) -> Settings:
-    from core import settings as settings_module
-    from core.settings import SettingsError
+    from plumbing import settings as settings_module
+    from plumbing.settings import SettingsError
 
     try:
         return settings_module.load(
@@ -77,7 +77,7 @@ def cmd_web(args: argparse.Namespace) -> int:
 
     from bot.app import create_app, create_setup_app
     from bot.setup import setup_active
-    from core.settings import forget_secrets
+    from plumbing.settings import forget_secrets
 
     settings = _settings()
     _logging(settings)
@@ -96,8 +96,8 @@ def cmd_worker(args: argparse.Namespace) -> int:
     import redis
 
     from core.contract import QUEUE_NAMES
-    from core.redis_client import connect
-    from core.settings import forget_secrets
+    from plumbing.redis_client import connect
+    from plumbing.settings import forget_secrets
     from workers.rq_worker import PlangateWorker, preload
 
     settings = _settings(need_app=True, need_redis_password=True)
@@ -142,8 +142,8 @@ def cmd_cron(args: argparse.Namespace) -> int:
     from rq.cron import CronScheduler
 
     from core.contract import PLANS_QUEUE
-    from core.redis_client import connect
-    from core.settings import forget_secrets
+    from plumbing.redis_client import connect
+    from plumbing.settings import forget_secrets
     from workers import maintenance
 
     settings = _settings(need_app=True)
@@ -168,19 +168,6 @@ def cmd_cron(args: argparse.Namespace) -> int:
             wait = min(wait * 2, 60.0)
 
 
-def cmd_demo(args: argparse.Namespace) -> int:
-    try:
-        from standin.demo import run
-    except ModuleNotFoundError as exc:
-        if exc.name != "standin":
-            raise
-        _stop(
-            "the demo runs against the GitHub stand-in, which is not installed: `make demo` in a plangate "
-            "checkout installs it, or `pip install ./standin` from that checkout"
-        )
-    return run(args)
-
-
 def parser() -> argparse.ArgumentParser:
     top = argparse.ArgumentParser(
         prog="plangate",
@@ -197,12 +184,7 @@ def parser() -> argparse.ArgumentParser:
     worker.set_defaults(func=cmd_worker)
     cron = sub.add_parser("cron", help="the RQ cron scheduler (drift checks, workdir sweeps)")
     cron.set_defaults(func=cmd_cron)
-    demo = sub.add_parser("demo", help="the whole loop offline: GitHub stand-in, sample repo, real terraform and Redis")
-    demo.add_argument("--no-serve", action="store_true", help="exit after the story instead of serving the status page")
-    demo.add_argument("--workdir", help="keep everything (state, logs, stand-in repos) in this directory")
-    demo.add_argument("--port", type=int, default=0, help="port of the web process (default: a free one)")
-    demo.set_defaults(func=cmd_demo)
-    from core.gate_cli import configure, run
+    from plumbing.gate_cli import configure, run
 
     gate = configure(sub.add_parser("gate", help="the gate's verdict on one `show -json` plan, no GitHub needed"))
     gate.set_defaults(func=run)

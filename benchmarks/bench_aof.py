@@ -8,7 +8,7 @@ GitHub was told were accepted, approvals' follow-up jobs, a held apply's job. `a
 Redis answers. Two private Redis servers (one each way, their files on this machine's disk), one
 `plangate web` on each, loaded in turn with bench_webhook's signed deliveries (A/B rounds: this
 machine is noisy): flat out (deliveries/s) and paced at ~200/s (p99 ack latency). Then
-redis-benchmark of the one write a delivery makes (core/enqueue.py's script, on fresh keys), alone.
+redis-benchmark of the one write a delivery makes (plumbing/enqueue.py's script, on fresh keys), alone.
 """
 
 from __future__ import annotations
@@ -27,7 +27,7 @@ from urllib.parse import urlsplit
 import redis
 
 from benchmarks.bench_webhook import _lua_script, _plangate, _wrk
-from core.enqueue import _ENQUEUE_ONCE
+from plumbing.enqueue import _ENQUEUE_ONCE
 from standin.local_redis import private_redis
 
 MODES = ("everysec", "always")

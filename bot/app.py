@@ -20,10 +20,10 @@ from bot.enqueue import Enqueuer
 from bot.metrics import GateDecisions, GitHubHealth
 from bot.status_auth import metrics_access
 from bot.webhook import webhook
-from core import settings as settings_module
 from core.contract import COMMANDS_QUEUE, PLANS_QUEUE
-from core.redis_client import connect, held_async
-from core.settings import Settings
+from plumbing import settings as settings_module
+from plumbing.redis_client import connect, held_async
+from plumbing.settings import Settings
 
 log = logging.getLogger("plangate")
 

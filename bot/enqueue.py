@@ -1,7 +1,7 @@
 """The web process's side of enqueueing: the jobs of deliveries handled together go in one write.
 
 Deliveries that arrive together are handled in the same turn of the event loop; each prepares its
-job (core.enqueue, no I/O) and waits, and one pipelined round trip then writes them all. While Redis
+job (plumbing.enqueue, no I/O) and waits, and one pipelined round trip then writes them all. While Redis
 answers, the event loop goes on serving requests, whose jobs make the next write: one write is in
 flight at a time. A single delivery waits for nothing but its own write. Every delivery is answered
 only after its own job is stored (or Redis failed, which is a 503), so batching moves no guarantee.
@@ -19,7 +19,7 @@ from prometheus_client import Histogram
 from redis.asyncio.connection import AbstractConnection as AsyncConnection
 from rq import Queue
 
-from core.enqueue import Enqueued, JobWrite, prepare, write_all
+from plumbing.enqueue import Enqueued, JobWrite, prepare, write_all
 
 ENQUEUE_SECONDS = Histogram(
     "plangate_enqueue_seconds",

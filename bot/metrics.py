@@ -1,4 +1,4 @@
-"""Prometheus collectors that read what workers count in Redis (the keys are core.keys').
+"""Prometheus collectors that read what workers count in Redis (the keys are core.redis_keys').
 
 Work horses are short-lived, so workers keep their counters in Redis hashes and the web process
 turns them into metric families on each scrape.
@@ -12,7 +12,7 @@ import redis
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
 from prometheus_client.registry import Collector
 
-from core import keys
+from core import redis_keys
 
 
 def _read(conn: redis.Redis, key: str) -> list[tuple[str, float]]:
@@ -31,7 +31,7 @@ class GateDecisions(Collector):
         family = CounterMetricFamily(
             "plangate_gate_decisions", "Gate decisions (blocked, approved, refused, voided, ...)", labels=["decision"]
         )
-        for decision, value in _read(self._conn, keys.GATE_DECISIONS):
+        for decision, value in _read(self._conn, redis_keys.GATE_DECISIONS):
             family.add_metric([decision], value)
         yield family
 
@@ -50,11 +50,11 @@ class GitHubHealth(Collector):
 
     def collect(self) -> Iterator[Metric]:
         yield self._split(
-            keys.GITHUB_RETRIES,
+            redis_keys.GITHUB_RETRIES,
             CounterMetricFamily("plangate_github_retries", "GitHub requests repeated", labels=["endpoint", "reason"]),
         )
         yield self._split(
-            keys.GITHUB_RATE_LIMITED,
+            redis_keys.GITHUB_RATE_LIMITED,
             CounterMetricFamily(
                 "plangate_github_rate_limited", "Rate-limited GitHub answers", labels=["endpoint", "kind"]
             ),
@@ -62,7 +62,7 @@ class GitHubHealth(Collector):
         waited = CounterMetricFamily(
             "plangate_github_wait_seconds", "Seconds spent waiting on GitHub rate limits and pacing", labels=["cause"]
         )
-        for cause, value in _read(self._conn, keys.GITHUB_WAITED):
+        for cause, value in _read(self._conn, redis_keys.GITHUB_WAITED):
             waited.add_metric([cause], value)
         yield waited
         left = GaugeMetricFamily(
@@ -70,13 +70,13 @@ class GitHubHealth(Collector):
             "The last x-ratelimit-remaining GitHub sent, per installation",
             labels=["installation"],
         )
-        for installation, value in _read(self._conn, keys.GITHUB_REMAINING):
+        for installation, value in _read(self._conn, redis_keys.GITHUB_REMAINING):
             left.add_metric([installation], value)
         yield left
         jobs = CounterMetricFamily(
             "plangate_jobs", "Jobs re-run after a dead worker (recovered), lost to one (abandoned), or deferred "
             "by a rate limit", labels=["outcome"],
         )  # fmt: skip
-        for outcome, value in _read(self._conn, keys.JOBS):
+        for outcome, value in _read(self._conn, redis_keys.JOBS):
             jobs.add_metric([outcome], value)
         yield jobs

@@ -16,11 +16,11 @@ from dataclasses import dataclass
 import redis
 
 from bot import signing
-from core import keys
+from core import redis_keys
 
 SESSION_COOKIE = "plangate_session"
 SESSION_TTL = 3600  # visibility is read from GitHub again at least this often
-_PREFIX = keys.SESSION_PREFIX
+_PREFIX = redis_keys.SESSION_PREFIX
 
 
 @dataclass(frozen=True)

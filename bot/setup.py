@@ -25,8 +25,8 @@ from starlette.routing import Route
 
 from bot import envfile, setup_code, setup_pages, signing
 from bot.urls import github_web_url, public_base_url
-from core import settings as settings_module
-from core.settings import Settings, SettingsError
+from plumbing import settings as settings_module
+from plumbing.settings import Settings, SettingsError
 
 log = logging.getLogger(__name__)
 
@@ -121,7 +121,7 @@ async def exchange(api_url: str, code: str) -> dict[str, Any]:
 
 
 def credentials(app: dict[str, Any]) -> dict[str, str]:
-    """The .env lines for the new App, checked by core.settings exactly as `plangate web` will read them."""
+    """The .env lines for the new App, checked by plumbing.settings exactly as `plangate web` will read them."""
     app_id, pem, secret = app.get("id"), app.get("pem"), app.get("webhook_secret")
     if isinstance(app_id, bool) or not isinstance(app_id, int) or not isinstance(pem, str):
         raise ExchangeError(502, "GitHub's answer lacks the App's id or private key.")

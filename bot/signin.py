@@ -21,7 +21,7 @@ from starlette.routing import Route
 
 from bot import auth_pages, github_user, session, signing
 from bot.urls import cookie_path, github_web_url, public_base_url
-from core.settings import Settings
+from plumbing.settings import Settings
 
 log = logging.getLogger(__name__)
 

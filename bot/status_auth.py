@@ -20,8 +20,8 @@ from starlette.responses import PlainTextResponse, Response
 
 from bot import session, signin
 from bot.urls import public_base_url
-from core.settings import Settings
 from core.status_settings import StatusAuth
+from plumbing.settings import Settings
 
 _OPENERS = (
     "set PLANGATE_STATUS_TOKEN (sent as a Bearer token or a Basic password), GITHUB_CLIENT_ID and "

@@ -29,9 +29,9 @@ from starlette.templating import Jinja2Templates
 from bot.gate_states import GateState, gate_states
 from bot.status_auth import EVERYTHING, Access, page_access
 from bot.urls import public_base_url
-from core import keys
+from core import redis_keys
 from core.contract import QUEUE_NAMES
-from core.runlog import KEEP, recent_runs
+from plumbing.runlog import KEEP, recent_runs
 
 _TEMPLATES = Jinja2Templates(directory=Path(__file__).parent / "templates")
 RUNS_SHOWN = 50
@@ -328,9 +328,9 @@ def _snapshot(conn: redis.Redis, access: Access, signout_url: str) -> str:
 def read_rate_limited(conn: redis.Redis) -> dict[str, tuple[str, float]]:
     """Installation → (primary | secondary, seconds left), from the keys workers set while limited."""
     found = {}
-    for key in conn.scan_iter(match=f"{keys.RATE_LIMITED_PREFIX}*", count=100):
+    for key in conn.scan_iter(match=f"{redis_keys.RATE_LIMITED_PREFIX}*", count=100):
         kind, left = conn.get(key), conn.ttl(key)
-        name = (key.decode() if isinstance(key, bytes) else str(key)).removeprefix(keys.RATE_LIMITED_PREFIX)
+        name = (key.decode() if isinstance(key, bytes) else str(key)).removeprefix(redis_keys.RATE_LIMITED_PREFIX)
         if isinstance(kind, bytes) and isinstance(left, int) and left > 0:
             found[name] = (kind.decode(), float(left))
     return found
@@ -339,11 +339,11 @@ def read_rate_limited(conn: redis.Redis) -> dict[str, tuple[str, float]]:
 def read_sandboxes(conn: redis.Redis) -> dict[str, str]:
     """Worker name → how it runs terraform, as each worker recorded it at start-up."""
     found = {}
-    for key in conn.scan_iter(match=f"{keys.SANDBOX_PREFIX}*", count=100):
+    for key in conn.scan_iter(match=f"{redis_keys.SANDBOX_PREFIX}*", count=100):
         value = conn.get(key)
         name = key.decode() if isinstance(key, bytes) else str(key)
         if isinstance(value, bytes):
-            found[name.removeprefix(keys.SANDBOX_PREFIX)] = value.decode()
+            found[name.removeprefix(redis_keys.SANDBOX_PREFIX)] = value.decode()
     return found
 
 

@@ -1,5 +1,5 @@
 """The contract between the web process and the workers: queues, job ids, typed job payloads, status
-contexts (core.enqueue puts a job on its queue).
+contexts (plumbing.enqueue puts a job on its queue).
 
 The web process builds a payload once (from the webhook) and enqueues the job by its dotted name, so
 it never imports the job code; the job reads the payload's attributes. Payloads hold plain values
@@ -11,7 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass, fields
 from typing import Any
 
-from core import keys
+from core import redis_keys
 
 # Commands first: a person is waiting for the reaction to their comment.
 COMMANDS_QUEUE = "plangate-commands"
@@ -80,7 +80,7 @@ class PlanRequest(RepoTarget):
     pusher: str = ""  # who pushed `sha` (a `synchronize` sender): an author of the PR from now on
 
     def head_key(self) -> str:
-        return keys.head(self.repo_id, self.pr)
+        return redis_keys.head(self.repo_id, self.pr)
 
     def pull_url(self) -> str:
         """The PR's page (a repository's clone URL is its page plus `.git`, on GitHub and GHES alike)."""

@@ -1,4 +1,4 @@
-"""Who may read `GET /` and `GET /metrics`: the settings core.settings parses into one `StatusAuth`.
+"""Who may read `GET /` and `GET /metrics`: the settings plumbing.settings parses into one `StatusAuth`.
 
 Closed unless one of them opens it: a shared token, "Sign in with GitHub" (the App's OAuth client), or
 the explicit `PLANGATE_STATUS_PUBLIC=true`. The page names private repositories, PRs, approvers and SHAs,

@@ -1,4 +1,4 @@
-"""`plangate demo`: the whole loop offline, through the product's own processes and code paths.
+"""`make demo` (`python -m standin.demo`): the whole loop offline, through the product's own processes and code paths.
 
 A private Redis, the GitHub stand-in holding a sample repository, `plangate web` and a
 `plangate worker`; then a story played against them and printed as a PR conversation.
@@ -159,8 +159,23 @@ def _stop_on(*signums: signal.Signals) -> None:
         signal.signal(signum, stop)
 
 
+def parser() -> argparse.ArgumentParser:
+    top = argparse.ArgumentParser(
+        prog="python -m standin.demo",
+        description="the whole loop offline: GitHub stand-in, sample repo, real terraform and Redis",
+    )
+    top.add_argument("--no-serve", action="store_true", help="exit after the story instead of serving the status page")
+    top.add_argument("--workdir", help="keep everything (state, logs, stand-in repos) in this directory")
+    top.add_argument("--port", type=int, default=0, help="port of the web process (default: a free one)")
+    return top
+
+
+def main(argv: list[str] | None = None) -> int:
+    return run(parser().parse_args(argv))
+
+
 def run(args: argparse.Namespace) -> int:
-    """`plangate demo [--no-serve] [--workdir DIR] [--port P]` (arguments defined in plangate.py)."""
+    """The demo, stopped cleanly by SIGTERM or SIGHUP as well as Ctrl-C."""
     _stop_on(signal.SIGTERM, signal.SIGHUP)
     try:
         return _run(args)
@@ -171,16 +186,16 @@ def run(args: argparse.Namespace) -> int:
 
 def _run(args: argparse.Namespace) -> int:
     if shutil.which("tofu") is None and shutil.which("terraform") is None:
-        print("plangate demo: neither tofu nor terraform is on PATH", file=sys.stderr)
+        print("demo: neither tofu nor terraform is on PATH", file=sys.stderr)
         return 2
     _install("bwrap", "bubblewrap", "terraform runs in its sandbox")
     if shutil.which("bwrap") is None:
-        print("plangate demo: bwrap is not installed (Debian: apt-get install bubblewrap)", file=sys.stderr)
+        print("demo: bwrap is not installed (Debian: apt-get install bubblewrap)", file=sys.stderr)
         return 2
     root = Path(args.workdir or tempfile.mkdtemp(prefix="plangate-demo-")).resolve()
     root.mkdir(parents=True, exist_ok=True)
     state = root / "state" / "terraform.tfstate"
-    say(f"plangate demo: working in {root}")
+    say(f"demo: working in {root}")
     with _redis() as redis_url, running_stack(root, redis_url, web_port=args.port) as stack:
         say(f"GitHub stand-in at {stack.env['GITHUB_API_URL']}; plangate web at {stack.web_url}; Redis at {redis_url}")
         Story(stack, state).play()
@@ -194,3 +209,7 @@ def _run(args: argparse.Namespace) -> int:
             except (KeyboardInterrupt, Stopped):
                 say("\nstopping")
     return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,4 +1,4 @@
-"""The control API tests and `plangate demo` drive: make repos, users, PRs and comments, send webhooks."""
+"""The control API tests and `make demo` drive: make repos, users, PRs and comments, send webhooks."""
 
 from __future__ import annotations
 

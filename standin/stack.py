@@ -1,6 +1,6 @@
 """plangate as it runs for real, against the stand-in: `plangate web` and `plangate worker` processes.
 
-Used by the end-to-end tests, the benchmarks and `plangate demo`.
+Used by the end-to-end tests, the benchmarks and `make demo`.
 """
 
 from __future__ import annotations

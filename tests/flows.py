@@ -13,9 +13,9 @@ from typing import Any, TypeVar
 
 from bot.events.pulls import plan_request
 from bot.events.pushes import push_request
-from core import settings as settings_module
 from core.contract import PlanRequest, PushRequest
 from core.results import ProjectResult
+from plumbing import settings as settings_module
 from standin.facade import StandIn
 from standin.keys import new_private_key_pem
 from standin.server import start

@@ -11,10 +11,10 @@ from redis.asyncio.connection import AbstractConnection as AsyncConnection
 from rq import Queue
 
 import bot.enqueue
-import core.enqueue
+import plumbing.enqueue
 from bot.enqueue import Enqueuer
-from core.enqueue import Enqueued, JobWrite
-from core.redis_client import held_async
+from plumbing.enqueue import Enqueued, JobWrite
+from plumbing.redis_client import held_async
 from standin.local_redis import free_port
 from tests.test_enqueue import ONCE, OTHER, REQUEST
 
@@ -22,7 +22,7 @@ from tests.test_enqueue import ONCE, OTHER, REQUEST
 def _count_writes(monkeypatch: pytest.MonkeyPatch) -> list[int]:
     """The number of jobs in each round trip the enqueuer makes from now on."""
     rounds: list[int] = []
-    real = core.enqueue.write_all
+    real = plumbing.enqueue.write_all
 
     async def counted(
         conn: redis.Redis, writes: list[JobWrite], *, on: AsyncConnection

@@ -14,7 +14,7 @@ import pytest
 import redis
 from playwright.sync_api import Browser, sync_playwright
 
-from core.runlog import recent_runs, record_run
+from plumbing.runlog import recent_runs, record_run
 from standin.stack import Stack, running_stack
 from tests.tfproject import apply_directly, main_tf
 

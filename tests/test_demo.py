@@ -1,4 +1,5 @@
-"""`plangate demo --no-serve` runs the whole story through real processes; its state file is the proof.
+"""`make demo` (`python -m standin.demo --no-serve`) runs the whole story through real processes;
+its state file is the proof.
 Stopped by a signal while it serves, it leaves none of them running."""
 
 from __future__ import annotations
@@ -20,7 +21,7 @@ pytestmark = pytest.mark.e2e
 def test_demo_tells_the_story_and_changes_real_state(tmp_path: Path) -> None:
     env = {k: v for k, v in os.environ.items() if k != "REDIS_URL"}  # the demo starts its own Redis
     result = subprocess.run(
-        [sys.executable, "-m", "plangate", "demo", "--no-serve", "--workdir", str(tmp_path)],
+        [sys.executable, "-m", "standin.demo", "--no-serve", "--workdir", str(tmp_path)],
         env=env,
         capture_output=True,
         text=True,
@@ -87,7 +88,7 @@ def test_a_demo_stopped_by_a_signal_stops_everything_it_started(tmp_path: Path, 
     """Not only Ctrl-C: a service manager's SIGTERM or a closed terminal's SIGHUP stops the demo's web,
     worker (and the processes they forked) and Redis too, and the demo exits."""
     env = {k: v for k, v in os.environ.items() if k != "REDIS_URL"}  # the demo starts its own Redis
-    argv = [sys.executable, "-m", "plangate", "demo", "--workdir", str(tmp_path)]
+    argv = [sys.executable, "-m", "standin.demo", "--workdir", str(tmp_path)]
     demo = subprocess.Popen(argv, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, start_new_session=True)
     lines: list[str] = []
     serving = threading.Event()

@@ -5,7 +5,7 @@ Built-in Kubernetes kinds are checked against the official schemas that kubernet
 and Argo CD's Application have no bundled schema: they are checked field by field. compose.yaml is
 checked against the Compose spec schema that check-jsonschema bundles, the Dockerfile with hadolint.
 Beyond validity, every name is tied to the code: commands parse with `plangate`'s own parser,
-probes hit real routes, settings load with `core.settings.load`, queue names are RQ's real keys.
+probes hit real routes, settings load with `plumbing.settings.load`, queue names are RQ's real keys.
 And the security the sandbox relies on: only the worker container may create namespaces (bwrap),
 secrets reach processes as files and never as environment, and Redis requires a password
 everywhere (its start script is run against the real redis-server).
@@ -37,9 +37,9 @@ import yaml
 from rq import Queue
 
 from bot.app import create_app
-from core import settings as settings_module
 from core.contract import QUEUE_NAMES
 from plangate import parser
+from plumbing import settings as settings_module
 from standin.local_redis import free_port
 from tests.keys import rsa_pem
 
@@ -109,7 +109,7 @@ def _bytes(quantity: str) -> int:
 
 
 def _known_settings() -> set[str]:
-    """Every environment name core.settings.load reads, found by letting it read an empty mapping."""
+    """Every environment name plumbing.settings.load reads, found by letting it read an empty mapping."""
 
     class Recorder(Mapping[str, str]):
         def __init__(self) -> None:
@@ -224,7 +224,7 @@ FILES_NEEDED = {
 
 
 def _setting_names() -> set[str]:
-    """What core.settings.load reads and what the code reads from os.environ directly."""
+    """What plumbing.settings.load reads and what the code reads from os.environ directly."""
     direct = re.compile(r"""environ(?:\.get\(|\[)["']([A-Z][A-Z0-9_]*)["']""")
     sources = [*(ROOT / "bot").rglob("*.py"), *(ROOT / "workers").rglob("*.py")]
     read = {m[1] for path in sources for m in direct.finditer(path.read_text())}

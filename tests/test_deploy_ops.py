@@ -17,9 +17,9 @@ import pytest
 import redis
 from rq.job import Job
 
-from core import redis_url as urls
 from core.contract import QUEUE_NAMES, PushRequest, Where
 from core.projects import Project
+from plumbing import redis_url as urls
 from tests.test_deploy import (
     BASE,
     CRD_KINDS,
@@ -241,7 +241,7 @@ def test_every_file_a_deploy_comment_names_exists() -> None:
 
 def test_the_comment_scan_catches_a_file_that_is_gone() -> None:
     """A path that was right once (the settings were bot/settings.py) is reported."""
-    assert _points_somewhere(BASE / "configmap.yaml", "core/settings.py")
+    assert _points_somewhere(BASE / "configmap.yaml", "plumbing/settings.py")
     assert not _points_somewhere(BASE / "configmap.yaml", "bot/settings.py")
     assert not _points_somewhere(BASE / "configmap.yaml", "DESIGN.md")
 

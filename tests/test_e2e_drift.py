@@ -11,9 +11,9 @@ import pytest
 import redis
 from rq import Queue
 
-from core import settings as settings_module
 from core.contract import PLANS_QUEUE
 from core.drift_schedule import DriftTarget
+from plumbing import settings as settings_module
 from standin.stack import Stack, running_stack
 from standin.state import Issue, Repo
 from tests.tfproject import apply_directly, main_tf, tool

@@ -1,4 +1,4 @@
-"""core.enqueue: one round trip, once per job id, and a job RQ cannot tell from one it enqueued itself."""
+"""plumbing.enqueue: one round trip, once per job id, and a job RQ cannot tell from one it enqueued itself."""
 
 from __future__ import annotations
 
@@ -14,8 +14,8 @@ from rq.job import Job, JobStatus
 from rq.utils import utcformat
 
 from core.contract import JOB_FAILED, LAST_WORD_JOBS, PLAN_RETRIES, RERUN_INTERVALS, PushRequest
-from core.enqueue import Enqueued, description, enqueue_once, prepare, stamp, write_all
-from core.redis_client import held_async
+from plumbing.enqueue import Enqueued, description, enqueue_once, prepare, stamp, write_all
+from plumbing.redis_client import held_async
 
 REQUEST = PushRequest(
     installation_id=1,

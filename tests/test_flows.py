@@ -21,10 +21,10 @@ import pytest
 from gidgethub.abc import GitHubAPI
 
 from bot.events.pulls import plan_request
-from core import keys
+from core import redis_keys
 from core.contract import APPLY_CONTEXT, DESTROY_CONTEXT, PLAN_CONTEXT
 from core.projects import Project
-from core.runlog import recent_runs
+from plumbing.runlog import recent_runs
 from standin.gitops import update_ref
 from tests.e2e import BOT
 from tests.flows import World, world_at
@@ -187,7 +187,7 @@ def test_a_plan_whose_dispatch_record_is_gone_is_still_masked(tmp_path: Path, re
         req = world.opened("leak", _tf(world, {**BASE, "one": "tok-123"}))
         planned = world.plan_pr(req)
         assert planned is not None
-        world.ctx.redis.delete(keys.plan_meta(world.repo.id, req.pr, req.sha))  # e.g. Redis lost its last writes
+        world.ctx.redis.delete(redis_keys.plan_meta(world.repo.id, req.pr, req.sha))  # e.g. Redis lost its last writes
         world.run(pr_publish.publish(world.ctx, *planned))
         (comment,) = world.bot_bodies(req.pr)
         assert "terraform_data.one" in comment and "tok-123" not in comment
@@ -274,7 +274,7 @@ def test_publish_reports_both_contexts_together_and_each_keeps_one_run(world: Wo
     req = world.opened("shrink-twice", _tf(world, {"keep": "a"}))
     planned = world.plan_pr(req)
     assert planned is not None
-    world.ctx.redis.delete(keys.check_runs(req.repo, req.sha))  # neither run known: both are created at once
+    world.ctx.redis.delete(redis_keys.check_runs(req.repo, req.sha))  # neither run known: both are created at once
     world.run(pr_publish.publish(world.ctx, *planned))
     world.run(pr_publish.publish(world.ctx, *planned))  # a re-run of publish edits both runs in place
     names = [run.name for run in world.gh.all_check_runs(world.repo, req.sha)]
@@ -356,7 +356,7 @@ def test_a_publish_that_died_after_posting_edits_that_comment_on_its_next_try(wo
     planned = world.plan_pr(req)
     assert planned is not None
     world.run(pr_publish.publish(world.ctx, *planned))
-    key = keys.comments(world.repo.id, req.pr, "plan")
+    key = redis_keys.comments(world.repo.id, req.pr, "plan")
     world.ctx.records.set(key, '{"1": 0}')  # as left by a worker killed between the POST and recording its id
     world.run(pr_publish.publish(world.ctx, *planned))
     (comment,) = world.bot_bodies(req.pr)  # found on GitHub and edited, not posted twice
@@ -365,7 +365,7 @@ def test_a_publish_that_died_after_posting_edits_that_comment_on_its_next_try(wo
 
 def test_finding_the_comments_never_overwrites_what_a_publish_recorded(world: World) -> None:
     req = world.opened("race", _tf(world, {**BASE, "one": "1"}))
-    key = keys.comments(world.repo.id, req.pr, "plan")
+    key = redis_keys.comments(world.repo.id, req.pr, "plan")
 
     class Racing:  # GitHub answers the lookup (no comment yet) after a publish recorded its comment
         async def getiter(self, url: str) -> AsyncIterator[dict[str, object]]:

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from core import keys
+from core import redis_keys
 from core.contract import DESTROY_CONTEXT, PLAN_CONTEXT, PlanRequest
 from core.results import ProjectResult
 from tests.flows import World, world_at
@@ -104,7 +104,7 @@ def test_plan_commands_and_rerun_presses_replan_everything(world: World) -> None
 
 def test_a_last_plans_record_that_does_not_verify_carries_nothing(world: World) -> None:
     first, _ = _opened(world)
-    key = keys.last_plans(world.repo.id, first.pr)
+    key = redis_keys.last_plans(world.repo.id, first.pr)
     sealed = world.ctx.redis.get(key)
     assert isinstance(sealed, bytes)
     world.ctx.redis.set(key, sealed.replace(b"infra", b"other"))

@@ -10,8 +10,8 @@ from typing import Any
 
 import pytest
 
-from core.gate_cli import main
 from core.plan import parse_plan
+from plumbing.gate_cli import main
 
 PLANS = Path(__file__).parent / "fixtures" / "terraform" / "plans"
 INDEX = {e["file"]: e for e in json.loads((PLANS / "INDEX.json").read_text())["plans"]}

@@ -154,7 +154,7 @@ def test_the_failure_callback_names_what_stopped_the_job(redis_conn: redis.Redis
 def test_an_outage_brings_a_job_back_later_each_time_until_the_window_has_passed(
     redis_conn: redis.Redis, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from core import settings
+    from plumbing import settings
     from workers import rescheduling
 
     loaded = replace(settings.load({}), github_retry_seconds=2.0, outage_window=30.0)

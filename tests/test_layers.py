@@ -14,7 +14,7 @@ import grimp
 from importlinter.cli import lint_imports
 
 ROOT = Path(__file__).resolve().parent.parent
-PACKAGES = ("core", "bot", "workers", "standin")
+PACKAGES = ("core", "plumbing", "bot", "workers", "standin")
 
 
 def test_the_import_contracts_are_kept() -> None:

@@ -73,7 +73,7 @@ def test_the_product_wheel_holds_the_product_only(installed_wheel: tuple[Path, P
     wheel, _ = installed_wheel
     names = zipfile.ZipFile(wheel).namelist()
     tops = {name.split("/")[0] for name in names if not name.split("/")[0].endswith(".dist-info")}
-    assert tops == {"bot", "workers", "core", "plangate.py"}
+    assert tops == {"bot", "workers", "plumbing", "core", "plangate.py"}
     assert "bot/app-manifest.yml" in names
     assert not [name for name in names if name.startswith(("tests/", "standin/", "benchmarks/"))]
 
@@ -102,14 +102,6 @@ def test_the_installed_wheel_serves_every_page(installed_wheel: tuple[Path, Path
     assert result.returncode == 0, result.stderr
 
 
-def test_demo_without_the_stand_in_says_how_to_get_it(installed_wheel: tuple[Path, Path]) -> None:
-    _, site = installed_wheel
-    result = _run_installed(site, "-m", "plangate", "demo", "--no-serve")
-    assert result.returncode == 2
-    assert result.stderr.count("\n") == 1, result.stderr
-    assert "GitHub stand-in" in result.stderr and "pip install ./standin" in result.stderr
-
-
 def test_the_stand_in_is_its_own_distribution(installed_wheel: tuple[Path, Path]) -> None:
     wheel, _ = installed_wheel
     tree = wheel.parent.parent / "tree"
@@ -126,7 +118,12 @@ def test_plangate_packages_are_its_own_here() -> None:
 
 
 def test_another_distribution_claiming_a_name_is_named(tmp_path: Path) -> None:
-    found = {"bot": ["plangate", "chatbot-kit"], "workers": ["plangate"], "core": ["plangate"]}
+    found = {
+        "bot": ["plangate", "chatbot-kit"],
+        "workers": ["plangate"],
+        "plumbing": ["plangate"],
+        "core": ["plangate"],
+    }
     (problem,) = plangate.foreign_packages(found, plangate.HOME)
     assert problem == "'bot' is also installed by chatbot-kit"
 

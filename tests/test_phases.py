@@ -7,8 +7,8 @@ from pathlib import Path
 import pytest
 import redis
 
-from core import settings as settings_module
 from core.sandbox_paths import Grant
+from plumbing import settings as settings_module
 from tests.keys import rsa_pem
 from workers.adapters.github.auth import TokenCache
 from workers.adapters.store.records import Records

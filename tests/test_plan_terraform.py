@@ -8,8 +8,8 @@ from pathlib import Path
 import pytest
 
 from core.gate import Apply, Block, decide_apply, verdict
-from core.gate_cli import main as gate_main
 from core.plan import Plan, summary_line
+from plumbing.gate_cli import main as gate_main
 from tests.tfplans import Project
 
 pytestmark = pytest.mark.slow

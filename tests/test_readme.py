@@ -12,9 +12,9 @@ from pathlib import Path
 
 import pytest
 
-from core import settings
 from core.config import parse_config
 from plangate import parser
+from plumbing import settings
 
 ROOT = Path(__file__).parent.parent
 README = (ROOT / "README.md").read_text()
@@ -32,7 +32,7 @@ DOCS = {
 SETTING = re.compile(r"`((?:GITHUB|PLANGATE|REDIS)_[A-Z0-9_]+)(?:=[^`]*)?`")
 NAMED_SETTING = re.compile(r"\b(?:GITHUB|PLANGATE|REDIS)_[A-Z0-9_]*[A-Z0-9]\b")
 MAX_README = 15 * 1024
-PRODUCT = ("bot", "workers", "core")
+PRODUCT = ("bot", "workers", "plumbing", "core")
 
 
 def _subparsers() -> dict[str, argparse.ArgumentParser]:
@@ -94,7 +94,7 @@ def test_every_module_the_docs_name_exists() -> None:
     each must be exactly one module of the tree, so a rename updates the docs."""
     modules = [
         p.relative_to(ROOT).as_posix()
-        for d in ("bot", "workers", "core", "standin", "tests", "benchmarks")
+        for d in ("bot", "workers", "plumbing", "core", "standin", "tests", "benchmarks")
         for p in (ROOT / d).rglob("*.py")
     ]
     modules += [p.name for p in ROOT.glob("*.py")]

@@ -6,7 +6,7 @@ import pytest
 import redis
 import redis.utils
 
-from core.redis_client import connect
+from plumbing.redis_client import connect
 
 
 def _metadata_read() -> str:

@@ -14,9 +14,9 @@ from redis.sentinel import MasterNotFoundError
 from rq import Queue, SimpleWorker
 from rq.scheduler import RQScheduler
 
-from core import settings
-from core.enqueue import Enqueued, prepare, write_all
-from core.redis_client import connect, held_async
+from plumbing import settings
+from plumbing.enqueue import Enqueued, prepare, write_all
+from plumbing.redis_client import connect, held_async
 from tests.sentinels import SERVICE, Sentinels, sentinel_setup, wait_for
 
 pytestmark = pytest.mark.slow

@@ -13,10 +13,10 @@ from pathlib import Path
 
 import pytest
 
-from core import settings
 from core.sandbox_paths import Grant, SandboxPaths
-from core.settings import SettingsError
 from core.status_settings import StatusAuth
+from plumbing import settings
+from plumbing.settings import SettingsError
 from tests.keys import ec_pem, rsa_pem
 
 

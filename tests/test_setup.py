@@ -23,7 +23,7 @@ from starlette.testclient import TestClient
 
 from bot import envfile, setup, setup_code, setup_pages, urls
 from bot.app import create_setup_app
-from core import settings
+from plumbing import settings
 from standin import StandIn, start
 from tests.keys import rsa_pem
 from tests.test_status_page import Parsed

@@ -20,8 +20,8 @@ import uvicorn
 
 from bot import auth_pages
 from bot.app import create_app
-from core import settings
-from core.runlog import record_run
+from plumbing import settings
+from plumbing.runlog import record_run
 from standin import StandIn, start
 from standin.local_redis import free_port
 from tests.keys import rsa_pem

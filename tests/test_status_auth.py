@@ -13,8 +13,8 @@ from starlette.testclient import TestClient
 
 from bot import session
 from bot.app import create_app
-from core import settings
-from core.runlog import record_run
+from plumbing import settings
+from plumbing.runlog import record_run
 
 TOKEN = "status-token-0123456789abcdef"
 HTML = {"Accept": "text/html,application/xhtml+xml"}

@@ -22,9 +22,9 @@ from bot import status_page
 from bot.gate_states import gate_states
 from bot.status_auth import EVERYTHING, Access
 from bot.status_page import render_status_page
-from core import settings
 from core.contract import COMMANDS_QUEUE, PLANS_QUEUE
-from core.runlog import record_run
+from plumbing import settings
+from plumbing.runlog import record_run
 from standin.local_redis import free_port
 
 ROOT = Path(__file__).resolve().parent.parent

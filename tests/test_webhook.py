@@ -17,8 +17,8 @@ from rq import Queue
 from starlette.testclient import TestClient
 
 from bot.app import create_app
-from core import settings as settings_module
 from core.contract import COMMANDS_QUEUE, PLANS_QUEUE, CommentChange, PlanRequest
+from plumbing import settings as settings_module
 from tests.webhooks import FIXTURES, SECRET, event_name, load, signed_headers
 
 PLAN_FIXTURES = {

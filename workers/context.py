@@ -12,10 +12,10 @@ from typing import Literal
 
 import redis
 
-from core import settings as settings_module
-from core.redis_client import connect
 from core.sandbox_paths import GRANT_PHASES, GrantPhase
-from core.settings import Settings
+from plumbing import settings as settings_module
+from plumbing.redis_client import connect
+from plumbing.settings import Settings
 from workers.adapters.github.auth import TokenCache
 from workers.adapters.store.records import Records
 from workers.adapters.terraform.cgroups_probe import MemoryCap

@@ -14,7 +14,7 @@ from rq import Callback, Queue, RateLimit, Retry, Worker
 from rq.job import Dependency, Job, JobStatus
 from rq.utils import as_text
 
-from core import keys
+from core import redis_keys
 from core.contract import (
     JOB_FAILED,
     PLAN_RETRIES,
@@ -25,8 +25,8 @@ from core.contract import (
     Where,
     job_id,
 )
-from core.enqueue import enqueue_once
 from core.projects import Project
+from plumbing.enqueue import enqueue_once
 from workers.flows.carry import Carried
 from workers.flows.stale_plans import PlannedPR
 
@@ -91,7 +91,7 @@ def plans(
                 "workers.jobs.plan_projects",
                 kwargs={"request": request, "projects": batch},
                 job_timeout=int((tf_timeout * 4 + STEP_MARGIN) * size),
-                result_ttl=keys.PLAN_RESULT_TTL,
+                result_ttl=redis_keys.PLAN_RESULT_TTL,
                 retry=RERUN,
                 on_failure=FAILED,
             ).id
@@ -110,7 +110,7 @@ def plan_job(conn: redis.Redis, request: PlanRequest, project: Project, *, tf_ti
             kwargs={"request": request, "project": project},
             rate_limit=project_rate_limit(request.repo_id, project),
             job_timeout=int(tf_timeout * 4 + STEP_MARGIN),
-            result_ttl=keys.PLAN_RESULT_TTL,
+            result_ttl=redis_keys.PLAN_RESULT_TTL,
             retry=RERUN,
             on_failure=FAILED,
         )
@@ -177,7 +177,7 @@ def plan_alone(conn: redis.Redis, request: PlanRequest, project: Project, *, tf_
         kwargs={"request": request, "project": project},
         rate_limit=project_rate_limit(request.repo_id, project),
         job_timeout=int(tf_timeout * 4 + STEP_MARGIN + PUBLISH_TIMEOUT),
-        result_ttl=keys.PLAN_RESULT_TTL,
+        result_ttl=redis_keys.PLAN_RESULT_TTL,
         retry=RERUN,
         on_failure=FAILED,
     ).id

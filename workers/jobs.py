@@ -11,7 +11,7 @@ from typing import Any
 from rq import Queue, get_current_job
 from rq.job import Job, JobStatus
 
-from core import keys
+from core import redis_keys
 from core.contract import (
     PLANS_QUEUE,
     CommandRequest,
@@ -24,10 +24,10 @@ from core.contract import (
     job_id,
 )
 from core.drift_schedule import DriftTarget
-from core.enqueue import enqueue_once
 from core.projects import Project
 from core.render.lost import KILLED
 from core.results import BatchResult, ProjectResult
+from plumbing.enqueue import enqueue_once
 from workers import fanout, plan_results, slots, watchdog
 from workers.adapters.store import apply_phases
 from workers.context import context
@@ -87,7 +87,7 @@ def _plan_in_place(request: PlanRequest, project: Project, kept: list[carry.Carr
     with slots.held(ctx.redis, fanout.project_rate_limit(request.repo_id, project), this.id) as mine:
         if not mine:
             return None
-        this.result_ttl = keys.PLAN_RESULT_TTL  # kept as a plan job's, so the next push may carry it
+        this.result_ttl = redis_keys.PLAN_RESULT_TTL  # kept as a plan job's, so the next push may carry it
         fanout.backstop(ctx.redis, request, this.id, project, kept)
         carried = plan_results.carried_results(ctx.redis, kept, request)
         made = plan_results.made_at(kept)

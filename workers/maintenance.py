@@ -6,7 +6,7 @@ import shutil
 import time
 from pathlib import Path
 
-from core import settings as settings_module
+from plumbing import settings as settings_module
 from workers.adapters import trees
 
 STALE_AFTER = 6 * 3600  # a checkout older than any job timeout belongs to a worker that died

@@ -10,7 +10,7 @@ from rq.exceptions import NoSuchJobError
 from rq.job import Job, JobStatus
 
 from bot.enqueue import Enqueuer
-from core.enqueue import Enqueued
+from plumbing.enqueue import Enqueued
 
 
 @dataclass

@@ -11,7 +11,7 @@ from __future__ import annotations
 from gidgethub.routing import Router
 from gidgethub.sansio import Event
 
-from core import keys
+from core import redis_keys
 from core.contract import GroupRequest, job_id
 
 from .context import Delivery, repo_args
@@ -45,5 +45,5 @@ async def drop_group(event: Event, delivery: Delivery) -> None:
     data = event.data
     sha = str(data["merge_group"]["head_sha"])
     repo_id = int(data["repository"]["id"])
-    delivery.plans.connection.set(keys.mq_gone(repo_id, sha), "1", ex=keys.MQ_GONE_TTL)
+    delivery.plans.connection.set(redis_keys.mq_gone(repo_id, sha), "1", ex=redis_keys.MQ_GONE_TTL)
     delivery.cancel_queued(_job_id(repo_id, sha), started="group plan already running or done: its results are dropped")

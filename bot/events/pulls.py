@@ -8,7 +8,7 @@ from typing import Any
 from gidgethub.routing import Router
 from gidgethub.sansio import Event
 
-from core import keys
+from core import redis_keys
 from core.contract import PlanRequest, job_id
 
 from .context import Delivery, repo_args
@@ -69,8 +69,8 @@ async def drop_queued(event: Event, delivery: Delivery) -> None:
     pull = event.data["pull_request"]
     repo_id = int(event.data["repository"]["id"])
     with delivery.plans.connection.pipeline(transaction=False) as forget:  # one round trip
-        forget.hdel(keys.pr_plans(repo_id), str(pull["number"]))
-        forget.hdel(keys.sha_gates(repo_id, str(pull["head"]["sha"])), str(pull["number"]))
+        forget.hdel(redis_keys.pr_plans(repo_id), str(pull["number"]))
+        forget.hdel(redis_keys.sha_gates(repo_id, str(pull["head"]["sha"])), str(pull["number"]))
         forget.execute()
     job_id = plan_job_id(int(event.data["repository"]["id"]), int(pull["number"]), str(pull["head"]["sha"]))
     delivery.cancel_queued(job_id, started="plan already running or done")

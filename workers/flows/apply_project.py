@@ -28,7 +28,7 @@ from core.render.apply import (
     render_blocked_issue_title,
     render_not_applied,
 )
-from core.runlog import record_run
+from plumbing.runlog import record_run
 from workers.adapters.github import vcs
 from workers.adapters.github.auth import installation_client
 from workers.adapters.github.authors import Authors, applied, of_pull, of_push, record_unapplied, unapplied

@@ -31,7 +31,7 @@ from core.render.replies import (
     render_planning,
     render_refusal,
 )
-from core.runlog import record_run
+from plumbing.runlog import record_run
 from workers.adapters.github import vcs
 from workers.adapters.github.auth import installation_client
 from workers.adapters.github.authors import Authors, of_pull, unapplied

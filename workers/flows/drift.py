@@ -18,7 +18,7 @@ from gidgethub.abc import GitHubAPI
 from rq import Queue
 from rq.exceptions import DuplicateJobError
 
-from core import keys
+from core import redis_keys
 from core.config import ConfigError
 from core.contract import PLANS_QUEUE
 from core.drift_schedule import DriftTarget, delays, due, targets_for
@@ -32,7 +32,7 @@ from core.render.drift import (
     render_drift_resolved,
 )
 from core.results import ProjectResult
-from core.runlog import record_run
+from plumbing.runlog import record_run
 from workers.adapters.checkout import remote_head
 from workers.adapters.github import vcs
 from workers.adapters.github.auth import app_client, installation_client
@@ -44,7 +44,7 @@ from workers.context import WorkerContext
 from workers.flows.discovery import discover_at
 
 log = logging.getLogger("plangate.drift")
-TARGETS_KEY = keys.DRIFT_TARGETS
+TARGETS_KEY = redis_keys.DRIFT_TARGETS
 
 
 async def refresh(ctx: WorkerContext) -> list[DriftTarget]:
@@ -184,11 +184,11 @@ async def report(ctx: WorkerContext, target: DriftTarget, project: Project, resu
 
 
 def _issue_key(target: DriftTarget, project: str) -> str:
-    return keys.drift_issue(target.repo_id, project)
+    return redis_keys.drift_issue(target.repo_id, project)
 
 
 def by_issue_key(repo_id: int, number: int) -> str:
-    return keys.drift_by_issue(repo_id, number)
+    return redis_keys.drift_by_issue(repo_id, number)
 
 
 async def _open_issue(ctx: WorkerContext, gh: GitHubAPI, target: DriftTarget, project: str, login: str) -> int | None:

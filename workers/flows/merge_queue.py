@@ -18,7 +18,7 @@ from typing import Any
 
 from gidgethub.abc import GitHubAPI
 
-from core import keys
+from core import redis_keys
 from core.approvals import OBJECT_LEN, Approval
 from core.config import ConfigError, RepoConfig
 from core.contract import DESTROY_CONTEXT, PLAN_CONTEXT, GroupRequest
@@ -53,7 +53,7 @@ class GroupPR:
 
 def gone(ctx: WorkerContext, req: GroupRequest) -> bool:
     """The queue dropped this group (merged, invalidated, dequeued): its results matter to no one."""
-    return bool(ctx.redis.exists(keys.mq_gone(req.repo_id, req.head_sha)))
+    return bool(ctx.redis.exists(redis_keys.mq_gone(req.repo_id, req.head_sha)))
 
 
 async def dispatch(ctx: WorkerContext, req: GroupRequest) -> list[Project] | None:

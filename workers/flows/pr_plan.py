@@ -23,7 +23,7 @@ from pathlib import Path
 
 from gidgethub.abc import GitHubAPI
 
-from core import keys
+from core import redis_keys
 from core.config import ConfigError, RepoConfig
 from core.contract import DESTROY_CONTEXT, PLAN_CONTEXT, PlanRequest
 from core.project_limit import over_limit
@@ -195,8 +195,8 @@ def _take_head(ctx: WorkerContext, req: PlanRequest) -> None:
 
 
 async def _refuse_fork(ctx: WorkerContext, gh: GitHubAPI, req: PlanRequest) -> None:
-    key = keys.fork_refused(req.repo_id, req.pr)
-    if ctx.redis.set(key, "1", nx=True, ex=keys.FORK_REFUSED_TTL):
+    key = redis_keys.fork_refused(req.repo_id, req.pr)
+    if ctx.redis.set(key, "1", nx=True, ex=redis_keys.FORK_REFUSED_TTL):
         body = render_fork_refused(req.pr)
         await vcs.post_comment(gh, ctx.records, repo=req.repo, repo_id=req.repo_id, number=req.pr, body=body)
     await vcs.set_status(gh, req.repo, req.sha, PLAN_CONTEXT, "failure", "fork PRs are not planned here")
@@ -229,7 +229,7 @@ def _remember_selection(
     """What publish needs besides the results: the default branch's mask patterns, the 3,000-file note,
     the fingerprints of the projects' inputs (for the next push to compare)."""
     meta = {"mask_patterns": list(masks), "changes_unknown": sel.changes_unknown, "inputs": inputs}
-    ctx.records.set(meta_key(req), json.dumps(meta), ex=keys.PLAN_META_TTL)
+    ctx.records.set(meta_key(req), json.dumps(meta), ex=redis_keys.PLAN_META_TTL)
 
 
 async def plan_project(ctx: WorkerContext, req: PlanRequest, project: Project) -> ProjectResult:

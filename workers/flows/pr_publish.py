@@ -11,7 +11,7 @@ from collections.abc import Awaitable, Callable
 
 from gidgethub.abc import GitHubAPI
 
-from core import keys
+from core import redis_keys
 from core.contract import DESTROY_CONTEXT, PLAN_CONTEXT, PlanRequest
 from core.gated import plan_digest, published_digest
 from core.plan import summary_line
@@ -20,7 +20,7 @@ from core.render.plan import render_plan_comments, render_planned_on_merge, rend
 from core.render.replies import approval_status
 from core.render.status import State, destroy_status, plan_status
 from core.results import ProjectResult
-from core.runlog import record_run
+from plumbing.runlog import record_run
 from workers.adapters.github import vcs
 from workers.adapters.github.auth import installation_client
 from workers.adapters.github.repo_config import mask_patterns
@@ -44,7 +44,7 @@ async def bot_login(ctx: WorkerContext) -> str:
 
 
 def meta_key(req: PlanRequest) -> str:
-    return keys.plan_meta(req.repo_id, req.pr, req.sha)
+    return redis_keys.plan_meta(req.repo_id, req.pr, req.sha)
 
 
 async def _comment_and_reports(

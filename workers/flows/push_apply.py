@@ -15,7 +15,7 @@ from typing import Any
 
 from gidgethub.abc import GitHubAPI
 
-from core import keys
+from core import redis_keys
 from core.config import ConfigError, RepoConfig
 from core.contract import APPLY_CONTEXT, PushRequest, Where
 from core.project_limit import over_limit
@@ -154,12 +154,12 @@ async def _changed(gh: GitHubAPI, req: PushRequest) -> list[str] | None:
 
 
 def outcomes_key(repo_id: int, sha: str) -> str:
-    return keys.apply_outcomes(repo_id, sha)
+    return redis_keys.apply_outcomes(repo_id, sha)
 
 
 def record_outcome(ctx: WorkerContext, req: PushRequest, project: str, outcome: str) -> None:
     ctx.redis.hset(outcomes_key(req.repo_id, req.after), project, outcome)
-    ctx.redis.expire(outcomes_key(req.repo_id, req.after), keys.GATE_TTL)
+    ctx.redis.expire(outcomes_key(req.repo_id, req.after), redis_keys.GATE_TTL)
 
 
 def outcomes(ctx: WorkerContext, req: PushRequest) -> dict[str, str]:

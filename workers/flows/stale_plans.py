@@ -17,13 +17,13 @@ import redis
 from gidgethub import BadRequest
 from gidgethub.abc import GitHubAPI
 
-from core import keys
+from core import redis_keys
 from workers.adapters.github import vcs
 from workers.adapters.store import written
 from workers.adapters.store.records import Records
 
-TTL = keys.PR_PLANS_TTL
-PENDING_TTL = keys.REPLAN_PENDING_TTL
+TTL = redis_keys.PR_PLANS_TTL
+PENDING_TTL = redis_keys.REPLAN_PENDING_TTL
 STALE_MARKER = "<!-- plangate:stale -->"
 MAX_BODY = 65_536
 
@@ -40,11 +40,11 @@ class PlannedPR:
 
 
 def _index(repo_id: int) -> str:
-    return keys.pr_plans(repo_id)
+    return redis_keys.pr_plans(repo_id)
 
 
 def _pending(repo_id: int, number: int) -> str:
-    return keys.replan_pending(repo_id, number)
+    return redis_keys.replan_pending(repo_id, number)
 
 
 def remember(records: Records, repo_id: int, planned: PlannedPR) -> None:

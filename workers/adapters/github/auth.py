@@ -29,7 +29,7 @@ import redis
 from cryptography.hazmat.primitives.asymmetric.types import PrivateKeyTypes
 from cryptography.hazmat.primitives.serialization import load_pem_private_key
 
-from core import keys
+from core import redis_keys
 from core.render.backstop import Backstop
 from workers.adapters.github.checks import CheckRuns
 from workers.adapters.github.client import RETRY_SECONDS, PlangateGitHubAPI, RateLimited, transient
@@ -109,7 +109,7 @@ class TokenCache:
         return Backstop((*self._secrets, *self._seen))
 
     def _key(self, installation_id: int) -> str:
-        return keys.installation_token(installation_id)
+        return redis_keys.installation_token(installation_id)
 
     def _cached(self, installation_id: int) -> str | None:
         key = self._key(installation_id)
@@ -137,7 +137,7 @@ class TokenCache:
             cached = self._cached(installation_id)
             if cached is not None:
                 return cached
-            lock = self._conn.lock(keys.installation_token_lock(installation_id), timeout=LOCK_SECONDS)
+            lock = self._conn.lock(redis_keys.installation_token_lock(installation_id), timeout=LOCK_SECONDS)
             deadline = time.monotonic() + LOCK_SECONDS + 5
             while not lock.acquire(blocking=False):  # never block the event loop on Redis
                 if time.monotonic() > deadline:

@@ -28,7 +28,7 @@ from urllib.parse import quote
 from gidgethub import BadRequest
 from gidgethub.abc import GitHubAPI
 
-from core import keys
+from core import redis_keys
 from workers.adapters.store.records import Records
 
 MAX_LISTED_COMMITS = 250  # GitHub's cap on GET /pulls/{n}/commits
@@ -90,8 +90,8 @@ def of_push(logins: Iterable[str]) -> Authors:
 
 def record_pusher(records: Records, repo_id: int, pr: int, login: str) -> None:
     """A `synchronize` sender: sealed, one field per login (two pushes never overwrite each other)."""
-    records.hset(keys.pushers(repo_id, pr), login, "pushed to this pull request's branch")
-    records.conn.expire(keys.pushers(repo_id, pr), keys.GATE_TTL)
+    records.hset(redis_keys.pushers(repo_id, pr), login, "pushed to this pull request's branch")
+    records.conn.expire(redis_keys.pushers(repo_id, pr), redis_keys.GATE_TTL)
 
 
 async def of_pull(
@@ -109,7 +109,7 @@ async def of_pull(
     opener = pull["user"]
     why: dict[str, str] = {str(opener["login"]): "opened this pull request"}
     bots = [str(opener["login"])] if is_bot(str(opener["login"]), str(opener.get("type") or "")) else []
-    for login, what in records.hgetall(keys.pushers(repo_id, number)).items():
+    for login, what in records.hgetall(redis_keys.pushers(repo_id, number)).items():
         why.setdefault(login, what)
         bots += [login] if is_bot(login) else []
     pushers, pushing_bots = await _pushers(gh, repo, pull)
@@ -174,17 +174,17 @@ async def _commits(gh: GitHubAPI, repo: str, pull: Mapping[str, Any]) -> tuple[d
 def record_unapplied(records: Records, repo_id: int, identity: str, authors: Authors) -> None:
     """A push of the project is about to be applied: its authors stay the project's authors until an
     apply of it succeeds (a blocked, failed or superseded apply leaves its change on the branch)."""
-    key = keys.unapplied_authors(repo_id, identity)
+    key = redis_keys.unapplied_authors(repo_id, identity)
     for login, why in authors.why.items():
         records.hset(key, login, f"{why} in a change not applied yet")
-    records.conn.expire(key, keys.GATE_TTL)
+    records.conn.expire(key, redis_keys.GATE_TTL)
 
 
 def unapplied(records: Records, repo_id: int, identity: str) -> Authors:
     """The authors of the project's pushes since its last successful apply."""
-    return Authors(records.hgetall(keys.unapplied_authors(repo_id, identity)))
+    return Authors(records.hgetall(redis_keys.unapplied_authors(repo_id, identity)))
 
 
 def applied(records: Records, repo_id: int, identity: str) -> None:
     """An apply of the project succeeded: the changes its earlier authors made are applied."""
-    records.conn.delete(keys.unapplied_authors(repo_id, identity))
+    records.conn.delete(redis_keys.unapplied_authors(repo_id, identity))

@@ -17,7 +17,7 @@ from typing import Any
 from gidgethub import BadRequest
 from gidgethub.abc import GitHubAPI
 
-from core import keys
+from core import redis_keys
 from workers.adapters.store.records import Records
 
 MODES = ("checks", "statuses")
@@ -34,7 +34,7 @@ def approve_action(plan_digest: str) -> dict[str, str]:
 
 
 MAX_TEXT = 65_535
-TTL = keys.GATE_TTL
+TTL = redis_keys.GATE_TTL
 log = logging.getLogger("plangate.checks")
 
 
@@ -62,7 +62,7 @@ class CheckRuns:
     mode: str = "checks"
 
     def _key(self, repo: str, sha: str) -> str:
-        return keys.check_runs(repo, sha)
+        return redis_keys.check_runs(repo, sha)
 
     async def report(
         self,

@@ -8,14 +8,14 @@ from __future__ import annotations
 
 import redis
 
-from core import keys
+from core import redis_keys
 
-RETRIES = keys.GITHUB_RETRIES
-RATE_LIMITED = keys.GITHUB_RATE_LIMITED
-WAITED = keys.GITHUB_WAITED
-REMAINING = keys.GITHUB_REMAINING
-JOBS = keys.JOBS
-LIMITED_PREFIX = keys.RATE_LIMITED_PREFIX
+RETRIES = redis_keys.GITHUB_RETRIES
+RATE_LIMITED = redis_keys.GITHUB_RATE_LIMITED
+WAITED = redis_keys.GITHUB_WAITED
+REMAINING = redis_keys.GITHUB_REMAINING
+JOBS = redis_keys.JOBS
+LIMITED_PREFIX = redis_keys.RATE_LIMITED_PREFIX
 
 
 class Recorder:

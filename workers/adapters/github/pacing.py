@@ -14,7 +14,7 @@ import time
 
 import redis
 
-from core import keys
+from core import redis_keys
 
 RATE = 1.0  # writes per second per installation, on average
 BURST = 8  # writes that may go out at once after a quiet spell
@@ -44,7 +44,7 @@ class Pacer:
 
     def reserve(self, installation_id: int) -> float:
         """Take a write slot; the seconds to wait before using it."""
-        raw = self._take(keys=[keys.pace(installation_id)], args=[time.time(), self._rate, self._burst])
+        raw = self._take(keys=[redis_keys.pace(installation_id)], args=[time.time(), self._rate, self._burst])
         return float(raw.decode() if isinstance(raw, bytes) else raw)
 
     async def write_slot(self, installation_id: int) -> float:

@@ -17,7 +17,7 @@ from urllib.parse import quote
 from gidgethub import BadRequest
 from gidgethub.abc import GitHubAPI
 
-from core import keys
+from core import redis_keys
 from core.render.marker import parse_marker
 from workers.adapters.github.auth import app_client
 from workers.adapters.github.checks import CheckRuns
@@ -28,7 +28,7 @@ MAX_PR_FILES = 3000  # GitHub's pulls/{n}/files stops here
 _POSTING = 0  # a part whose POST may have landed, its id not yet recorded (GitHub's ids start at 1)
 
 
-_BOT_LOGIN = keys.BOT_LOGIN
+_BOT_LOGIN = redis_keys.BOT_LOGIN
 
 
 async def bot_login(records: Records, app_id: int, private_key: str, api_url: str) -> str:
@@ -96,7 +96,7 @@ async def changed_files(gh: GitHubAPI, repo: str, pr: int) -> list[str] | None:
 
 
 def _comments_key(repo_id: int, number: int, kind: str) -> str:
-    return keys.comments(repo_id, number, kind)
+    return redis_keys.comments(repo_id, number, kind)
 
 
 def known_comment(records: Records, repo_id: int, number: int, kind: str) -> int | None:
@@ -120,13 +120,13 @@ def moved_comment(records: Records, repo_id: int, number: int, old: int, new: in
     cached = records.get_json(key)
     if isinstance(cached, dict) and old in {int(v) for v in cached.values()}:
         moved = {k: (new if int(v) == old else int(v)) for k, v in cached.items()}
-        records.set(key, json.dumps(moved), ex=keys.GATE_TTL)
-        records.conn.delete(keys.comment_url(repo_id, number, "plan"))
+        records.set(key, json.dumps(moved), ex=redis_keys.GATE_TTL)
+        records.conn.delete(redis_keys.comment_url(repo_id, number, "plan"))
 
 
 def known_url(records: Records, repo_id: int, number: int, kind: str) -> str | None:
     """The URL of part 1 of the bot's `kind` comment on `number`, as its last edit answered."""
-    return records.get(keys.comment_url(repo_id, number, kind))
+    return records.get(redis_keys.comment_url(repo_id, number, kind))
 
 
 async def learn_comments(
@@ -138,7 +138,7 @@ async def learn_comments(
     key = _comments_key(repo_id, number, kind)
     if records.get_json(key) is None:
         found = await _find_own(gh, records, repo, repo_id, number, login, kind)
-        records.set(key, json.dumps(found), ex=keys.GATE_TTL, nx=True)
+        records.set(key, json.dumps(found), ex=redis_keys.GATE_TTL, nx=True)
 
 
 async def _find_own(
@@ -200,7 +200,7 @@ async def upsert_comments(
                     raise
         if comment is None:
             # from here until its id is recorded, a crash makes the next try look on GitHub first
-            records.set(key, json.dumps({**known, part: _POSTING}), ex=keys.GATE_TTL)
+            records.set(key, json.dumps({**known, part: _POSTING}), ex=redis_keys.GATE_TTL)
             comment = await gh.post(f"/repos/{repo}/issues/{number}/comments", data={"body": body})
         known[part] = int(comment["id"])
         written.remember(records, repo_id, comment, number)
@@ -213,9 +213,9 @@ async def upsert_comments(
         answer = await gh.patch(f"/repos/{repo}/issues/comments/{known[part]}", data={"body": unused})
         written.remember(records, repo_id, answer, number)
         del known[part]
-    records.set(key, json.dumps(known), ex=keys.GATE_TTL)
+    records.set(key, json.dumps(known), ex=redis_keys.GATE_TTL)
     if first_url:
-        records.set(keys.comment_url(repo_id, number, kind), first_url, ex=keys.GATE_TTL)
+        records.set(redis_keys.comment_url(repo_id, number, kind), first_url, ex=redis_keys.GATE_TTL)
     return Published(first_url, max(stamps) if all(stamps) and stamps else None)
 
 

@@ -11,14 +11,14 @@ import zlib
 from dataclasses import asdict, dataclass, fields, replace
 from typing import Any
 
-from core import keys
+from core import redis_keys
 from core.contract import PushRequest, Where
 from core.gated import Gated
 from core.projects import Project
 from core.render.marker import open_sealed, sealed_marker
 from workers.adapters.store.records import Records
 
-TTL = keys.GATE_TTL
+TTL = redis_keys.GATE_TTL
 HELD_KIND = "apply-blocked"
 MAX_HELD_MARKER = 32 * 1024  # bytes of a blocked comment's sealed record, at most (it shares 65,536)
 _MAX_HELD = 4 * 1024 * 1024  # inflated, at most
@@ -87,11 +87,11 @@ def hold(
 
 
 def _by_number(repo_id: int, number: int) -> str:
-    return keys.blocked(repo_id, number)
+    return redis_keys.blocked(repo_id, number)
 
 
 def _by_project(repo_id: int, project: str) -> str:
-    return keys.blocked_project(repo_id, project)
+    return redis_keys.blocked_project(repo_id, project)
 
 
 def save_blocked(records: Records, blocked: BlockedApply) -> None:
@@ -122,16 +122,16 @@ def clear_blocked(records: Records, blocked: BlockedApply) -> None:
 
 
 def last_applied(records: Records, repo_id: int, project: str) -> str | None:
-    return records.get(keys.applied(repo_id, project))
+    return records.get(redis_keys.applied(repo_id, project))
 
 
 def last_applied_each(records: Records, repo_id: int, projects: list[str]) -> list[str | None]:
     """`last_applied` of each project identity, in one round trip (a monorepo's hundreds at once)."""
-    return records.get_many([keys.applied(repo_id, p) for p in projects])
+    return records.get_many([redis_keys.applied(repo_id, p) for p in projects])
 
 
 def set_applied(records: Records, repo_id: int, project: str, sha: str) -> None:
-    records.set(keys.applied(repo_id, project), sha)
+    records.set(redis_keys.applied(repo_id, project), sha)
 
 
 def _held_context(repo_id: int, number: int) -> str:

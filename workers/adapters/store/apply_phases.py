@@ -14,7 +14,7 @@ import json
 from dataclasses import asdict, dataclass
 from typing import Literal
 
-from core import keys
+from core import redis_keys
 from workers.adapters.store.records import Records
 
 Name = Literal["planning", "applying", "applied", "reported"]
@@ -29,15 +29,15 @@ class Phase:
 
 
 def read(records: Records, run_id: str) -> Phase | None:
-    found = records.get_json(keys.apply_phase(run_id))
+    found = records.get_json(redis_keys.apply_phase(run_id))
     return Phase(**found) if isinstance(found, dict) else None
 
 
 def read_many(records: Records, run_ids: list[str]) -> list[Phase | None]:
     """`read` of each run, in one round trip."""
-    found = records.get_many([keys.apply_phase(r) for r in run_ids])
+    found = records.get_many([redis_keys.apply_phase(r) for r in run_ids])
     return [Phase(**json.loads(text)) if text else None for text in found]
 
 
 def write(records: Records, run_id: str, phase: Phase) -> None:
-    records.set(keys.apply_phase(run_id), json.dumps(asdict(phase)), ex=keys.APPLY_PHASE_TTL)
+    records.set(redis_keys.apply_phase(run_id), json.dumps(asdict(phase)), ex=redis_keys.APPLY_PHASE_TTL)

@@ -13,10 +13,10 @@ from typing import Any
 
 import redis
 
-from core import keys
+from core import redis_keys
 
 DECISIONS = ("blocked", "approved", "refused", "voided", "applied", "apply-blocked", "apply-failed")
-COUNTERS_KEY = keys.GATE_DECISIONS
+COUNTERS_KEY = redis_keys.GATE_DECISIONS
 log = logging.getLogger("plangate.audit")
 
 

@@ -16,14 +16,14 @@ from typing import Any
 from gidgethub import BadRequest
 from gidgethub.abc import GitHubAPI
 
-from core import keys
+from core import redis_keys
 from core.approval_markers import approvals_from_comments
 from core.approvals import Approval, from_json, to_json
 from core.gated import Gated, from_plain, to_plain
 from workers.adapters.store import written
 from workers.adapters.store.records import Records
 
-TTL = keys.GATE_TTL
+TTL = redis_keys.GATE_TTL
 
 
 @dataclass(frozen=True)
@@ -37,7 +37,9 @@ class PlanRecord:
 
 
 def _key(kind: str, repo_id: int, number: int, sha: str) -> str:
-    return keys.approvals(repo_id, number, sha) if kind == "approvals" else keys.destroys(repo_id, number, sha)
+    return (
+        redis_keys.approvals(repo_id, number, sha) if kind == "approvals" else redis_keys.destroys(repo_id, number, sha)
+    )
 
 
 def save_plan(records: Records, repo_id: int, number: int, sha: str, record: PlanRecord) -> None:
@@ -128,7 +130,7 @@ def gate_at_commit(records: Records, repo_id: int, sha: str, number: int, *, pas
     """Record whether PR `number`'s gate at `sha` passes; the other PRs at that commit whose gate does
     not. Check runs and statuses belong to a commit, not to a PR: a second PR with the same head (and
     another base, so nothing to destroy) must not turn the first one's required check green."""
-    key = keys.sha_gates(repo_id, sha)
+    key = redis_keys.sha_gates(repo_id, sha)
     records.hset(key, str(number), "passed" if passed else "open")
     records.conn.expire(key, TTL)
     return sorted(int(n) for n, state in records.hgetall(key).items() if state != "passed" and n != str(number))

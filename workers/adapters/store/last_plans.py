@@ -6,18 +6,20 @@ from __future__ import annotations
 import json
 from collections.abc import Mapping
 
-from core import keys
+from core import redis_keys
 from core.inputs import LastPlan
 from workers.adapters.store.records import Records
 
 
 def save(records: Records, repo_id: int, pr: int, sha: str, plans: Mapping[str, LastPlan]) -> None:
     entries = {identity: [p.fingerprint, p.job_id, p.planned_at] for identity, p in plans.items()}
-    records.set(keys.last_plans(repo_id, pr), json.dumps({"sha": sha, "projects": entries}), ex=keys.PLAN_RESULT_TTL)
+    records.set(
+        redis_keys.last_plans(repo_id, pr), json.dumps({"sha": sha, "projects": entries}), ex=redis_keys.PLAN_RESULT_TTL
+    )
 
 
 def load(records: Records, repo_id: int, pr: int) -> dict[str, LastPlan]:
-    data = records.get_json(keys.last_plans(repo_id, pr))
+    data = records.get_json(redis_keys.last_plans(repo_id, pr))
     if not isinstance(data, dict) or not isinstance(data.get("projects"), dict):
         return {}
     return {

@@ -17,11 +17,11 @@ from collections.abc import Iterable
 from dataclasses import asdict, dataclass
 from typing import Any
 
-from core import keys
+from core import redis_keys
 from core.render.controls import printable
 from workers.adapters.store.records import Records
 
-TTL = keys.GATE_TTL
+TTL = redis_keys.GATE_TTL
 
 
 @dataclass(frozen=True)
@@ -59,7 +59,11 @@ def _decode(text: str | None) -> Written | None:
 
 
 def _key(repo_id: int, comment_id: int | None, issue: int | None) -> str:
-    return keys.written(repo_id, comment_id) if comment_id is not None else keys.written_issue(repo_id, issue or 0)
+    return (
+        redis_keys.written(repo_id, comment_id)
+        if comment_id is not None
+        else redis_keys.written_issue(repo_id, issue or 0)
+    )
 
 
 def remember(
@@ -88,26 +92,26 @@ def intend(records: Records, repo_id: int, comment_id: int, number: int, body: s
     keep it: the client drops control characters from every body (core.render.backstop)."""
     body = printable(body)
     written = Written(number=number, digest=body_digest(body), at="", body=body)
-    records.set(keys.written(repo_id, comment_id), _encode(written), ex=TTL)
+    records.set(redis_keys.written(repo_id, comment_id), _encode(written), ex=TTL)
 
 
 def lookup(records: Records, repo_id: int, comment_id: int) -> Written | None:
-    return _decode(records.get(keys.written(repo_id, comment_id)))
+    return _decode(records.get(redis_keys.written(repo_id, comment_id)))
 
 
 def lookup_issue(records: Records, repo_id: int, number: int) -> Written | None:
-    return _decode(records.get(keys.written_issue(repo_id, number)))
+    return _decode(records.get(redis_keys.written_issue(repo_id, number)))
 
 
 def forget(records: Records, repo_id: int, comment_id: int) -> None:
-    records.conn.delete(keys.written(repo_id, comment_id))
+    records.conn.delete(redis_keys.written(repo_id, comment_id))
 
 
 def altered(records: Records, repo_id: int, comments: Iterable[dict[str, Any]]) -> set[int]:
     """Ids of plangate's comments among `comments` (as GitHub lists them) whose body is not what plangate
     last wrote. A comment with no record (Redis lost it) is not known to be altered."""
     listed = [c for c in comments if isinstance(c.get("id"), int)]
-    known = records.get_many([keys.written(repo_id, c["id"]) for c in listed])
+    known = records.get_many([redis_keys.written(repo_id, c["id"]) for c in listed])
     out = set()
     for comment, text in zip(listed, known, strict=True):
         written = _decode(text)

@@ -28,11 +28,11 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
-from core import keys
+from core import redis_keys
 from core.sandbox_paths import GRANT_PHASES, Grant, SandboxPaths
 
-SANDBOX_KEY_PREFIX = keys.SANDBOX_PREFIX  # + worker name → describe(): what the status page shows
-SANDBOX_RECORD_TTL = keys.SANDBOX_TTL
+SANDBOX_KEY_PREFIX = redis_keys.SANDBOX_PREFIX  # + worker name → describe(): what the status page shows
+SANDBOX_RECORD_TTL = redis_keys.SANDBOX_TTL
 SANDBOX_HOME = "/tmp/home"
 _SYSTEM_DIRS = ("/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32")
 # What name resolution, TLS and user lookups read; nothing here holds a secret (so of /etc/ssl and

@@ -1,7 +1,7 @@
 """REDIS_URL's forms: redis-py's own (redis://, rediss://, unix://) and Sentinel's (redis+sentinel://).
 
 A Sentinel URL names the sentinels and the master's service name; the clients ask the sentinels where
-the master is and follow it through a failover (core/redis_client.py):
+the master is and follow it through a failover (plumbing/redis_client.py):
 
     redis+sentinel://[[USER]:PASSWORD@]HOST[:PORT][,HOST[:PORT]...]/SERVICE[/DB][?sentinel_password=...]
 

@@ -14,12 +14,12 @@ from urllib.parse import urlparse
 from cryptography.hazmat.primitives.asymmetric.rsa import RSAPrivateKey
 from cryptography.hazmat.primitives.serialization import load_pem_private_key
 
-from core import redis_url as urls
 from core.cron import validate_schedule
 from core.project_limit import DEFAULT_MAX_PROJECTS
 from core.render.mask import PatternError, compile_pattern
 from core.sandbox_paths import MODES, SETTING, Grant, SandboxPaths, parse_grants
 from core.status_settings import CLOSED, StatusAuth
+from plumbing import redis_url as urls
 
 DEFAULT_API_URL = "https://api.github.com"
 DEFAULT_REDIS_URL = "redis://127.0.0.1:6379/0"

@@ -8,9 +8,9 @@ from typing import Any
 
 import redis
 
-from core import keys
+from core import redis_keys
 
-RUNS_KEY = keys.RUNS
+RUNS_KEY = redis_keys.RUNS
 KEEP = 200
 
 

@@ -120,9 +120,9 @@ def _template(queue: Queue, func: str, request: Any, timeout: int, result_ttl: i
     queue._prepare_for_queue(job)  # RQ's own: origin, enqueued_at, timeout, status queued
     saved = job.to_dict()
     if job.data != _serialized(queue.serializer, func, kwargs):
-        raise RuntimeError(f"RQ {rq.__version__} serializes jobs differently than core.enqueue expects")
+        raise RuntimeError(f"RQ {rq.__version__} serializes jobs differently than plumbing.enqueue expects")
     if job.enqueued_at is None or stamp(job.enqueued_at) != saved["enqueued_at"]:
-        raise RuntimeError(f"RQ {rq.__version__} stores job times differently than core.enqueue expects")
+        raise RuntimeError(f"RQ {rq.__version__} stores job times differently than plumbing.enqueue expects")
     constant: list[str | bytes] = []
     for name, value in saved.items():
         if value is not None and name not in _PER_JOB:  # RQ leaves out what is None

@@ -4,7 +4,7 @@ redis-py reads its own version from the package metadata for each new connection
 horses and every job open fresh connections after the fork, so each job paid that several times;
 the identity resolved here, before the forks, is handed to every connection instead.
 
-A redis+sentinel:// URL (core/redis_url.py) gives clients whose connections ask the sentinels for the
+A redis+sentinel:// URL (plumbing/redis_url.py) gives clients whose connections ask the sentinels for the
 master's address each time they connect: after a failover the old master drops its clients (or
 answers READONLY, which redis-py turns into a dropped connection), and the next connection goes to
 the new one. RQ takes any redis.Redis, and rebuilds one from its pool's connection class and
@@ -22,7 +22,7 @@ import redis.sentinel
 from redis.asyncio.connection import AbstractConnection as AsyncConnection
 from redis.driver_info import DriverInfo
 
-from core.redis_url import SentinelURL, is_sentinel, parse_sentinel
+from plumbing.redis_url import SentinelURL, is_sentinel, parse_sentinel
 
 _DRIVER = DriverInfo()  # resolves the version now, once
 
