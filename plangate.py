@@ -52,7 +52,7 @@ def _own_packages_or_stop() -> None:
 
 def _settings(*, need_webhook: bool = False, need_app: bool = False, need_redis_password: bool = False) -> Settings:
     from plumbing import settings as settings_module
-    from plumbing.settings import SettingsError
+    from plumbing.setting_values import SettingsError
 
     try:
         return settings_module.load(

@@ -26,7 +26,8 @@ from starlette.routing import Route
 from bot import envfile, setup_code, setup_pages, signing
 from bot.urls import github_web_url, public_base_url
 from plumbing import settings as settings_module
-from plumbing.settings import Settings, SettingsError
+from plumbing.setting_values import SettingsError
+from plumbing.settings import Settings
 
 log = logging.getLogger(__name__)
 

@@ -13,25 +13,22 @@ import base64
 import hashlib
 import time
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
 import redis
-from rq import Queue, Worker
 from starlette.concurrency import run_in_threadpool
 from starlette.requests import Request
 from starlette.responses import HTMLResponse, Response
 from starlette.routing import Route
 from starlette.templating import Jinja2Templates
 
+from bot import status_reads
 from bot.gate_states import GateState, gate_states
 from bot.status_auth import EVERYTHING, Access, page_access
+from bot.status_view import DriftRow, GateRow, Moment, RateLimit, RunRow, StatusView, Verdict, Viewer, WorkerRow
 from bot.urls import public_base_url
-from core import redis_keys
-from core.contract import QUEUE_NAMES
-from plumbing.runlog import KEEP, recent_runs
 
 _TEMPLATES = Jinja2Templates(directory=Path(__file__).parent / "templates")
 RUNS_SHOWN = 50
@@ -55,108 +52,6 @@ HEADERS = {
     "Referrer-Policy": "no-referrer",
     "X-Content-Type-Options": "nosniff",
 }
-
-
-@dataclass(frozen=True)
-class Moment:
-    """When something happened, as the page says it ("30 s"), with the exact UTC time for the tooltip."""
-
-    ago: str
-    utc: str
-
-
-@dataclass(frozen=True)
-class Verdict:
-    """A gate or drift state, its CSS class (an unknown state gets a neutral one) and the detail shown under it."""
-
-    state: str
-    css: str
-    detail: str
-
-
-@dataclass(frozen=True)
-class GateRow:
-    repo: str
-    number: str
-    sha: str
-    context: str
-    gate: Verdict | None
-    projects: str
-    updated: Moment | None
-
-
-@dataclass(frozen=True)
-class DriftRow:
-    repo: str
-    project: str
-    sha: str
-    result: Verdict | None
-    issue: str
-    checked: Moment | None
-
-
-@dataclass(frozen=True)
-class RunRow:
-    at: Moment | None
-    kind: str
-    repo: str
-    number: str
-    project: str
-    sha: str
-    summary: str
-    gate: Verdict | None
-    approver: str
-    result: str
-    url: str
-    """Empty unless http(s): a stored `javascript:` URL must not become clickable."""
-
-
-@dataclass(frozen=True)
-class WorkerRow:
-    name: str
-    state: str
-    job: str
-    queues: str
-    heartbeat: Moment | None
-
-
-@dataclass(frozen=True)
-class RateLimit:
-    installation: str
-    kind: str
-    seconds: int
-
-
-@dataclass(frozen=True)
-class Viewer:
-    """A signed-in person: who, where to sign out, and whether they can read no repository at all."""
-
-    login: str
-    signout_url: str
-    sees_nothing: bool
-
-
-@dataclass(frozen=True)
-class StatusView:
-    """What templates/status.html shows, as plain values: every decision is made here, the markup is the template's,
-    and the template's autoescaping makes every value text (repo, project, summary come from users' repositories).
-    Empty values show as "—"."""
-
-    as_of: str
-    refresh_seconds: int
-    viewer: Viewer | None
-    sandbox_off: list[str]
-    """Workers that opted out of the sandbox: the first thing anyone sees."""
-    sandbox_kinds: list[str]
-    rate_limited: list[RateLimit]
-    gates: list[GateRow]
-    drift: list[DriftRow]
-    runs: list[RunRow]
-    queues: list[tuple[str, int]]
-    workers: list[WorkerRow] | None
-    """None for a signed-in person: job ids name repositories and projects, so workers are only counted."""
-    workers_running: int
-    workers_busy: int
 
 
 def render_status_page(
@@ -289,62 +184,18 @@ def _moment(at: Any, now: float) -> Moment | None:
     return Moment(ago, _utc(at))
 
 
-def read_workers(conn: redis.Redis) -> list[dict[str, Any]]:
-    """RQ's registered workers as plain values for the renderer."""
-    workers = []
-    for worker in Worker.all(connection=conn):
-        heartbeat = worker.last_heartbeat
-        workers.append(
-            {
-                "name": worker.name,
-                "state": worker.get_state(),
-                "job": worker.get_current_job_id(),
-                "queues": worker.queue_names(),
-                "heartbeat": heartbeat.timestamp() if heartbeat else None,
-            }
-        )
-    return sorted(workers, key=lambda w: str(w["name"]))
-
-
 def _snapshot(conn: redis.Redis, access: Access, signout_url: str) -> str:
-    """What `access` may see: for a signed-in person, only their repositories' runs, from the whole run log."""
-    if access.repos is None:
-        runs = recent_runs(conn, RUNS_SHOWN)
-    else:
-        runs = [r for r in recent_runs(conn, KEEP) if str(r.get("repo", "")).lower() in access.repos][:RUNS_SHOWN]
-    queues = {name: Queue(name, connection=conn).count for name in QUEUE_NAMES}
+    seen = status_reads.read(conn, access.repos, RUNS_SHOWN)
     return render_status_page(
-        runs,
-        queues,
-        read_workers(conn),
+        seen.runs,
+        seen.queues,
+        seen.workers,
         time.time(),
         access=access,
         signout_url=signout_url,
-        sandboxes=read_sandboxes(conn),
-        rate_limited=read_rate_limited(conn) if access.repos is None else {},
+        sandboxes=seen.sandboxes,
+        rate_limited=seen.rate_limited,
     )
-
-
-def read_rate_limited(conn: redis.Redis) -> dict[str, tuple[str, float]]:
-    """Installation → (primary | secondary, seconds left), from the keys workers set while limited."""
-    found = {}
-    for key in conn.scan_iter(match=f"{redis_keys.RATE_LIMITED_PREFIX}*", count=100):
-        kind, left = conn.get(key), conn.ttl(key)
-        name = (key.decode() if isinstance(key, bytes) else str(key)).removeprefix(redis_keys.RATE_LIMITED_PREFIX)
-        if isinstance(kind, bytes) and isinstance(left, int) and left > 0:
-            found[name] = (kind.decode(), float(left))
-    return found
-
-
-def read_sandboxes(conn: redis.Redis) -> dict[str, str]:
-    """Worker name → how it runs terraform, as each worker recorded it at start-up."""
-    found = {}
-    for key in conn.scan_iter(match=f"{redis_keys.SANDBOX_PREFIX}*", count=100):
-        value = conn.get(key)
-        name = key.decode() if isinstance(key, bytes) else str(key)
-        if isinstance(value, bytes):
-            found[name.removeprefix(redis_keys.SANDBOX_PREFIX)] = value.decode()
-    return found
 
 
 async def status_page(request: Request) -> Response:

@@ -9,17 +9,16 @@ import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from urllib.parse import urlparse
 
 from cryptography.hazmat.primitives.asymmetric.rsa import RSAPrivateKey
 from cryptography.hazmat.primitives.serialization import load_pem_private_key
 
-from core.cron import validate_schedule
 from core.project_limit import DEFAULT_MAX_PROJECTS
-from core.render.mask import PatternError, compile_pattern
 from core.sandbox_paths import MODES, SETTING, Grant, SandboxPaths, parse_grants
 from core.status_settings import CLOSED, StatusAuth
 from plumbing import redis_url as urls
+from plumbing import setting_values as values
+from plumbing.setting_values import SettingsError
 
 DEFAULT_API_URL = "https://api.github.com"
 DEFAULT_REDIS_URL = "redis://127.0.0.1:6379/0"
@@ -39,14 +38,6 @@ SECRET_VARIABLES = (*FILE_SECRETS, "REDIS_URL")
 # Every setting naming a file that holds a secret (the setup flow's `.env` holds the App key): the
 # worker refuses to start when a sandbox could read one of them.
 SECRET_FILE_SETTINGS = (*(f"{name}_PATH" for name in FILE_SECRETS), "PLANGATE_ENV_FILE")
-
-
-class SettingsError(Exception):
-    """A missing or malformed setting; str() is the one line shown to the operator."""
-
-    def __init__(self, name: str, problem: str) -> None:
-        super().__init__(f"setting {name}: {problem}")
-        self.name = name
 
 
 @dataclass(frozen=True)
@@ -129,21 +120,13 @@ def _read_secret(env: Mapping[str, str], name: str) -> str | None:
 def _redis_url(env: Mapping[str, str]) -> str:
     """REDIS_URL, with REDIS_PASSWORD(_PATH) and REDIS_SENTINEL_PASSWORD(_PATH) put into it when given
     separately (mounted secret files), in a form redis-py reads back."""
-    url = _url(env, "REDIS_URL", DEFAULT_REDIS_URL, urls.SCHEMES)
+    url = values.url(env, "REDIS_URL", DEFAULT_REDIS_URL, urls.SCHEMES)
     try:
         return urls.with_passwords(
             url, _read_secret(env, "REDIS_PASSWORD"), _read_secret(env, "REDIS_SENTINEL_PASSWORD")
         )
     except urls.BadURL as exc:
         raise SettingsError(exc.setting, exc.problem) from None
-
-
-def _names(env: Mapping[str, str], name: str) -> tuple[str, ...]:
-    names = tuple(n.strip() for n in env.get(name, "").split(",") if n.strip())
-    for item in names:
-        if not re.fullmatch(r"[A-Za-z_*?\[\]!][A-Za-z0-9_*?\[\]!]*", item):
-            raise SettingsError(name, f"{item!r} is not a variable name or glob")
-    return names
 
 
 def _sandbox(env: Mapping[str, str]) -> tuple[str, SandboxPaths]:
@@ -184,49 +167,6 @@ def _private_key(env: Mapping[str, str]) -> str | None:
     return _decode_private_key(raw, "GITHUB_APP_PRIVATE_KEY_PATH")
 
 
-def _positive(env: Mapping[str, str], name: str, default: float) -> float:
-    raw = env.get(name)
-    if raw is None or raw == "":
-        return default
-    try:
-        value = float(raw)
-    except ValueError:
-        raise SettingsError(name, f"must be a number, got {raw!r}") from None
-    if value <= 0:
-        raise SettingsError(name, "must be greater than 0")
-    return value
-
-
-def _url(env: Mapping[str, str], name: str, default: str, schemes: tuple[str, ...]) -> str:
-    value = env.get(name) or default
-    parsed = urlparse(value)
-    if parsed.scheme not in schemes or not (parsed.netloc or (parsed.scheme == "unix" and parsed.path)):
-        shown = f"{parsed.scheme}://…" if "@" in value else repr(value)  # never echo a password
-        raise SettingsError(name, f"must be a {' or '.join(schemes)} URL, got {shown}")
-    return value.rstrip("/")
-
-
-def _patterns(env: Mapping[str, str]) -> tuple[str, ...]:
-    raw = env.get("PLANGATE_MASK_PATTERNS", "")
-    patterns = tuple(p for p in raw.split("\n") if p.strip())
-    for pattern in patterns:
-        try:
-            compile_pattern(pattern)
-        except PatternError as exc:
-            raise SettingsError("PLANGATE_MASK_PATTERNS", f"invalid regex {pattern!r}: {exc}") from None
-    return patterns
-
-
-def _cron(env: Mapping[str, str], name: str) -> str | None:
-    value = (env.get(name) or "").strip()
-    if not value:
-        return None
-    try:
-        return validate_schedule(value, name)
-    except ValueError as exc:
-        raise SettingsError(name, str(exc).removeprefix(f"{name}: ")) from None
-
-
 def load(
     env: Mapping[str, str] | None = None,
     *,
@@ -262,50 +202,27 @@ def load(
         app_id=app_id,
         private_key=private_key,
         webhook_secret=secret,
-        api_url=_url(env, "GITHUB_API_URL", DEFAULT_API_URL, ("http", "https")),
+        api_url=values.url(env, "GITHUB_API_URL", DEFAULT_API_URL, ("http", "https")),
         redis_url=redis_url,
         workdir=Path(env.get("PLANGATE_WORKDIR") or "/tmp/plangate").resolve(),
-        tf_env=_names(env, "PLANGATE_TF_ENV"),
-        tf_timeout=_positive(env, "PLANGATE_TF_TIMEOUT", 1800.0),
-        tf_memory_mb=int(_positive(env, "PLANGATE_TF_MEMORY_MB", 4096)),
-        mask_patterns=_patterns(env),
-        drift_schedule=_cron(env, "PLANGATE_DRIFT_SCHEDULE"),
+        tf_env=values.names(env, "PLANGATE_TF_ENV"),
+        tf_timeout=values.positive(env, "PLANGATE_TF_TIMEOUT", 1800.0),
+        tf_memory_mb=int(values.positive(env, "PLANGATE_TF_MEMORY_MB", 4096)),
+        mask_patterns=values.mask_patterns(env),
+        drift_schedule=values.cron(env, "PLANGATE_DRIFT_SCHEDULE"),
         sandbox=sandbox,
-        tf_cgroup=_tf_cgroup(env),
+        tf_cgroup=values.tf_cgroup(env),
         sandbox_paths=grants,
-        tf_env_plan=_names(env, "PLANGATE_TF_ENV_PLAN"),
-        tf_env_apply=_names(env, "PLANGATE_TF_ENV_APPLY"),
+        tf_env_plan=values.names(env, "PLANGATE_TF_ENV_PLAN"),
+        tf_env_apply=values.names(env, "PLANGATE_TF_ENV_APPLY"),
         secret_files=_secret_files(env),
         status_auth=_status_auth(env, app_id),
-        report=_choice(env, "PLANGATE_REPORT", ("checks", "statuses"), "checks"),
-        log_level=_choice(env, "PLANGATE_LOG_LEVEL", LOG_LEVELS, "info"),
-        github_retry_seconds=_positive(env, "PLANGATE_GITHUB_RETRY_SECONDS", 120.0),
-        outage_window=_positive(env, "PLANGATE_OUTAGE_WINDOW", 3600.0),
-        max_projects=_count(env, "PLANGATE_MAX_PROJECTS", DEFAULT_MAX_PROJECTS),
+        report=values.choice(env, "PLANGATE_REPORT", ("checks", "statuses"), "checks"),
+        log_level=values.choice(env, "PLANGATE_LOG_LEVEL", LOG_LEVELS, "info"),
+        github_retry_seconds=values.positive(env, "PLANGATE_GITHUB_RETRY_SECONDS", 120.0),
+        outage_window=values.positive(env, "PLANGATE_OUTAGE_WINDOW", 3600.0),
+        max_projects=values.count(env, "PLANGATE_MAX_PROJECTS", DEFAULT_MAX_PROJECTS),
     )
-
-
-def _tf_cgroup(env: Mapping[str, str]) -> str:
-    value = (env.get("PLANGATE_TF_CGROUP") or "auto").strip()
-    if value not in ("auto", "off") and not value.startswith("/"):
-        raise SettingsError("PLANGATE_TF_CGROUP", f"must be auto, off or an absolute path, got {value!r}")
-    return value
-
-
-def _count(env: Mapping[str, str], name: str, default: int) -> int:
-    raw = (env.get(name) or "").strip()
-    if not raw:
-        return default
-    if not (raw.isascii() and raw.isdigit()) or int(raw) < 1:
-        raise SettingsError(name, f"must be a whole number of 1 or more, got {raw!r}")
-    return int(raw)
-
-
-def _choice(env: Mapping[str, str], name: str, choices: tuple[str, ...], default: str) -> str:
-    value = (env.get(name) or default).strip()
-    if value not in choices:
-        raise SettingsError(name, f"must be one of {', '.join(choices)}, got {value!r}")
-    return value
 
 
 def _status_auth(env: Mapping[str, str], app_id: int | None) -> StatusAuth:

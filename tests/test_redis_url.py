@@ -19,7 +19,7 @@ from plumbing import redis_url as urls
 from plumbing import settings
 from plumbing.redis_client import connect
 from plumbing.redis_url import read as parse_url  # redis-py's parse_url, typed
-from plumbing.settings import SettingsError
+from plumbing.setting_values import SettingsError
 from standin.local_redis import free_port
 
 # What an environment variable or a secret file can hold (no NUL, no lone surrogate); a file's value

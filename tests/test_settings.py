@@ -16,7 +16,7 @@ import pytest
 from core.sandbox_paths import Grant, SandboxPaths
 from core.status_settings import StatusAuth
 from plumbing import settings
-from plumbing.settings import SettingsError
+from plumbing.setting_values import SettingsError
 from tests.keys import ec_pem, rsa_pem
 
 

@@ -381,7 +381,8 @@ def test_a_push_names_everyone_who_made_it() -> None:
 
 
 def test_metrics_show_what_workers_met_at_github(client: TestClient, redis_conn: redis.Redis) -> None:
-    from bot.status_page import read_rate_limited, render_status_page
+    from bot.status_page import render_status_page
+    from bot.status_reads import read_rate_limited
     from workers.adapters.github.metrics import Recorder
 
     recorder = Recorder(redis_conn)

@@ -14,7 +14,8 @@ from urllib.parse import urlparse
 import pytest
 import redis
 
-from bot.status_page import read_sandboxes, render_status_page
+from bot.status_page import render_status_page
+from bot.status_reads import read_sandboxes
 from tests.keys import rsa_pem
 from workers.adapters.terraform.cgroups import CgroupRoot
 from workers.rq_worker import GIL_SWITCH_INTERVAL, preload
