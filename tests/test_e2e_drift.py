@@ -11,6 +11,7 @@ import pytest
 import redis
 from rq import Queue
 
+from core import redis_keys
 from core.contract import PLANS_QUEUE
 from core.drift_schedule import DriftTarget
 from plumbing import settings as settings_module
@@ -54,8 +55,8 @@ def test_drift_opens_updates_and_closes_one_issue(tmp_path: Path, redis_url: str
         queue = Queue(PLANS_QUEUE, connection=redis_conn)
 
         queue.enqueue("workers.jobs.refresh_drift_targets")
-        stack.wait_for("the drift targets", lambda: redis_conn.get(drift.TARGETS_KEY))
-        targets = json.loads(redis_conn.get(drift.TARGETS_KEY) or b"[]")
+        stack.wait_for("the drift targets", lambda: redis_conn.get(redis_keys.DRIFT_TARGETS))
+        targets = json.loads(redis_conn.get(redis_keys.DRIFT_TARGETS) or b"[]")
         assert [(t["repo"], t["project"], t["schedule"]) for t in targets] == [("acme/infra", "app", "0 3 * * *")]
 
         # reality changes outside Terraform: the resource is dropped from the state

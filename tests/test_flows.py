@@ -396,7 +396,7 @@ def _apply_all(
     where = found.where(push)
     outcomes = {p.name: world.run(apply_project.run(world.ctx, push, p, where, uuid4().hex)) for p in found.projects}
     if lose_outcomes:  # as a Redis that restarted between the applies and their finish
-        world.ctx.redis.delete(push_apply.outcomes_key(world.repo.id, push.after))
+        world.ctx.redis.delete(redis_keys.apply_outcomes(world.repo.id, push.after))
     world.run(push_apply.finish(world.ctx, push, where, [], [p.name for p in found.projects]))
     return outcomes, found
 

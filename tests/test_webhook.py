@@ -18,6 +18,7 @@ from starlette.testclient import TestClient
 
 from bot.app import create_app
 from core.contract import COMMANDS_QUEUE, PLANS_QUEUE, CommentChange, PlanRequest
+from core.contract_cleanup import GroupGone, PullClosed
 from plumbing import settings as settings_module
 from tests.webhooks import FIXTURES, SECRET, event_name, load, signed_headers
 
@@ -31,6 +32,7 @@ PLAN_FIXTURES = {
 }
 PUSH_FIXTURES = {"push.new-branch-default.json", "push.no-username-committer.json"}
 MERGE_GROUP_FIXTURES = {"merge_group.checks_requested.json"}  # check_run examples are other Apps' runs: ignored
+CLOSED_FIXTURES = {"pull_request.closed.not-merged.json", "pull_request.closed.not-merged.atlantis.json"}
 METRICS_TOKEN = "metrics-token-0123456789abcdef"
 INSTALLATION_FIXTURES = {
     "installation.created.json",
@@ -75,6 +77,9 @@ def test_every_published_example_is_accepted(client: TestClient, redis_conn: red
     elif fixture in MERGE_GROUP_FIXTURES:
         assert status == 202, answer
         assert len(jobs[PLANS_QUEUE]) == 1 and jobs[PLANS_QUEUE][0].startswith("mq-")
+    elif fixture in CLOSED_FIXTURES:  # a job drops the PR's records and cancels its queued plan
+        assert status == 202, answer
+        assert len(jobs[COMMANDS_QUEUE]) == 1 and jobs[COMMANDS_QUEUE][0].startswith("closed-")
     elif fixture == "pull_request_review.dismissed.json":  # an approval it carried stops counting
         assert status == 202, answer
         dismissed = load(fixture)
@@ -125,13 +130,32 @@ def test_new_sha_is_a_new_plan(client: TestClient, redis_conn: redis.Redis) -> N
     assert len(queued(redis_conn)[PLANS_QUEUE]) == 2
 
 
-def test_closed_pr_cancels_its_queued_plan(client: TestClient, redis_conn: redis.Redis) -> None:
+def test_closed_pr_has_a_job_cancel_its_queued_plan(client: TestClient, redis_conn: redis.Redis) -> None:
     opened = load("pull_request.opened.json")
     post(client, "pull_request", opened)
+    (plan,) = queued(redis_conn)[PLANS_QUEUE]
     closed = dict(opened, action="closed")
     status, answer = post(client, "pull_request", closed)
-    assert (status, answer["outcome"]) == (200, "cancelled")
-    assert queued(redis_conn)[PLANS_QUEUE] == []
+    assert (status, answer["outcome"]) == (202, "enqueued")
+    (job,) = Queue(COMMANDS_QUEUE, connection=redis_conn).jobs  # taken before any plan
+    pull = opened["pull_request"]
+    assert job.func_name == "workers.jobs.pull_closed"
+    assert job.kwargs["request"] == PullClosed(
+        opened["repository"]["id"], pull["number"], pull["head"]["sha"], plan, str(pull.get("closed_at") or "")
+    )
+    assert post(client, "pull_request", closed)[1]["outcome"] == "duplicate"  # a redelivery: tidied once
+
+
+def test_a_finished_merge_group_has_a_job_mark_it_gone(client: TestClient, redis_conn: redis.Redis) -> None:
+    requested = load("merge_group.checks_requested.json")
+    post(client, "merge_group", requested)
+    (plan,) = queued(redis_conn)[PLANS_QUEUE]
+    status, answer = post(client, "merge_group", dict(requested, action="destroyed", reason="merged"))
+    assert (status, answer["outcome"]) == (202, "enqueued")
+    (job,) = Queue(COMMANDS_QUEUE, connection=redis_conn).jobs
+    group = requested["merge_group"]
+    assert job.func_name == "workers.jobs.merge_group_gone"
+    assert job.kwargs["request"] == GroupGone(requested["repository"]["id"], group["head_sha"], plan)
 
 
 def _review_payload(body: str, user_type: str = "User", action: str = "submitted") -> dict[str, Any]:

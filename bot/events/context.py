@@ -6,8 +6,6 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from rq import Queue
-from rq.exceptions import NoSuchJobError
-from rq.job import Job, JobStatus
 
 from bot.enqueue import Enqueuer
 from plumbing.enqueue import Enqueued
@@ -35,19 +33,6 @@ class Delivery:
 
     def ignore(self, reason: str) -> None:
         self.reason = reason
-
-    def cancel_queued(self, job_id: str, *, started: str) -> None:
-        """Cancel the job if it still waits in its queue; `started` says why nothing was cancelled otherwise."""
-        try:
-            job = Job.fetch(job_id, connection=self.plans.connection)
-        except NoSuchJobError:
-            self.ignore("nothing queued")
-            return
-        if job.get_status() == JobStatus.QUEUED:
-            job.cancel()
-            self.outcome = "cancelled"
-        else:
-            self.ignore(started)
 
 
 def repo_args(data: dict[str, Any]) -> dict[str, Any]:

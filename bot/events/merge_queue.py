@@ -2,7 +2,7 @@
 
 `checks_requested` plans every affected project at `merge_group.head_sha` and reports
 plangate/plan and plangate/destroy there (destroys pass only when approvals given on the group's
-pull requests cover them). `destroyed` (merged, invalidated, dequeued) cancels what is still queued:
+pull requests cover them). `destroyed` (merged, invalidated, dequeued) has a job cancel what is still queued:
 the apply happens on the push to the apply branch, as for any merge.
 """
 
@@ -11,8 +11,8 @@ from __future__ import annotations
 from gidgethub.routing import Router
 from gidgethub.sansio import Event
 
-from core import redis_keys
 from core.contract import GroupRequest, job_id
+from core.contract_cleanup import GroupGone
 
 from .context import Delivery, repo_args
 
@@ -42,8 +42,8 @@ async def plan_group(event: Event, delivery: Delivery) -> None:
 
 @router.register("merge_group", action="destroyed")
 async def drop_group(event: Event, delivery: Delivery) -> None:
+    """A job (workers.flows.cleanup) marks the group gone and cancels its plan if it has not started."""
     data = event.data
-    sha = str(data["merge_group"]["head_sha"])
-    repo_id = int(data["repository"]["id"])
-    delivery.plans.connection.set(redis_keys.mq_gone(repo_id, sha), "1", ex=redis_keys.MQ_GONE_TTL)
-    delivery.cancel_queued(_job_id(repo_id, sha), started="group plan already running or done: its results are dropped")
+    repo_id, sha = int(data["repository"]["id"]), str(data["merge_group"]["head_sha"])
+    gone = GroupGone(repo_id, sha, _job_id(repo_id, sha))
+    await delivery.enqueue(delivery.commands, "workers.jobs.merge_group_gone", gone.job_id(), gone)

@@ -1,4 +1,4 @@
-"""pull_request: plan the head SHA; on close, drop the queued plan."""
+"""pull_request: plan the head SHA; on close, have a job drop the queued plan."""
 
 from __future__ import annotations
 
@@ -8,8 +8,8 @@ from typing import Any
 from gidgethub.routing import Router
 from gidgethub.sansio import Event
 
-from core import redis_keys
 from core.contract import PlanRequest, job_id
+from core.contract_cleanup import PullClosed
 
 from .context import Delivery, repo_args
 
@@ -64,13 +64,9 @@ async def plan_new_base(event: Event, delivery: Delivery) -> None:
 
 @router.register("pull_request", action="closed")
 async def drop_queued(event: Event, delivery: Delivery) -> None:
-    """A closed PR needs no plan: cancel its head's plan if it has not started, re-plan it no more, and let
-    its head's gate no longer hold another PR at the same commit."""
+    """A closed PR needs no plan: a job (workers.flows.cleanup) cancels its head's plan if it has not
+    started, stops re-planning it, and lets its head's gate no longer hold another PR at the same commit."""
     pull = event.data["pull_request"]
-    repo_id = int(event.data["repository"]["id"])
-    with delivery.plans.connection.pipeline(transaction=False) as forget:  # one round trip
-        forget.hdel(redis_keys.pr_plans(repo_id), str(pull["number"]))
-        forget.hdel(redis_keys.sha_gates(repo_id, str(pull["head"]["sha"])), str(pull["number"]))
-        forget.execute()
-    job_id = plan_job_id(int(event.data["repository"]["id"]), int(pull["number"]), str(pull["head"]["sha"]))
-    delivery.cancel_queued(job_id, started="plan already running or done")
+    repo_id, number, sha = int(event.data["repository"]["id"]), int(pull["number"]), str(pull["head"]["sha"])
+    closed = PullClosed(repo_id, number, sha, plan_job_id(repo_id, number, sha), str(pull.get("closed_at") or ""))
+    await delivery.enqueue(delivery.commands, "workers.jobs.pull_closed", closed.job_id(), closed)

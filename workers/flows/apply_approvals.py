@@ -13,12 +13,11 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-from gidgethub.abc import GitHubAPI
-
 from core.approvals import Approval, voided
 from core.config import DestroyApprovers, DestroyRule
 from core.destroy_rules import needs, satisfied_pairs
 from core.gated import Gated
+from workers.adapters.github import GitHub
 from workers.adapters.github.authors import Authors
 from workers.adapters.github.permissions import may_approve, rule_eligibility
 from workers.adapters.store import gates as gate_store
@@ -38,7 +37,7 @@ class Standing:
 
 async def standing(
     records: Records,
-    gh: GitHubAPI,
+    gh: GitHub,
     *,
     repo: str,
     repo_id: int,

@@ -14,8 +14,6 @@ import json
 import logging
 from dataclasses import dataclass
 
-from gidgethub.abc import GitHubAPI
-
 from core.config import RepoConfig
 from core.contract import PushRequest, Where
 from core.gate import Apply, Block, Decision, decide_apply, unreadable
@@ -29,10 +27,11 @@ from core.render.apply import (
     render_not_applied,
 )
 from plumbing.runlog import record_run
-from workers.adapters.github import vcs
+from workers.adapters.github import GitHub, vcs
 from workers.adapters.github.auth import installation_client
 from workers.adapters.github.authors import Authors, applied, of_pull, of_push, record_unapplied, unapplied
 from workers.adapters.github.client import outage
+from workers.adapters.github.pulls import get_pull
 from workers.adapters.github.repo_config import base_config, policy_ref
 from workers.adapters.store import applies as apply_store
 from workers.adapters.store import apply_phases, audit
@@ -114,7 +113,7 @@ async def _run(ctx: WorkerContext, req: PushRequest, project: Project, where: Wh
 
 async def _decide(
     ctx: WorkerContext,
-    gh: GitHubAPI,
+    gh: GitHub,
     req: PushRequest,
     project: Project,
     where: Where,
@@ -133,7 +132,7 @@ async def _decide(
 
 async def _approved(
     ctx: WorkerContext,
-    gh: GitHubAPI,
+    gh: GitHub,
     req: PushRequest,
     project: Project,
     where: Where,
@@ -165,18 +164,18 @@ async def _approved(
     )
 
 
-async def _authors(ctx: WorkerContext, gh: GitHubAPI, req: PushRequest, where: Where, policy: RepoConfig) -> Authors:
+async def _authors(ctx: WorkerContext, gh: GitHub, req: PushRequest, where: Where, policy: RepoConfig) -> Authors:
     """The merged PR's authors as GitHub shows them now (opener, pushers, committers); a direct push's
     pusher and committers."""
     if not where.is_pr or where.number is None:
         return of_push(where.authors)
-    pull = await gh.getitem(f"/repos/{req.repo}/pulls/{where.number}")
+    pull = await get_pull(gh, req.repo, where.number)
     trusted = policy.destroy_approvers.trusted_bots
     return await of_pull(gh, ctx.records, repo=req.repo, repo_id=req.repo_id, pull=pull, trusted_bots=trusted)
 
 
 async def _block(
-    ctx: WorkerContext, gh: GitHubAPI, req: PushRequest, project: Project, where: Where, planned: Decided
+    ctx: WorkerContext, gh: GitHub, req: PushRequest, project: Project, where: Where, planned: Decided
 ) -> str:
     decision = planned.decision
     assert isinstance(decision, Block)
@@ -237,7 +236,7 @@ async def _block(
 
 
 async def _report_only(
-    ctx: WorkerContext, gh: GitHubAPI, req: PushRequest, project: Project, where: Where, planned: Decided, reason: str
+    ctx: WorkerContext, gh: GitHub, req: PushRequest, project: Project, where: Where, planned: Decided, reason: str
 ) -> str:
     if where.number is not None:
         summary = summary_line(planned.plan) if planned.plan else "no plan"
@@ -248,7 +247,7 @@ async def _report_only(
 
 async def _apply(
     ctx: WorkerContext,
-    gh: GitHubAPI,
+    gh: GitHub,
     req: PushRequest,
     project: Project,
     where: Where,

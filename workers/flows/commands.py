@@ -7,12 +7,8 @@ Approvals are judged against the default branch's policy and the latest plan of 
 
 from __future__ import annotations
 
-import json
 from dataclasses import replace
 from typing import Any
-from urllib.parse import quote
-
-from gidgethub.abc import GitHubAPI
 
 from core.approvals import Approval, Refusal, approval_for, approval_marker, timing_refusal
 from core.commands import NearMiss
@@ -32,16 +28,17 @@ from core.render.replies import (
     render_refusal,
 )
 from plumbing.runlog import record_run
-from workers.adapters.github import vcs
+from workers.adapters.github import GitHub, commits, reactions, vcs
 from workers.adapters.github.auth import installation_client
 from workers.adapters.github.authors import Authors, of_pull, unapplied
 from workers.adapters.github.permissions import may_plan
+from workers.adapters.github.pulls import get_pull
 from workers.adapters.github.repo_config import base_config
 from workers.adapters.store import applies as apply_store
-from workers.adapters.store import audit
+from workers.adapters.store import audit, drift_issues
 from workers.adapters.store import gates as gate_store
 from workers.context import WorkerContext
-from workers.flows import drift, held_applies, restore
+from workers.flows import held_applies, restore
 from workers.flows.gate_check import at_commit, covered, may_approve_against
 from workers.flows.outcome import Outcome
 
@@ -61,7 +58,7 @@ async def handle(ctx: WorkerContext, req: CommandRequest) -> Outcome | None:
     return outcome
 
 
-async def _answer(ctx: WorkerContext, gh: GitHubAPI, req: CommandRequest, body: str) -> None:
+async def _answer(ctx: WorkerContext, gh: GitHub, req: CommandRequest, body: str) -> None:
     """Where the command was written: in its review thread, else in the conversation (naming the review
     a command in a review's body came from)."""
     if req.via == "review_comment":
@@ -72,34 +69,34 @@ async def _answer(ctx: WorkerContext, gh: GitHubAPI, req: CommandRequest, body: 
     await vcs.post_comment(gh, ctx.records, repo=req.repo, repo_id=req.repo_id, number=req.number, body=body)
 
 
-async def _react(gh: GitHubAPI, req: CommandRequest, content: str) -> None:
+async def _react(gh: GitHub, req: CommandRequest, content: str) -> None:
     """On the command's comment where GitHub has reactions: none on a review, nor on a button press."""
     if req.via == "comment" and req.comment_id:
-        await gh.post(f"/repos/{req.repo}/issues/comments/{req.comment_id}/reactions", data={"content": content})
+        await reactions.react_to_comment(gh, req.repo, req.comment_id, content)
     elif req.via == "review_comment":
-        await gh.post(f"/repos/{req.repo}/pulls/comments/{req.comment_id}/reactions", data={"content": content})
+        await reactions.react_to_review_comment(gh, req.repo, req.comment_id, content)
 
 
-async def _decide(ctx: WorkerContext, gh: GitHubAPI, req: CommandRequest) -> Outcome:
+async def _decide(ctx: WorkerContext, gh: GitHub, req: CommandRequest) -> Outcome:
     if req.near_miss is not None:
         written, suggestion, reason = req.near_miss
         return Outcome(render_near_miss(NearMiss(written, suggestion, reason), reply_to=req.comment_id), "confused")
     held = apply_store.blocked_on(ctx.records, req.repo_id, req.number)
     pull: dict[str, Any] | None = None
     if not held and req.command in ("approve-destroy", "plan"):  # applies are held on merged PRs and issues
-        pull = await gh.getitem(f"/repos/{req.repo}/pulls/{req.number}") if req.is_pr else None
+        pull = await get_pull(gh, req.repo, req.number) if req.is_pr else None
         if pull is None or pull.get("merged"):
             held = await held_applies.from_github(ctx, gh, req)  # what a Redis that lost it held
     if held and req.command in ("approve-destroy", "plan"):
         return await held_applies.decide(ctx, gh, req, held)
     if not req.is_pr and req.command == "plan":
-        watched = ctx.redis.get(drift.by_issue_key(req.repo_id, req.number))
-        if isinstance(watched, bytes):
-            return await _recheck_drift(gh, req, json.loads(watched))
+        watched = drift_issues.watched(ctx.redis, req.repo_id, req.number)
+        if watched is not None:
+            return await _recheck_drift(gh, req, watched)
     if not req.is_pr:
         text = "plangate commands work on pull requests (and on the issues plangate opens for blocked applies)."
         return Outcome(render_refusal(text, command=req.command or "help", reply_to=req.comment_id), "confused")
-    pull = pull or await gh.getitem(f"/repos/{req.repo}/pulls/{req.number}")
+    pull = pull or await get_pull(gh, req.repo, req.number)
     if req.command == "plan" and pull.get("merged"):
         return await _rerun_merge(gh, req, pull)
     sha = str(pull["head"]["sha"])
@@ -123,7 +120,7 @@ async def _decide(ctx: WorkerContext, gh: GitHubAPI, req: CommandRequest) -> Out
     return await _approve(ctx, gh, req, policy, record, pull)
 
 
-async def _plan(gh: GitHubAPI, req: CommandRequest, pull: dict[str, Any], sha: str) -> Outcome:
+async def _plan(gh: GitHub, req: CommandRequest, pull: dict[str, Any], sha: str) -> Outcome:
     allowed = await may_plan(gh, req.repo, req.commenter, req.commenter_type)
     if not allowed.allowed:
         return Outcome(render_not_allowed(req.commenter, allowed.reason, command="plan", reply_to=req.comment_id), "-1")
@@ -141,7 +138,7 @@ async def _plan(gh: GitHubAPI, req: CommandRequest, pull: dict[str, Any], sha: s
     return Outcome(render_planning(sha, req.projects, reply_to=req.comment_id), "+1", replan=replan)
 
 
-async def _rerun_merge(gh: GitHubAPI, req: CommandRequest, pull: dict[str, Any]) -> Outcome:
+async def _rerun_merge(gh: GitHub, req: CommandRequest, pull: dict[str, Any]) -> Outcome:
     """`/plan` on a merged PR with no held apply (its apply was lost): plan → gate → apply its merge
     commit again, while that commit is still its branch's head. Once the branch moved on, applying
     it would undo what came after: the newer commit's own apply covers the projects it touched."""
@@ -149,7 +146,7 @@ async def _rerun_merge(gh: GitHubAPI, req: CommandRequest, pull: dict[str, Any])
     if not allowed.allowed:
         return Outcome(render_not_allowed(req.commenter, allowed.reason, command="plan", reply_to=req.comment_id), "-1")
     merged, base = str(pull.get("merge_commit_sha") or ""), str(pull["base"]["ref"])
-    head = str((await gh.getitem(f"/repos/{req.repo}/branches/{quote(base, safe='')}"))["commit"]["sha"])
+    head = await commits.branch_head(gh, req.repo, base)
     if head != merged:
         reason = (
             f"{base} has moved on to {head[:7]} since this merge; plangate applies only the head of {base}, "
@@ -160,7 +157,7 @@ async def _rerun_merge(gh: GitHubAPI, req: CommandRequest, pull: dict[str, Any])
     return Outcome(render_planning(merged, reply_to=req.comment_id), "+1", repush=push)
 
 
-async def _recheck_drift(gh: GitHubAPI, req: CommandRequest, watched: dict[str, Any]) -> Outcome:
+async def _recheck_drift(gh: GitHub, req: CommandRequest, watched: dict[str, Any]) -> Outcome:
     """`/plan` in a drift issue: check that project again now."""
     allowed = await may_plan(gh, req.repo, req.commenter, req.commenter_type)
     if not allowed.allowed:
@@ -172,7 +169,7 @@ async def _recheck_drift(gh: GitHubAPI, req: CommandRequest, watched: dict[str, 
 
 async def _approve(
     ctx: WorkerContext,
-    gh: GitHubAPI,
+    gh: GitHub,
     req: CommandRequest,
     policy: RepoConfig,
     record: gate_store.PlanRecord | None,
@@ -195,7 +192,7 @@ async def _approve(
 
 async def _authors(
     ctx: WorkerContext,
-    gh: GitHubAPI,
+    gh: GitHub,
     req: CommandRequest,
     policy: RepoConfig,
     pull: dict[str, Any],
@@ -210,7 +207,7 @@ async def _authors(
 
 
 async def _judge(
-    ctx: WorkerContext, gh: GitHubAPI, req: CommandRequest, record: gate_store.PlanRecord, sha: str
+    ctx: WorkerContext, gh: GitHub, req: CommandRequest, record: gate_store.PlanRecord, sha: str
 ) -> Approval | Refusal:
     """What the approver can have seen, checked before it is approved: a plan that ran, the same plan the
     button's page showed, a plan comment nobody else changed, published before the command."""
@@ -235,7 +232,7 @@ async def _judge(
 
 async def _record_approval(
     ctx: WorkerContext,
-    gh: GitHubAPI,
+    gh: GitHub,
     req: CommandRequest,
     record: gate_store.PlanRecord,
     approval: Approval,

@@ -13,6 +13,8 @@ from core.contract import DESTROY_CONTEXT, ReviewDismissal
 from core.render.replies import approval_status, render_dismissed
 from workers.adapters.github import vcs
 from workers.adapters.github.auth import installation_client
+from workers.adapters.github.issues import issue_comments
+from workers.adapters.github.pulls import get_pull
 from workers.adapters.store import audit
 from workers.adapters.store import gates as gate_store
 from workers.context import WorkerContext
@@ -25,7 +27,7 @@ async def on_dismissal(ctx: WorkerContext, req: ReviewDismissal) -> str:
         login = await vcs.bot_login(ctx.records, ctx.app_id, ctx.private_key, ctx.settings.api_url)
         key, repo_id, number = ctx.records.marker_key, req.repo_id, req.number
         shas: set[str] = set()
-        async for comment in gh.getiter(f"/repos/{req.repo}/issues/{number}/comments?per_page=100"):
+        async for comment in issue_comments(gh, req.repo, number):
             if (comment.get("user") or {}).get("login") != login:
                 continue
             found = answered_approval(comment.get("body"), key=key, repo_id=repo_id, number=number)
@@ -45,7 +47,7 @@ async def on_dismissal(ctx: WorkerContext, req: ReviewDismissal) -> str:
         body = render_dismissed(reviewer=req.reviewer, by=req.by, count=len(shas), marker=seal)
         await vcs.post_comment(gh, ctx.records, repo=req.repo, repo_id=repo_id, number=number, body=body)
         audit.record(ctx.redis, "voided", repo=req.repo, pr=number, approver=req.reviewer, dismissed_by=req.by)
-        pull = await gh.getitem(f"/repos/{req.repo}/pulls/{number}")
+        pull = await get_pull(gh, req.repo, number)
         head = str(pull["head"]["sha"])
         record = gate_store.load_plan(ctx.records, repo_id, number, head)
         if head not in shas or record is None or not any(record.gates.values()):

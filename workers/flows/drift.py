@@ -11,14 +11,8 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
-from dataclasses import asdict
 from datetime import UTC, datetime, timedelta
 
-from gidgethub.abc import GitHubAPI
-from rq import Queue
-from rq.exceptions import DuplicateJobError
-
-from core import redis_keys
 from core.config import ConfigError
 from core.contract import PLANS_QUEUE
 from core.drift_schedule import DriftTarget, delays, due, targets_for
@@ -33,35 +27,34 @@ from core.render.drift import (
 )
 from core.results import ProjectResult
 from plumbing.runlog import record_run
+from workers.adapters import queue
 from workers.adapters.checkout import remote_head
-from workers.adapters.github import vcs
-from workers.adapters.github.auth import app_client, installation_client
+from workers.adapters.github import GitHub, installations, issues, vcs
+from workers.adapters.github.auth import installation_client
 from workers.adapters.github.client import RateLimited
 from workers.adapters.github.repo_config import base_config, mask_patterns
+from workers.adapters.store import drift_issues
 from workers.adapters.terraform import pipeline
 from workers.adapters.terraform.steps import Terraform
 from workers.context import WorkerContext
 from workers.flows.discovery import discover_at
 
 log = logging.getLogger("plangate.drift")
-TARGETS_KEY = redis_keys.DRIFT_TARGETS
 
 
 async def refresh(ctx: WorkerContext) -> list[DriftTarget]:
     """Every installed repository's drift targets, stored for the tick (one config read per repo)."""
     targets: list[DriftTarget] = []
-    async with app_client(ctx.app_id, ctx.private_key, ctx.settings.api_url) as (app, jwt):
-        installations = [i async for i in app.getiter("/app/installations", jwt=jwt)]
-    for inst in installations:
-        async with installation_client(ctx.tokens, int(inst["id"]), ctx.settings.api_url) as gh:
-            async for repo in gh.getiter("/installation/repositories", iterable_key="repositories"):
-                targets += await _repo_targets(ctx, gh, int(inst["id"]), repo)
-    ctx.redis.set(TARGETS_KEY, json.dumps([t.to_plain() for t in targets]))
+    for installation in await installations.installation_ids(ctx.app_id, ctx.private_key, ctx.settings.api_url):
+        async with installation_client(ctx.tokens, installation, ctx.settings.api_url) as gh:
+            async for repo in installations.repositories(gh):
+                targets += await _repo_targets(ctx, gh, installation, repo)
+    drift_issues.save_targets(ctx.redis, targets)
     return targets
 
 
 async def _repo_targets(
-    ctx: WorkerContext, gh: GitHubAPI, installation_id: int, repo: dict[str, object]
+    ctx: WorkerContext, gh: GitHub, installation_id: int, repo: dict[str, object]
 ) -> list[DriftTarget]:
     name, branch = str(repo["full_name"]), str(repo.get("default_branch") or "main")
     try:
@@ -82,23 +75,16 @@ async def _repo_targets(
 
 def tick(ctx: WorkerContext, now: datetime) -> list[str]:
     """Enqueue the checks due this minute, each installation's spread over a window (jitter)."""
-    raw = ctx.redis.get(TARGETS_KEY)
-    targets = [DriftTarget.from_plain(t) for t in json.loads(raw)] if isinstance(raw, bytes) else []
+    targets = drift_issues.load_targets(ctx.redis)
     minute = now.astimezone(UTC).replace(second=0, microsecond=0)
-    queue, ids = Queue(PLANS_QUEUE, connection=ctx.redis), []
+    ids = []
     for target, delay in delays(due(targets, minute)):
         job_id = f"drift-{target.repo_id}-{_slug(target.project)}-{minute:%Y%m%d%H%M}"
-        try:
-            queue.enqueue_in(
-                timedelta(seconds=delay),
-                "workers.jobs.drift_check",
-                kwargs={"target": target},
-                job_id=job_id,
-                unique=True,
-            )
-        except DuplicateJobError:
-            continue
-        ids.append(job_id)
+        check = {"target": target}
+        if queue.schedule_once(
+            ctx.redis, PLANS_QUEUE, "workers.jobs.drift_check", check, job_id=job_id, delay=timedelta(seconds=delay)
+        ):
+            ids.append(job_id)
     return ids
 
 
@@ -167,8 +153,8 @@ async def report(ctx: WorkerContext, target: DriftTarget, project: Project, resu
                 await vcs.post_comment(
                     gh, ctx.records, repo=target.repo, repo_id=target.repo_id, number=number, body=body
                 )
-                await gh.patch(f"/repos/{target.repo}/issues/{number}", data={"state": "closed"})
-                _forget_issue(ctx, target, project.name, number)
+                await issues.close_issue(gh, target.repo, number)
+                drift_issues.forget_issue(ctx.redis, target.repo_id, project.name, number)
     record_run(
         ctx.redis,
         kind="drift",
@@ -183,30 +169,22 @@ async def report(ctx: WorkerContext, target: DriftTarget, project: Project, resu
     return outcome
 
 
-def _issue_key(target: DriftTarget, project: str) -> str:
-    return redis_keys.drift_issue(target.repo_id, project)
-
-
-def by_issue_key(repo_id: int, number: int) -> str:
-    return redis_keys.drift_by_issue(repo_id, number)
-
-
-async def _open_issue(ctx: WorkerContext, gh: GitHubAPI, target: DriftTarget, project: str, login: str) -> int | None:
+async def _open_issue(ctx: WorkerContext, gh: GitHub, target: DriftTarget, project: str, login: str) -> int | None:
     """The open drift issue of this project: from Redis, else found by label, title and author."""
-    raw = ctx.redis.get(_issue_key(target, project))
-    if isinstance(raw, bytes):
-        return int(raw)
+    known = drift_issues.issue_of(ctx.redis, target.repo_id, project)
+    if known is not None:
+        return known
     title = drift_issue_title(project)
-    async for issue in gh.getiter(f"/repos/{target.repo}/issues?labels={DRIFT_LABEL}&state=open&per_page=100"):
+    async for issue in issues.open_issues_labelled(gh, target.repo, DRIFT_LABEL):
         if issue["title"] == title and issue["user"]["login"] == login:
-            _remember_issue(ctx, target, project, int(issue["number"]))
+            drift_issues.remember_issue(ctx.redis, target.repo_id, project, int(issue["number"]))
             return int(issue["number"])
     return None
 
 
 async def _post_or_open(
     ctx: WorkerContext,
-    gh: GitHubAPI,
+    gh: GitHub,
     target: DriftTarget,
     project: Project,
     number: int | None,
@@ -221,22 +199,12 @@ async def _post_or_open(
             gh, ctx.records, repo=target.repo, repo_id=target.repo_id, title=title, body=body, labels=[DRIFT_LABEL]
         )
         number = int(issue["number"])
-        _remember_issue(ctx, target, project.name, number)
+        drift_issues.remember_issue(ctx.redis, target.repo_id, project.name, number)
     elif as_comment:
         await vcs.post_comment(gh, ctx.records, repo=target.repo, repo_id=target.repo_id, number=number, body=body)
     else:
         await vcs.edit_issue(
             gh, ctx.records, repo=target.repo, repo_id=target.repo_id, number=number, data={"body": body}
         )
-    ctx.redis.set(
-        by_issue_key(target.repo_id, number), json.dumps({"target": target.to_plain(), "project": asdict(project)})
-    )
+    drift_issues.watch(ctx.redis, target, project, number)
     return number
-
-
-def _remember_issue(ctx: WorkerContext, target: DriftTarget, project: str, number: int) -> None:
-    ctx.redis.set(_issue_key(target, project), number)
-
-
-def _forget_issue(ctx: WorkerContext, target: DriftTarget, project: str, number: int) -> None:
-    ctx.redis.delete(_issue_key(target, project), by_issue_key(target.repo_id, number))

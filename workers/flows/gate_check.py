@@ -7,8 +7,6 @@ import json
 import logging
 from collections.abc import Awaitable, Iterable
 
-from gidgethub.abc import GitHubAPI
-
 from core.approvals import Approval, Coverage
 from core.config import ConfigError, DestroyRule, RepoConfig
 from core.contract import CommandRequest
@@ -16,6 +14,7 @@ from core.destroy_rules import rule_coverage
 from core.gated import Gated, Gates, plan_gates
 from core.render.status import State, held_by_others
 from core.results import ProjectResult
+from workers.adapters.github import GitHub
 from workers.adapters.github.authors import Authors
 from workers.adapters.github.permissions import COULD_NOT_VERIFY, Permission, may_approve, rule_eligibility
 from workers.adapters.github.repo_config import base_config
@@ -25,7 +24,7 @@ from workers.adapters.store.records import Records
 log = logging.getLogger("plangate.gate")
 
 
-async def policy(gh: GitHubAPI, repo: str, default_branch: str) -> RepoConfig | None:
+async def policy(gh: GitHub, repo: str, default_branch: str) -> RepoConfig | None:
     """The default branch's config: its destroy rules and code-at-apply switches. None when it is invalid
     (nothing is approved then, and code at apply stays gated). GitHub's errors propagate: the job is
     tried again rather than publish a verdict without the rules."""
@@ -49,7 +48,7 @@ def gates_of(results: Iterable[ProjectResult], config: RepoConfig | None) -> dic
 
 
 async def covered(
-    gh: GitHubAPI, gates: Gates, approvals: list[Approval], *, sha: str, rules: tuple[DestroyRule, ...] | None
+    gh: GitHub, gates: Gates, approvals: list[Approval], *, sha: str, rules: tuple[DestroyRule, ...] | None
 ) -> Coverage:
     """Coverage under `rules`, each approval bound to the objects it saw; unreadable rules (None) approve
     nothing: every gated change stays open."""
@@ -61,7 +60,7 @@ async def covered(
 
 async def coverage_at(
     records: Records,
-    gh: GitHubAPI,
+    gh: GitHub,
     *,
     repo: str,
     repo_id: int,
@@ -80,7 +79,7 @@ async def coverage_at(
 
 
 async def may_approve_against(
-    gh: GitHubAPI, req: CommandRequest, policy: RepoConfig, authors: Awaitable[Authors]
+    gh: GitHub, req: CommandRequest, policy: RepoConfig, authors: Awaitable[Authors]
 ) -> Permission:
     """The command's author against the default branch's policy and the change's `authors` (asked of
     GitHub): any error while asking refuses, since a partial list of authors could clear one of them."""

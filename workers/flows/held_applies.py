@@ -12,17 +12,16 @@ from dataclasses import replace
 from datetime import datetime
 from typing import Any
 
-from gidgethub.abc import GitHubAPI
-
 from core.approvals import Approval, Refusal, approval_for, approval_marker, timing_refusal
 from core.config import RepoConfig
 from core.contract import CommandRequest
 from core.gated import Gated, plan_digest, published_digest
 from core.render.marker import parse_marker
 from core.render.replies import render_approved, render_not_allowed, render_planning, render_refusal
-from workers.adapters.github import vcs
+from workers.adapters.github import GitHub, issues, vcs
 from workers.adapters.github.authors import Authors, of_pull, of_push, unapplied
 from workers.adapters.github.permissions import may_plan
+from workers.adapters.github.pulls import get_pull
 from workers.adapters.github.repo_config import base_config, policy_ref
 from workers.adapters.store import applies as apply_store
 from workers.adapters.store import audit
@@ -34,7 +33,7 @@ from workers.flows.gate_check import covered, may_approve_against
 from workers.flows.outcome import Outcome
 
 
-async def decide(ctx: WorkerContext, gh: GitHubAPI, req: CommandRequest, held: list[BlockedApply]) -> Outcome:
+async def decide(ctx: WorkerContext, gh: GitHub, req: CommandRequest, held: list[BlockedApply]) -> Outcome:
     sha = held[-1].push.after  # the latest held push; older ones are superseded by it
     current = [b for b in held if b.push.after == sha]
     if req.command == "plan":
@@ -52,15 +51,15 @@ SETTLED = ("apply-result", "apply-superseded")  # markers of comments that end a
 SEALING_EDIT = 60  # seconds: plangate edits an issue it opened once, to add the held record it seals
 
 
-async def from_github(ctx: WorkerContext, gh: GitHubAPI, req: CommandRequest) -> list[BlockedApply]:
+async def from_github(ctx: WorkerContext, gh: GitHub, req: CommandRequest) -> list[BlockedApply]:
     """The held applies of this PR or issue that Redis lost, read back from the sealed records heading
     plangate's own blocked comments, minus those a later apply result or supersession settled. A blocked
     comment someone edited counts for nothing: what its readers saw may not have been plangate's text."""
     login = await vcs.bot_login(ctx.records, ctx.app_id, ctx.private_key, ctx.settings.api_url)
     found: list[tuple[int | None, dict[str, Any], int]] = []
     if not req.is_pr:
-        found.append((None, await gh.getitem(f"/repos/{req.repo}/issues/{req.number}"), SEALING_EDIT))
-    async for comment in gh.getiter(f"/repos/{req.repo}/issues/{req.number}/comments?per_page=100"):
+        found.append((None, await issues.get_issue(gh, req.repo, req.number), SEALING_EDIT))
+    async for comment in issues.issue_comments(gh, req.repo, req.number):
         found.append((int(comment["id"]), comment, 0))
     held: dict[str, BlockedApply] = {}
     for comment_id, item, allowed_edit in found:
@@ -91,13 +90,13 @@ def _edited(item: dict[str, Any]) -> float:
 
 
 async def authors_of(
-    ctx: WorkerContext, gh: GitHubAPI, repo: str, repo_id: int, held: list[BlockedApply], policy: RepoConfig
+    ctx: WorkerContext, gh: GitHub, repo: str, repo_id: int, held: list[BlockedApply], policy: RepoConfig
 ) -> Authors:
     """A merged PR's authors as GitHub shows them now (a direct push's from its webhook), and those of
     the held projects' changes not applied yet."""
     first = held[0]
     if first.is_pr:
-        pull = await gh.getitem(f"/repos/{repo}/pulls/{first.number}")
+        pull = await get_pull(gh, repo, first.number)
         trusted = policy.destroy_approvers.trusted_bots
         authors = await of_pull(gh, ctx.records, repo=repo, repo_id=repo_id, pull=pull, trusted_bots=trusted)
     else:
@@ -108,7 +107,7 @@ async def authors_of(
 
 
 async def _judge(
-    ctx: WorkerContext, gh: GitHubAPI, req: CommandRequest, held: list[BlockedApply], sha: str
+    ctx: WorkerContext, gh: GitHub, req: CommandRequest, held: list[BlockedApply], sha: str
 ) -> Approval | Refusal:
     """The held changes as the blocked comments (or issue) named them, if those still show plangate's text
     and were written before the command."""
@@ -130,9 +129,7 @@ async def _judge(
     return late or approval_for(gates, sha, req.commenter, req.projects, plan=digest)
 
 
-async def _approve(
-    ctx: WorkerContext, gh: GitHubAPI, req: CommandRequest, held: list[BlockedApply], sha: str
-) -> Outcome:
+async def _approve(ctx: WorkerContext, gh: GitHub, req: CommandRequest, held: list[BlockedApply], sha: str) -> Outcome:
     where = {"repo": req.repo, "number": req.number, "sha": sha, "by": req.commenter, "held": True}
     policy = await base_config(gh, req.repo, policy_ref(held[0].push))  # as the held apply itself is judged
     allowed = await may_approve_against(gh, req, policy, authors_of(ctx, gh, req.repo, req.repo_id, held, policy))

@@ -16,9 +16,6 @@ import logging
 from dataclasses import dataclass
 from typing import Any
 
-from gidgethub.abc import GitHubAPI
-
-from core import redis_keys
 from core.approvals import OBJECT_LEN, Approval
 from core.config import ConfigError, RepoConfig
 from core.contract import DESTROY_CONTEXT, PLAN_CONTEXT, GroupRequest
@@ -31,10 +28,13 @@ from core.render.replies import approval_status
 from core.render.status import destroy_status, pending_status, plan_status
 from core.results import ProjectResult
 from workers.adapters.checkout import remote_head
-from workers.adapters.github import vcs
+from workers.adapters.github import GitHub, vcs
 from workers.adapters.github.auth import installation_client
 from workers.adapters.github.authors import of_pull, unapplied
+from workers.adapters.github.commits import compare
+from workers.adapters.github.pulls import pulls_of_commit
 from workers.adapters.github.repo_config import base_config
+from workers.adapters.store import merge_groups
 from workers.context import WorkerContext
 from workers.flows.apply_approvals import standing
 from workers.flows.discovery import discover_at, to_plan
@@ -53,7 +53,7 @@ class GroupPR:
 
 def gone(ctx: WorkerContext, req: GroupRequest) -> bool:
     """The queue dropped this group (merged, invalidated, dequeued): its results matter to no one."""
-    return bool(ctx.redis.exists(redis_keys.mq_gone(req.repo_id, req.head_sha)))
+    return merge_groups.is_gone(ctx.redis, req.repo_id, req.head_sha)
 
 
 async def dispatch(ctx: WorkerContext, req: GroupRequest) -> list[Project] | None:
@@ -89,21 +89,20 @@ async def _base(ctx: WorkerContext, req: GroupRequest) -> str:
     return await asyncio.to_thread(remote_head, req.clone_url, req.default_branch, token, timeout=60)
 
 
-async def _changed(gh: GitHubAPI, repo: str, base: str, head: str) -> list[str] | None:
-    compare = await gh.getitem(f"/repos/{repo}/compare/{base}...{head}")
-    files = compare.get("files", [])
+async def _changed(gh: GitHub, repo: str, base: str, head: str) -> list[str] | None:
+    files = (await compare(gh, repo, base, head)).get("files", [])
     if len(files) >= COMPARE_FILE_CAP:
         return None
     return [f["filename"] for f in files] + [f["previous_filename"] for f in files if f.get("previous_filename")]
 
 
-async def group_prs(gh: GitHubAPI, repo: str, base: str, head: str) -> list[GroupPR]:
+async def group_prs(gh: GitHub, repo: str, base: str, head: str) -> list[GroupPR]:
     """The pull requests merged into the group: those whose head is one of the group's commits."""
-    compare = await gh.getitem(f"/repos/{repo}/compare/{base}...{head}")
+    compared = await compare(gh, repo, base, head)
     found: dict[int, GroupPR] = {}
-    for commit in compare.get("commits", []):
+    for commit in compared.get("commits", []):
         sha = str(commit["sha"])
-        async for pull in gh.getiter(f"/repos/{repo}/commits/{sha}/pulls"):
+        async for pull in pulls_of_commit(gh, repo, sha):
             if pull["head"]["sha"] == sha and pull.get("state") == "open":
                 found[int(pull["number"])] = GroupPR(int(pull["number"]), sha, pull)
     return sorted(found.values(), key=lambda p: p.number)
@@ -134,7 +133,7 @@ async def publish(ctx: WorkerContext, req: GroupRequest, results: list[ProjectRe
         await vcs.set_status(gh, req.repo, req.head_sha, DESTROY_CONTEXT, *approval_status(cov), summary=summary)
 
 
-async def _failed(gh: GitHubAPI, req: GroupRequest, why: str) -> None:
+async def _failed(gh: GitHub, req: GroupRequest, why: str) -> None:
     for context in (PLAN_CONTEXT, DESTROY_CONTEXT):
         await vcs.set_status(gh, req.repo, req.head_sha, context, "failure", why)
 
@@ -145,7 +144,7 @@ def _all_rules(approvals: list[Approval], rules: tuple[object, ...]) -> dict[str
 
 
 async def _approvals(
-    ctx: WorkerContext, gh: GitHubAPI, req: GroupRequest, gates: dict[str, dict[str, Gated]], policy: RepoConfig
+    ctx: WorkerContext, gh: GitHub, req: GroupRequest, gates: dict[str, dict[str, Gated]], policy: RepoConfig
 ) -> list[Approval]:
     """Per project, the approvals on the group's PRs that still count (re-checked as at apply time, against
     every author of that PR and the objects the group's plan condemns), as approvals of the group's

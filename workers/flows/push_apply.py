@@ -11,11 +11,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
 
-from gidgethub.abc import GitHubAPI
-
-from core import redis_keys
 from core.config import ConfigError, RepoConfig
 from core.contract import APPLY_CONTEXT, PushRequest, Where
 from core.project_limit import over_limit
@@ -23,16 +19,19 @@ from core.projects import Project
 from core.render.apply import apply_pending, apply_status, render_apply_died
 from core.render.lost import KILLED, render_apply_lost, why_text
 from core.render.plan import render_config_error, render_too_many_projects
-from workers.adapters.github import vcs
+from workers.adapters.github import GitHub, vcs
 from workers.adapters.github.auth import installation_client
+from workers.adapters.github.commits import compare
+from workers.adapters.github.issues import close_issue
+from workers.adapters.github.pulls import pulls_of_commit
 from workers.adapters.github.repo_config import base_config
 from workers.adapters.store import applies as apply_store
-from workers.adapters.store import audit
+from workers.adapters.store import apply_outcomes, audit, pr_plans
 from workers.adapters.store.apply_phases import Phase
+from workers.adapters.store.pr_plans import PlannedPR
 from workers.context import WorkerContext
 from workers.flows import stale_plans
 from workers.flows.discovery import discover_at, to_plan
-from workers.flows.stale_plans import PlannedPR
 
 log = logging.getLogger("plangate.apply")
 ZERO_SHA = "0" * 40
@@ -94,7 +93,7 @@ async def dispatch(ctx: WorkerContext, req: PushRequest) -> Dispatch | None:
     return Dispatch(projects, pr, replans)
 
 
-async def _apply_policy(gh: GitHubAPI, req: PushRequest) -> RepoConfig | None:
+async def _apply_policy(gh: GitHub, req: PushRequest) -> RepoConfig | None:
     """The default branch's config when this push is to its `apply_branch` (the default branch itself
     when unset); None otherwise. An unreadable config applies nothing: the push is marked failed."""
     try:
@@ -107,11 +106,11 @@ async def _apply_policy(gh: GitHubAPI, req: PushRequest) -> RepoConfig | None:
 
 
 async def _stale(
-    ctx: WorkerContext, gh: GitHubAPI, req: PushRequest, projects: list[Project], merged: MergedPR | None
+    ctx: WorkerContext, gh: GitHub, req: PushRequest, projects: list[Project], merged: MergedPR | None
 ) -> list[PlannedPR]:
     """Mark the plans of open PRs on the same projects stale; those with no re-plan pending get one."""
     identities = {p.identity for p in projects}
-    prs = stale_plans.affected(ctx.records, req.repo_id, identities, merged.number if merged else None)
+    prs = pr_plans.affected(ctx.records, req.repo_id, identities, merged.number if merged else None)
     note = stale_plans.stale_note(req.after, req.branch)
     for planned in prs:
         comment_id = vcs.known_comment(ctx.records, req.repo_id, planned.number, "plan")
@@ -125,46 +124,40 @@ async def _stale(
                 comment_id=comment_id,
                 note=note,
             )
-    return [p for p in prs if stale_plans.claim(ctx.redis, req.repo_id, p.number)]
+    return [p for p in prs if pr_plans.claim(ctx.redis, req.repo_id, p.number)]
 
 
-async def merged_pr(gh: GitHubAPI, repo: str, sha: str) -> MergedPR | None:
+async def merged_pr(gh: GitHub, repo: str, sha: str) -> MergedPR | None:
     """The PR this commit merged (merge commit, squash, rebase, or fast-forward of its head), if any.
     Only the PR whose merge is this very commit: a commit merely associated with a merged PR (pushed to
     its branch after the merge) is a direct push, judged against its pusher and committers."""
-    candidates = [p async for p in gh.getiter(f"/repos/{repo}/commits/{sha}/pulls")]
+    candidates = [p async for p in pulls_of_commit(gh, repo, sha)]
     merged = [p for p in candidates if p.get("merged_at")]
     exact = [p for p in merged if sha in (p.get("merge_commit_sha"), p["head"]["sha"])]
-    chosen = (exact or [None])[0]
+    chosen = exact[0] if exact else None
     if chosen is None:
         return None
     return MergedPR(int(chosen["number"]), str(chosen["head"]["sha"]), str(chosen["user"]["login"]))
 
 
-async def _changed(gh: GitHubAPI, req: PushRequest) -> list[str] | None:
+async def _changed(gh: GitHub, req: PushRequest) -> list[str] | None:
     """Files changed by the push; None (plan every project) for a new branch or a force push."""
     if req.forced or req.before == ZERO_SHA:
         return None
-    compare = await gh.getitem(f"/repos/{req.repo}/compare/{req.before}...{req.after}")
-    if compare.get("status") not in ("ahead", "identical"):
+    compared = await compare(gh, req.repo, req.before, req.after)
+    if compared.get("status") not in ("ahead", "identical"):
         return None
-    files = [f["filename"] for f in compare.get("files", [])]
-    files += [f["previous_filename"] for f in compare.get("files", []) if f.get("previous_filename")]
-    return None if len(compare.get("files", [])) >= COMPARE_FILE_CAP else files
-
-
-def outcomes_key(repo_id: int, sha: str) -> str:
-    return redis_keys.apply_outcomes(repo_id, sha)
+    files = [f["filename"] for f in compared.get("files", [])]
+    files += [f["previous_filename"] for f in compared.get("files", []) if f.get("previous_filename")]
+    return None if len(compared.get("files", [])) >= COMPARE_FILE_CAP else files
 
 
 def record_outcome(ctx: WorkerContext, req: PushRequest, project: str, outcome: str) -> None:
-    ctx.redis.hset(outcomes_key(req.repo_id, req.after), project, outcome)
-    ctx.redis.expire(outcomes_key(req.repo_id, req.after), redis_keys.GATE_TTL)
+    apply_outcomes.record(ctx.redis, req.repo_id, req.after, project, outcome)
 
 
 def outcomes(ctx: WorkerContext, req: PushRequest) -> dict[str, str]:
-    raw: Any = ctx.redis.hgetall(outcomes_key(req.repo_id, req.after))
-    return {k.decode(): v.decode() for k, v in raw.items()}
+    return apply_outcomes.read(ctx.redis, req.repo_id, req.after)
 
 
 async def finish(
@@ -190,7 +183,7 @@ async def settle(
     project: Project,
     where: Where,
     phase: Phase | None,
-    gh: GitHubAPI | None = None,
+    gh: GitHub | None = None,
     *,
     why: str = KILLED,
 ) -> str:
@@ -205,7 +198,7 @@ async def settle(
             body = phase.body
             await vcs.post_comment(gh, ctx.records, repo=req.repo, repo_id=req.repo_id, number=where.number, body=body)
             if phase.close_issue:
-                await gh.patch(f"/repos/{req.repo}/issues/{where.number}", data={"state": "closed"})
+                await close_issue(gh, req.repo, where.number)
         return phase.outcome
     died = phase is not None and phase.name == "applying"
     if died:

@@ -14,14 +14,13 @@ from __future__ import annotations
 import json
 import logging
 from typing import Any
-from urllib.parse import quote
-
-from gidgethub.abc import GitHubAPI
 
 from core.contract import APPLY_CONTEXT, PLAN_CONTEXT, PlanRequest, RepoTarget
 from core.render.lost import apply_unknown_status, render_apply_unknown
-from workers.adapters.github import vcs
-from workers.adapters.github.auth import app_client, installation_client
+from workers.adapters.github import GitHub, installations, vcs
+from workers.adapters.github.auth import installation_client
+from workers.adapters.github.commits import branch_head
+from workers.adapters.github.pulls import open_pulls
 from workers.context import WorkerContext
 from workers.flows import push_apply
 
@@ -31,24 +30,22 @@ LOST_RECORDS = "Redis restarted without plangate's records of it"
 
 async def lost_work(ctx: WorkerContext, trigger: str) -> list[PlanRequest]:
     """The PRs to plan again; pending applies are reported lost on the way."""
-    async with app_client(ctx.app_id, ctx.private_key, ctx.settings.api_url) as (app, jwt):
-        installations = [int(i["id"]) async for i in app.getiter("/app/installations", jwt=jwt)]
     replans: list[PlanRequest] = []
-    for installation in installations:
+    for installation in await installations.installation_ids(ctx.app_id, ctx.private_key, ctx.settings.api_url):
         async with installation_client(ctx.tokens, installation, ctx.settings.api_url) as gh:
-            async for repo in gh.getiter("/installation/repositories", iterable_key="repositories"):
+            async for repo in installations.repositories(gh):
                 replans += await _repo(ctx, gh, installation, repo, trigger)
     log.warning(json.dumps({"recovered": "plans", "count": len(replans)}))
     return replans
 
 
 async def _repo(
-    ctx: WorkerContext, gh: GitHubAPI, installation: int, repo: dict[str, Any], trigger: str
+    ctx: WorkerContext, gh: GitHub, installation: int, repo: dict[str, Any], trigger: str
 ) -> list[PlanRequest]:
     name, branch = str(repo["full_name"]), str(repo.get("default_branch") or "main")
     target = RepoTarget(installation, int(repo["id"]), name, str(repo["clone_url"]), branch)
     replans = []
-    async for pull in gh.getiter(f"/repos/{name}/pulls?state=open&per_page=100"):
+    async for pull in open_pulls(gh, name):
         sha = str(pull["head"]["sha"])
         if await vcs.report_state(gh, name, sha, PLAN_CONTEXT) != "pending":
             continue
@@ -64,13 +61,13 @@ async def _repo(
                 trigger=trigger,
             )
         )
-    head = str((await gh.getitem(f"/repos/{name}/branches/{quote(branch, safe='')}"))["commit"]["sha"])
+    head = await branch_head(gh, name, branch)
     if await vcs.report_state(gh, name, head, APPLY_CONTEXT) == "pending":
         await _apply_lost(ctx, gh, target, head)
     return replans
 
 
-async def _apply_lost(ctx: WorkerContext, gh: GitHubAPI, target: RepoTarget, sha: str) -> None:
+async def _apply_lost(ctx: WorkerContext, gh: GitHub, target: RepoTarget, sha: str) -> None:
     repo = target.repo
     await vcs.set_status(gh, repo, sha, APPLY_CONTEXT, *apply_unknown_status(LOST_RECORDS.lower()))
     pr = await push_apply.merged_pr(gh, repo, sha)

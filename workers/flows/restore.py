@@ -16,14 +16,10 @@ import logging
 import re
 from collections.abc import Iterable
 from dataclasses import dataclass
-from typing import Any
-
-from gidgethub import BadRequest
-from gidgethub.abc import GitHubAPI
 
 from core.contract import CommentChange
 from core.render.text import one_line
-from workers.adapters.github import vcs
+from workers.adapters.github import GitHub, comments, issues, vcs
 from workers.adapters.github.auth import installation_client
 from workers.adapters.store import audit, written
 from workers.adapters.store.written import Written
@@ -54,7 +50,7 @@ def with_note(body: str, by: str | None, at: str | None, *, deleted: bool, thing
 
 async def put_back(
     ctx: WorkerContext,
-    gh: GitHubAPI,
+    gh: GitHub,
     *,
     repo: str,
     repo_id: int,
@@ -66,17 +62,15 @@ async def put_back(
 ) -> int:
     """Write plangate's text again (a deleted comment anew); the comment's id now."""
     body = with_note(was.body, by, at, deleted=deleted)
+    answer = None
     if not deleted:
         written.intend(ctx.records, repo_id, comment_id, was.number, body)
-        try:
-            answer = await gh.patch(f"/repos/{repo}/issues/comments/{comment_id}", data={"body": body})
-        except BadRequest as exc:
-            if exc.status_code.value != 404:
-                raise
+        answer = await comments.set_comment_body(gh, repo, comment_id, body)
+        if answer is None:  # deleted meanwhile
             deleted = True
             body = with_note(was.body, by, at, deleted=True)
-    if deleted:
-        answer = await gh.post(f"/repos/{repo}/issues/{was.number}/comments", data={"body": body})
+    if answer is None:
+        answer = await comments.create_comment(gh, repo, was.number, body)
         written.forget(ctx.records, repo_id, comment_id)
         vcs.moved_comment(ctx.records, repo_id, was.number, comment_id, int(answer["id"]))
     written.remember(ctx.records, repo_id, answer, was.number, restored_from=by, restoring=True)
@@ -92,7 +86,7 @@ async def on_change(ctx: WorkerContext, req: CommentChange) -> str:
     if was is None:
         return "not plangate's, or its record is gone"
     async with installation_client(ctx.tokens, req.installation_id, ctx.settings.api_url) as gh:
-        shown = None if req.action == "deleted" else await _shown(gh, req.repo, req.comment_id)
+        shown = None if req.action == "deleted" else await comments.get_comment(gh, req.repo, req.comment_id)
         if shown is not None and written.matches(was, shown):
             return "as plangate wrote it"
         deleted = shown is None
@@ -111,17 +105,6 @@ async def on_change(ctx: WorkerContext, req: CommentChange) -> str:
     return "restored"
 
 
-async def _shown(gh: GitHubAPI, repo: str, comment_id: int) -> dict[str, Any] | None:
-    """The comment as GitHub shows it; None once it was deleted."""
-    try:
-        comment: dict[str, Any] = await gh.getitem(f"/repos/{repo}/issues/comments/{comment_id}")
-    except BadRequest as exc:
-        if exc.status_code.value != 404:
-            raise
-        return None
-    return comment
-
-
 @dataclass(frozen=True)
 class Shown:
     """Whether the comments a decision rests on still show plangate's text, and since when."""
@@ -130,16 +113,14 @@ class Shown:
     restored: str | None  # GitHub's time plangate last put one of them back: approvals must come after
 
 
-async def check_shown(
-    ctx: WorkerContext, gh: GitHubAPI, *, repo: str, repo_id: int, comment_ids: Iterable[int]
-) -> Shown:
+async def check_shown(ctx: WorkerContext, gh: GitHub, *, repo: str, repo_id: int, comment_ids: Iterable[int]) -> Shown:
     """Read each comment plangate knows it wrote; one that someone else changed is put back now."""
     intact, latest = True, None
     for comment_id in comment_ids:
         was = written.lookup(ctx.records, repo_id, comment_id)
         if was is None:
             continue  # Redis lost what it was: the sealed records and markers decide alone
-        shown = await _shown(gh, repo, comment_id)
+        shown = await comments.get_comment(gh, repo, comment_id)
         if shown is None or not written.matches(was, shown):
             intact = False
             new_id = await put_back(
@@ -159,16 +140,16 @@ async def check_shown(
     return Shown(intact, latest)
 
 
-async def check_issue(ctx: WorkerContext, gh: GitHubAPI, *, repo: str, repo_id: int, number: int) -> Shown:
+async def check_issue(ctx: WorkerContext, gh: GitHub, *, repo: str, repo_id: int, number: int) -> Shown:
     """The body of an issue plangate opened (a blocked direct push), as `check_shown` does for comments."""
     was = written.lookup_issue(ctx.records, repo_id, number)
     if was is None:
         return Shown(True, None)
-    shown = await gh.getitem(f"/repos/{repo}/issues/{number}")
+    shown = await issues.get_issue(gh, repo, number)
     if written.matches(was, shown, issue=True):
         return Shown(True, was.restored)
     body = with_note(was.body, None, None, deleted=False, thing="issue")
-    answer = await gh.patch(f"/repos/{repo}/issues/{number}", data={"body": body})
+    answer = await issues.set_issue_body(gh, repo, number, body)
     again = written.remember(ctx.records, repo_id, answer, number, issue=True, restoring=True)
     audit.record(ctx.redis, "comment-restored", repo=repo, number=number, issue=True)
     return Shown(False, again.restored)

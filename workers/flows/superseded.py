@@ -5,12 +5,12 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from gidgethub.abc import GitHubAPI
-
 from core.contract import PushRequest
 from core.projects import Project
 from core.render.apply import render_superseded
-from workers.adapters.github import vcs
+from workers.adapters.github import GitHub, vcs
+from workers.adapters.github.commits import compare
+from workers.adapters.github.issues import close_issue
 from workers.adapters.store import applies as apply_store
 from workers.adapters.store import audit
 from workers.adapters.store.applies import BlockedApply
@@ -18,7 +18,7 @@ from workers.context import WorkerContext
 from workers.flows.push_apply import record_outcome
 
 
-async def older_than_applied(ctx: WorkerContext, gh: GitHubAPI, req: PushRequest, project: Project) -> bool:
+async def older_than_applied(ctx: WorkerContext, gh: GitHub, req: PushRequest, project: Project) -> bool:
     """An older push never applies over a newer one; a newer push closes the older blocked apply."""
     blocked = apply_store.blocked_for_project(ctx.records, req.repo_id, project.identity)
     if blocked is not None and blocked.push.after != req.after:
@@ -30,18 +30,18 @@ async def older_than_applied(ctx: WorkerContext, gh: GitHubAPI, req: PushRequest
     return applied is not None and applied != req.after and not await is_newer(gh, req.repo, applied, req.after)
 
 
-async def is_newer(gh: GitHubAPI, repo: str, old: str, new: str) -> bool:
+async def is_newer(gh: GitHub, repo: str, old: str, new: str) -> bool:
     """Is `new` a descendant of `old` (or a force-push replacing it)? `behind` means it is older."""
-    compare = await gh.getitem(f"/repos/{repo}/compare/{old}...{new}")
-    return bool(compare.get("status") != "behind")
+    compared = await compare(gh, repo, old, new)
+    return bool(compared.get("status") != "behind")
 
 
-async def close_blocked(ctx: WorkerContext, gh: GitHubAPI, req: PushRequest, blocked: BlockedApply) -> None:
+async def close_blocked(ctx: WorkerContext, gh: GitHub, req: PushRequest, blocked: BlockedApply) -> None:
     name, old = blocked.project.name, blocked.push.after
     body = render_superseded(project=name, old_sha=old, new_sha=req.after)
     await vcs.post_comment(gh, ctx.records, repo=req.repo, repo_id=req.repo_id, number=blocked.number, body=body)
     if not blocked.is_pr:
-        await gh.patch(f"/repos/{req.repo}/issues/{blocked.number}", data={"state": "closed"})
+        await close_issue(gh, req.repo, blocked.number)
     apply_store.clear_blocked(ctx.records, blocked)
     record_outcome(ctx, replace(req, after=old), name, "not-applied")
     audit.record(ctx.redis, "voided", repo=req.repo, project=name, sha=old, superseded_by=req.after)

@@ -21,6 +21,7 @@ from core import redis_keys
 from core.render.marker import parse_marker
 from workers.adapters.github.auth import app_client
 from workers.adapters.github.checks import CheckRuns
+from workers.adapters.github.comments import set_comment_body
 from workers.adapters.store import written
 from workers.adapters.store.records import Records
 
@@ -230,11 +231,12 @@ async def post_comment(
 
 async def edit_comment(
     gh: GitHubAPI, records: Records, *, repo: str, repo_id: int, number: int, comment_id: int, body: str
-) -> dict[str, Any]:
-    """Edit one of the App's comments, recorded as written."""
+) -> dict[str, Any] | None:
+    """Edit one of the App's comments, recorded as written; None when someone deleted it."""
     written.intend(records, repo_id, comment_id, number, body)
-    comment: dict[str, Any] = await gh.patch(f"/repos/{repo}/issues/comments/{comment_id}", data={"body": body})
-    written.remember(records, repo_id, comment, number)
+    comment = await set_comment_body(gh, repo, comment_id, body)
+    if comment is not None:
+        written.remember(records, repo_id, comment, number)
     return comment
 
 
