@@ -23,6 +23,7 @@ from core.contract import (
     Where,
     job_id,
 )
+from core.contract_cleanup import GroupGone, PullClosed
 from core.drift_schedule import DriftTarget
 from core.projects import Project
 from core.render.lost import KILLED
@@ -34,6 +35,7 @@ from workers.context import context
 from workers.flows import apply_project as apply_flow
 from workers.flows import (
     carry,
+    cleanup,
     commands,
     dismissals,
     drift,
@@ -329,3 +331,13 @@ def recover_lost_work() -> int:
 def review_dismissed(request: ReviewDismissal) -> str:
     """A dismissed review's approval stops counting (workers.flows.dismissals)."""
     return asyncio.run(dismissals.on_dismissal(context(), request))
+
+
+def pull_closed(request: PullClosed) -> str:
+    """A closed PR's records dropped and its queued plan cancelled (workers.flows.cleanup)."""
+    return cleanup.pull_closed(context(), request)
+
+
+def merge_group_gone(request: GroupGone) -> str:
+    """A merge group the queue dropped: marked gone, its queued plan cancelled (workers.flows.cleanup)."""
+    return cleanup.group_gone(context(), request)
