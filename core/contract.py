@@ -9,9 +9,37 @@ only (ids, names, SHAs), never a token or a client.
 from __future__ import annotations
 
 from dataclasses import dataclass, fields
-from typing import Any
+from typing import Any, Final
 
 from core import redis_keys
+
+
+class Jobs:
+    """Every job's function, by the dotted name RQ stores: the web process enqueues by name and never
+    imports the job code (tests/test_job_names.py checks that each names a job of workers.jobs, and
+    that every job has a name here)."""
+
+    PLAN_PR: Final = "workers.jobs.plan_pr"
+    PLAN_PROJECT: Final = "workers.jobs.plan_project"
+    PLAN_PROJECTS: Final = "workers.jobs.plan_projects"
+    PLAN_AND_PUBLISH: Final = "workers.jobs.plan_and_publish"
+    JOINED: Final = "workers.jobs.joined"
+    PUBLISH_PLAN: Final = "workers.jobs.publish_plan"
+    PLAN_MERGE_GROUP: Final = "workers.jobs.plan_merge_group"
+    PUBLISH_MERGE_GROUP: Final = "workers.jobs.publish_merge_group"
+    HANDLE_COMMAND: Final = "workers.jobs.handle_command"
+    RESTORE_COMMENT: Final = "workers.jobs.restore_comment"
+    REVIEW_DISMISSED: Final = "workers.jobs.review_dismissed"
+    APPLY_PUSH: Final = "workers.jobs.apply_push"
+    APPLY_PROJECT: Final = "workers.jobs.apply_project"
+    FINISH_APPLY: Final = "workers.jobs.finish_apply"
+    REFRESH_DRIFT_TARGETS: Final = "workers.jobs.refresh_drift_targets"
+    DRIFT_TICK: Final = "workers.jobs.drift_tick"
+    DRIFT_CHECK: Final = "workers.jobs.drift_check"
+    DRIFT_PROJECT: Final = "workers.jobs.drift_project"
+    LAST_WORD: Final = "workers.jobs.last_word"
+    RECOVER_LOST_WORK: Final = "workers.jobs.recover_lost_work"
+
 
 # Commands first: a person is waiting for the reaction to their comment.
 COMMANDS_QUEUE = "plangate-commands"
@@ -22,18 +50,18 @@ QUEUE_NAMES = (COMMANDS_QUEUE, PLANS_QUEUE)
 # twice); an apply's project job re-runs only as its recorded phase allows (workers.flows.apply_phase).
 PLAN_RETRIES = 2
 RERUN_INTERVALS = (3, 15)  # seconds before each re-run
-RERUN_JOBS = frozenset({"workers.jobs.plan_pr", "workers.jobs.plan_merge_group"})
+RERUN_JOBS = frozenset({Jobs.PLAN_PR, Jobs.PLAN_MERGE_GROUP})
 # Jobs that owe the PR (or push) a report: when one fails for good, its last word is said
 # (workers.watchdog, from this failure callback of theirs).
 LAST_WORD_JOBS = frozenset(
     {
-        "workers.jobs.plan_pr",
-        "workers.jobs.publish_plan",
-        "workers.jobs.plan_merge_group",
-        "workers.jobs.publish_merge_group",
-        "workers.jobs.apply_push",
-        "workers.jobs.finish_apply",
-        "workers.jobs.handle_command",
+        Jobs.PLAN_PR,
+        Jobs.PUBLISH_PLAN,
+        Jobs.PLAN_MERGE_GROUP,
+        Jobs.PUBLISH_MERGE_GROUP,
+        Jobs.APPLY_PUSH,
+        Jobs.FINISH_APPLY,
+        Jobs.HANDLE_COMMAND,
     }
 )
 JOB_FAILED = "workers.watchdog.failed"

@@ -13,7 +13,7 @@ from rq import Callback, Queue, Retry, SimpleWorker
 from rq.job import Job, JobStatus
 from rq.utils import utcformat
 
-from core.contract import JOB_FAILED, LAST_WORD_JOBS, PLAN_RETRIES, RERUN_INTERVALS, PushRequest
+from core.contract import JOB_FAILED, LAST_WORD_JOBS, PLAN_RETRIES, RERUN_INTERVALS, Jobs, PushRequest
 from plumbing.enqueue import Enqueued, description, enqueue_once, prepare, stamp, write_all
 from plumbing.redis_client import held_async
 
@@ -29,7 +29,7 @@ REQUEST = PushRequest(
     authors=("alice",),
 )
 OTHER = PushRequest(**{**REQUEST.target(), "before": "c" * 40, "after": "d" * 40, "branch": "main", "authors": ()})
-RERUN = "workers.jobs.plan_pr"  # re-run when its worker dies: a Retry and a failure callback
+RERUN = Jobs.PLAN_PR  # re-run when its worker dies: a Retry and a failure callback
 ONCE = "tests.jobs.echo.echo"  # never re-run
 MOMENTS = {"created_at", "enqueued_at"}  # each enqueue's own time
 

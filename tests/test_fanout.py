@@ -11,7 +11,7 @@ from hypothesis import strategies as st
 from rq import Queue, SimpleWorker
 from rq.job import Job, JobStatus
 
-from core.contract import PLANS_QUEUE, PlanRequest
+from core.contract import PLANS_QUEUE, Jobs, PlanRequest
 from core.inputs import LastPlan
 from core.projects import Project
 from workers import fanout
@@ -42,8 +42,8 @@ def test_a_publish_after_many_jobs_waits_through_joins_of_at_most_fan_in(
         for job in level:
             waits = _waits_on(job) if job.dependency_ids else []
             assert len(waits) <= fanout.FAN_IN
-            leaves += [j.id for j in waits if j.func_name != "workers.jobs.joined"]
-            below += [j for j in waits if j.func_name == "workers.jobs.joined"]
+            leaves += [j.id for j in waits if j.func_name != Jobs.JOINED]
+            below += [j for j in waits if j.func_name == Jobs.JOINED]
         level = below
     assert sorted(leaves) == sorted(ids)  # every job is waited for, once
 

@@ -20,6 +20,7 @@ from core.contract import (
     PLAN_RETRIES,
     PLANS_QUEUE,
     RERUN_INTERVALS,
+    Jobs,
     PlanRequest,
     PushRequest,
     Where,
@@ -88,7 +89,7 @@ def plans(
             continue
         ids.append(
             queue.enqueue(
-                "workers.jobs.plan_projects",
+                Jobs.PLAN_PROJECTS,
                 kwargs={"request": request, "projects": batch},
                 job_timeout=int((tf_timeout * 4 + STEP_MARGIN) * size),
                 result_ttl=redis_keys.PLAN_RESULT_TTL,
@@ -106,7 +107,7 @@ def plan_job(conn: redis.Redis, request: PlanRequest, project: Project, *, tf_ti
     return (
         Queue(PLANS_QUEUE, connection=conn)
         .enqueue(
-            "workers.jobs.plan_project",
+            Jobs.PLAN_PROJECT,
             kwargs={"request": request, "project": project},
             rate_limit=project_rate_limit(request.repo_id, project),
             job_timeout=int(tf_timeout * 4 + STEP_MARGIN),
@@ -155,7 +156,7 @@ def all_ended(queue: Queue, ids: list[str]) -> Dependency | None:
     while len(ids) > FAN_IN:
         ids = [
             queue.enqueue(
-                "workers.jobs.joined",
+                Jobs.JOINED,
                 depends_on=Dependency(jobs=ids[start : start + FAN_IN], allow_failure=True, enqueue_at_front=True),
                 job_timeout=JOIN_TIMEOUT,
                 retry=RERUN,
@@ -173,7 +174,7 @@ def plan_alone(conn: redis.Redis, request: PlanRequest, project: Project, *, tf_
     pending."""
     queue = Queue(PLANS_QUEUE, connection=conn)
     planned = queue.enqueue(
-        "workers.jobs.plan_and_publish",
+        Jobs.PLAN_AND_PUBLISH,
         kwargs={"request": request, "project": project},
         rate_limit=project_rate_limit(request.repo_id, project),
         job_timeout=int(tf_timeout * 4 + STEP_MARGIN + PUBLISH_TIMEOUT),
@@ -202,7 +203,7 @@ def backstop(
         kwargs["project"] = project
     if carried:
         kwargs["carried"] = list(carried)
-    _publish_after(queue, [planner], "workers.jobs.publish_plan", kwargs, fixed_id=backstop_id(planner))
+    _publish_after(queue, [planner], Jobs.PUBLISH_PLAN, kwargs, fixed_id=backstop_id(planner))
 
 
 def backstop_id(planner: str) -> str:
@@ -219,7 +220,7 @@ def applies(
     queue = Queue(PLANS_QUEUE, connection=conn)
     ids = [
         queue.enqueue(
-            "workers.jobs.apply_project",
+            Jobs.APPLY_PROJECT,
             kwargs={"push": push, "project": project, "where": where},
             rate_limit=project_rate_limit(push.repo_id, project),
             job_timeout=int(tf_timeout * 5 + STEP_MARGIN),
@@ -231,7 +232,7 @@ def applies(
         for project in projects
     ]
     queue.enqueue(
-        "workers.jobs.finish_apply",
+        Jobs.FINISH_APPLY,
         kwargs={"push": push, "job_ids": ids, "where": where},
         depends_on=all_ended(queue, ids),
         job_timeout=600,
@@ -256,7 +257,7 @@ def replans_on_merge(conn: redis.Redis, push: PushRequest, prs: Sequence[Planned
         )
         enqueue_once(
             queue,
-            "workers.jobs.plan_pr",
+            Jobs.PLAN_PR,
             job_id("plan", push.repo_id, planned.number, planned.sha, "main", push.after),
             replan,
         )

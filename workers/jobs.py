@@ -17,6 +17,7 @@ from core.contract import (
     CommandRequest,
     CommentChange,
     GroupRequest,
+    Jobs,
     PlanRequest,
     PushRequest,
     ReviewDismissal,
@@ -69,7 +70,7 @@ def plan_pr(request: PlanRequest) -> list[str] | ProjectResult:
         dispatched.request,
         projects,
         tf_timeout=ctx.settings.tf_timeout,
-        publish="workers.jobs.publish_plan",
+        publish=Jobs.PUBLISH_PLAN,
         publish_request=dispatched.request,
         carried=kept,
     )
@@ -171,7 +172,7 @@ def publish_plan(
         return
     planners = plan_results.fetched(conn, job_ids)
     again = {"request": request, "job_ids": job_ids, "carried": list(carried)}
-    if _published_later(planners, "workers.jobs.publish_plan", again):
+    if _published_later(planners, Jobs.PUBLISH_PLAN, again):
         return
     planned = [m for job in planners for m in plan_results.planned(job, request, project)]
     results = [r for _, r in planned] + plan_results.carried_results(conn, carried, request)
@@ -191,7 +192,7 @@ def plan_merge_group(request: GroupRequest) -> list[str]:
         request.as_plan(),
         projects,
         tf_timeout=ctx.settings.tf_timeout,
-        publish="workers.jobs.publish_merge_group",
+        publish=Jobs.PUBLISH_MERGE_GROUP,
         publish_request=request,
     )
 
@@ -199,7 +200,7 @@ def plan_merge_group(request: GroupRequest) -> list[str]:
 @reschedulable
 def publish_merge_group(request: GroupRequest, job_ids: list[str]) -> None:
     planners = plan_results.fetched(context().redis, job_ids)
-    if _published_later(planners, "workers.jobs.publish_merge_group", {"request": request, "job_ids": job_ids}):
+    if _published_later(planners, Jobs.PUBLISH_MERGE_GROUP, {"request": request, "job_ids": job_ids}):
         return
     results = [r for job in planners for _, r in plan_results.planned(job, request.as_plan())]
     asyncio.run(merge_queue.publish(context(), request, results))
@@ -217,15 +218,13 @@ def handle_command(request: CommandRequest) -> str:
     if outcome.repush is not None:
         push = outcome.repush
         rerun = job_id("push", push.repo_id, push.after, "rerun", request.comment_id or request.event_id)
-        enqueue_once(Queue(PLANS_QUEUE, connection=ctx.redis), "workers.jobs.apply_push", rerun, push)
+        enqueue_once(Queue(PLANS_QUEUE, connection=ctx.redis), Jobs.APPLY_PUSH, rerun, push)
     if outcome.redrift is not None:
-        Queue(PLANS_QUEUE, connection=ctx.redis).enqueue("workers.jobs.drift_check", kwargs={"target": outcome.redrift})
+        Queue(PLANS_QUEUE, connection=ctx.redis).enqueue(Jobs.DRIFT_CHECK, kwargs={"target": outcome.redrift})
     if outcome.replan is not None:
         replan = outcome.replan
         queue = Queue(PLANS_QUEUE, connection=ctx.redis)
-        enqueue_once(
-            queue, "workers.jobs.plan_pr", job_id("plan", replan.repo_id, replan.pr, replan.sha, replan.trigger), replan
-        )
+        enqueue_once(queue, Jobs.PLAN_PR, job_id("plan", replan.repo_id, replan.pr, replan.sha, replan.trigger), replan)
     return outcome.reaction
 
 
@@ -288,7 +287,7 @@ def drift_check(target: DriftTarget) -> list[str]:
     queue = Queue(PLANS_QUEUE, connection=ctx.redis)
     return [
         queue.enqueue(
-            "workers.jobs.drift_project",
+            Jobs.DRIFT_PROJECT,
             kwargs={"target": target, "project": project, "sha": sha},
             rate_limit=fanout.project_rate_limit(target.repo_id, project),
             job_timeout=int(ctx.settings.tf_timeout * 4 + fanout.STEP_MARGIN),
@@ -319,9 +318,7 @@ def recover_lost_work() -> int:
     replans = asyncio.run(recover.lost_work(ctx, trigger))
     queue = Queue(PLANS_QUEUE, connection=ctx.redis)
     for replan in replans:
-        enqueue_once(
-            queue, "workers.jobs.plan_pr", job_id("plan", replan.repo_id, replan.pr, replan.sha, trigger), replan
-        )
+        enqueue_once(queue, Jobs.PLAN_PR, job_id("plan", replan.repo_id, replan.pr, replan.sha, trigger), replan)
     return len(replans)
 
 

@@ -11,7 +11,7 @@ import redis
 from rq.exceptions import NoSuchJobError
 from rq.job import Job, JobStatus
 
-from core.contract import PlanRequest
+from core.contract import Jobs, PlanRequest
 from core.projects import Project
 from core.render.lost import OUTAGE
 from core.results import BatchResult, ProjectResult
@@ -75,7 +75,7 @@ def still_to_come(jobs: list[Job]) -> list[str]:
     """The jobs that batches among `jobs` handed a busy project to, and that have not ended yet."""
     waiting: list[str] = []
     for job in jobs:
-        if job.func_name != "workers.jobs.plan_projects" or job.get_status(refresh=False) != JobStatus.FINISHED:
+        if job.func_name != Jobs.PLAN_PROJECTS or job.get_status(refresh=False) != JobStatus.FINISHED:
             continue
         value = job.return_value()
         if isinstance(value, BatchResult):

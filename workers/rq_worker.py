@@ -12,7 +12,7 @@ from typing import Any
 from rq import Queue, Worker
 from rq.job import Job
 
-from core.contract import PLANS_QUEUE
+from core.contract import PLANS_QUEUE, Jobs
 from core.render.lost import KILLED
 from workers import watchdog
 from workers.adapters.github.metrics import Recorder
@@ -68,7 +68,7 @@ class PlangateWorker(Worker):
             self.log.warning("Redis lost plangate's records: looking for lost work on GitHub")
             if not not_ended(self.connection, RECOVER):
                 Queue(PLANS_QUEUE, connection=self.connection).enqueue(
-                    "workers.jobs.recover_lost_work", job_id=RECOVER, job_timeout=3600
+                    Jobs.RECOVER_LOST_WORK, job_id=RECOVER, job_timeout=3600
                 )
         self._seen_epoch = True
         super().run_maintenance_tasks()  # type: ignore[no-untyped-call]

@@ -14,7 +14,7 @@ import redis
 from rq import Queue, Retry
 from rq.job import Job
 
-from core.contract import COMMANDS_QUEUE, LAST_WORD_JOBS
+from core.contract import COMMANDS_QUEUE, LAST_WORD_JOBS, Jobs
 from core.render.lost import KILLED, OUTAGE
 from workers.adapters.github.client import outage
 from workers.adapters.github.metrics import Recorder
@@ -48,7 +48,7 @@ def owed(connection: redis.Redis, job: Job, why: str) -> None:
     if not_ended(connection, fixed):
         return
     Queue(COMMANDS_QUEUE, connection=connection).enqueue(
-        "workers.jobs.last_word",
+        Jobs.LAST_WORD,
         kwargs={"job": job.func_name, "kwargs": dict(job.kwargs), "why": why},
         job_id=fixed,
         retry=SAY_AGAIN,

@@ -12,7 +12,7 @@ from gidgethub.routing import Router
 from gidgethub.sansio import Event
 
 from core import redis_keys
-from core.contract import GroupRequest, job_id
+from core.contract import GroupRequest, Jobs, job_id
 
 from .context import Delivery, repo_args
 
@@ -37,7 +37,7 @@ async def plan_group(event: Event, delivery: Delivery) -> None:
         base_sha=str(group.get("base_sha") or ""),
     )
     job = _job_id(request.repo_id, request.head_sha)
-    await delivery.enqueue(delivery.plans, "workers.jobs.plan_merge_group", job, request)
+    await delivery.enqueue(delivery.plans, Jobs.PLAN_MERGE_GROUP, job, request)
 
 
 @router.register("merge_group", action="destroyed")

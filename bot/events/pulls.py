@@ -9,7 +9,7 @@ from gidgethub.routing import Router
 from gidgethub.sansio import Event
 
 from core import redis_keys
-from core.contract import PlanRequest, job_id
+from core.contract import Jobs, PlanRequest, job_id
 
 from .context import Delivery, repo_args
 
@@ -40,9 +40,7 @@ async def plan_head(event: Event, delivery: Delivery) -> None:
         delivery.ignore("no installation in the payload")
         return
     request = plan_request(event.data)
-    await delivery.enqueue(
-        delivery.plans, "workers.jobs.plan_pr", plan_job_id(request.repo_id, request.pr, request.sha), request
-    )
+    await delivery.enqueue(delivery.plans, Jobs.PLAN_PR, plan_job_id(request.repo_id, request.pr, request.sha), request)
 
 
 for _action in ("opened", "reopened", "synchronize", "ready_for_review"):
@@ -59,7 +57,7 @@ async def plan_new_base(event: Event, delivery: Delivery) -> None:
     base = str((event.data["pull_request"].get("base") or {}).get("sha") or "")
     request = replace(plan_request(event.data), trigger=f"base-{base}")
     job = job_id("plan", request.repo_id, request.pr, request.sha, request.trigger)
-    await delivery.enqueue(delivery.plans, "workers.jobs.plan_pr", job, request)
+    await delivery.enqueue(delivery.plans, Jobs.PLAN_PR, job, request)
 
 
 @router.register("pull_request", action="closed")

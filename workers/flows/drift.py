@@ -20,7 +20,7 @@ from rq.exceptions import DuplicateJobError
 
 from core import redis_keys
 from core.config import ConfigError
-from core.contract import PLANS_QUEUE
+from core.contract import PLANS_QUEUE, Jobs
 from core.drift_schedule import DriftTarget, delays, due, targets_for
 from core.projects import Project
 from core.render.drift import (
@@ -91,7 +91,7 @@ def tick(ctx: WorkerContext, now: datetime) -> list[str]:
         try:
             queue.enqueue_in(
                 timedelta(seconds=delay),
-                "workers.jobs.drift_check",
+                Jobs.DRIFT_CHECK,
                 kwargs={"target": target},
                 job_id=job_id,
                 unique=True,
