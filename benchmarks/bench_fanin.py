@@ -21,7 +21,7 @@ from rq.job import Dependency, Job
 
 import workers.jobs  # noqa: F401  (imported before the fork, as `plangate worker` does)
 from standin.local_redis import private_redis
-from workers import fanout
+from workers.adapters.queue import fanout
 
 
 def _run(conn: redis.Redis, jobs: int, tree: bool) -> float:

@@ -8,6 +8,7 @@ only (ids, names, SHAs), never a token or a client.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, fields
 from typing import Any, Final
 
@@ -50,7 +51,6 @@ QUEUE_NAMES = (COMMANDS_QUEUE, PLANS_QUEUE)
 # twice); an apply's project job re-runs only as its recorded phase allows (workers.flows.apply_phase).
 PLAN_RETRIES = 2
 RERUN_INTERVALS = (3, 15)  # seconds before each re-run
-RERUN_JOBS = frozenset({Jobs.PLAN_PR, Jobs.PLAN_MERGE_GROUP})
 # Jobs that owe the PR (or push) a report: when one fails for good, its last word is said
 # (workers.watchdog, from this failure callback of theirs).
 LAST_WORD_JOBS = frozenset(
@@ -106,6 +106,31 @@ class PlanRequest(RepoTarget):
     on_merge: bool = False  # the base branch moved: plan GitHub's test merge instead of the head
     code_sha: str = ""  # the commit whose code is planned when it is not `sha` (the test merge)
     pusher: str = ""  # who pushed `sha` (a `synchronize` sender): an author of the PR from now on
+
+    @classmethod
+    def of_pull(
+        cls,
+        target: RepoTarget,
+        pull: Mapping[str, Any],
+        *,
+        trigger: str = "push",
+        only: tuple[str, ...] = (),
+        pusher: str = "",
+    ) -> PlanRequest:
+        """The plan of a PR's head, from GitHub's pull request object (a webhook's or the REST API's):
+        a head in another repository than `target` is a fork's."""
+        head_repo = (pull["head"].get("repo") or {}).get("full_name")
+        return cls(
+            **target.target(),
+            pr=int(pull["number"]),
+            sha=str(pull["head"]["sha"]),
+            base_sha=str((pull.get("base") or {}).get("sha") or ""),
+            author=str(pull["user"]["login"]),
+            fork=head_repo != target.repo,
+            trigger=trigger,
+            only=only,
+            pusher=pusher,
+        )
 
     def head_key(self) -> str:
         return redis_keys.head(self.repo_id, self.pr)

@@ -45,7 +45,7 @@ from tests.test_deploy import (
     _validate,
 )
 from tests.test_readme import SETTING, _documented_settings
-from workers import fanout
+from workers.adapters.queue import fanout
 
 pytestmark = pytest.mark.slow
 

@@ -14,10 +14,11 @@ from rq.rate_limit import RateLimitRegistry
 
 from core.contract import PLANS_QUEUE, Jobs
 from core.projects import Project
+from plumbing.job_options import project_rate_limit
 from standin.stack import running_stack
 from tests.e2e import bot_bodies, finished_jobs, planned, planned_dirs, plans_ended, status
 from tests.jobs.holders import running_job
-from workers import fanout, slots
+from workers.adapters.queue import fanout, slots
 
 pytestmark = pytest.mark.e2e
 
@@ -40,7 +41,7 @@ def test_a_batch_hands_a_busy_project_on_the_publish_waits_for_it_and_a_push_car
     with running_stack(tmp_path, redis_url) as stack:
         gh = stack.gh
         repo = gh.create_repo("acme", "infra", {f"{n}/main.tf": _one("1") for n in NAMES})
-        busy = fanout.project_rate_limit(repo.id, Project("p2", "p2"))
+        busy = project_rate_limit(repo.id, Project("p2", "p2"))
         applying = running_job(redis_conn, "an apply of p2")  # another job of p2 runs: it holds the slot
         assert slots.take(redis_conn, busy, applying.id)
 

@@ -11,11 +11,12 @@ from rq.rate_limit import RateLimitRegistry
 
 from core.contract import Jobs
 from core.projects import Project
+from plumbing.job_options import project_rate_limit
 from standin.stack import running_stack
 from tests.e2e import applied_state, bot_bodies, finished_jobs, infra_repo, plan_jobs, planned
 from tests.jobs.holders import running_job
 from tests.tfproject import main_tf
-from workers import fanout, slots
+from workers.adapters.queue import slots
 
 pytestmark = pytest.mark.e2e
 
@@ -79,7 +80,7 @@ def test_a_project_busy_elsewhere_is_planned_in_a_job_that_waits_its_turn(
     with running_stack(tmp_path, redis_url) as stack:
         gh = stack.gh
         repo = infra_repo(stack, state)
-        limit = fanout.project_rate_limit(repo.id, Project("infra", "infra"))
+        limit = project_rate_limit(repo.id, Project("infra", "infra"))
         applying = running_job(redis_conn, "an apply")  # another job of the project runs: it holds the slot
         assert slots.take(redis_conn, limit, applying.id)
 

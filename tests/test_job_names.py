@@ -6,7 +6,8 @@ from __future__ import annotations
 
 import inspect
 
-from core.contract import LAST_WORD_JOBS, RERUN_JOBS, Jobs
+from core.contract import LAST_WORD_JOBS, Jobs
+from plumbing.job_options import FAILED, OPTIONS
 from workers import jobs
 
 NAMES = {value for key, value in vars(Jobs).items() if key.isupper()}
@@ -29,5 +30,10 @@ def test_every_job_has_a_name() -> None:
 
 
 def test_the_job_sets_name_jobs() -> None:
-    assert RERUN_JOBS <= NAMES
     assert LAST_WORD_JOBS <= NAMES
+    assert set(OPTIONS) <= NAMES
+
+
+def test_a_job_that_owes_a_report_gets_its_last_word() -> None:
+    for name in LAST_WORD_JOBS:
+        assert OPTIONS[name].on_failure is FAILED, name

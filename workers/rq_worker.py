@@ -16,7 +16,7 @@ from core.contract import PLANS_QUEUE, Jobs
 from core.render.lost import KILLED
 from workers import watchdog
 from workers.adapters.github.metrics import Recorder
-from workers.fanout import not_ended
+from workers.adapters.queue.fanout import not_ended
 
 # httpx imports its transport (httpcore, h11) and anyio its asyncio backend on the first request:
 # importing them once here, before the forks, spares every work horse that import.

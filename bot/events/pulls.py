@@ -9,7 +9,7 @@ from gidgethub.routing import Router
 from gidgethub.sansio import Event
 
 from core import redis_keys
-from core.contract import Jobs, PlanRequest, job_id
+from core.contract import Jobs, PlanRequest, RepoTarget, job_id
 
 from .context import Delivery, repo_args
 
@@ -22,17 +22,8 @@ def plan_job_id(repo_id: int, pr: int, sha: str) -> str:
 
 
 def plan_request(data: dict[str, Any]) -> PlanRequest:
-    pull = data["pull_request"]
-    head_repo = (pull["head"].get("repo") or {}).get("full_name")
-    return PlanRequest(
-        **repo_args(data),
-        pr=int(pull["number"]),
-        sha=str(pull["head"]["sha"]),
-        base_sha=str((pull.get("base") or {}).get("sha") or ""),
-        author=str(pull["user"]["login"]),
-        fork=head_repo != data["repository"]["full_name"],
-        pusher=str((data.get("sender") or {}).get("login") or "") if data.get("action") == "synchronize" else "",
-    )
+    pusher = str((data.get("sender") or {}).get("login") or "") if data.get("action") == "synchronize" else ""
+    return PlanRequest.of_pull(RepoTarget(**repo_args(data)), data["pull_request"], pusher=pusher)
 
 
 async def plan_head(event: Event, delivery: Delivery) -> None:

@@ -127,17 +127,8 @@ async def _plan(gh: GitHubAPI, req: CommandRequest, pull: dict[str, Any], sha: s
     allowed = await may_plan(gh, req.repo, req.commenter, req.commenter_type)
     if not allowed.allowed:
         return Outcome(render_not_allowed(req.commenter, allowed.reason, command="plan", reply_to=req.comment_id), "-1")
-    head_repo = (pull["head"].get("repo") or {}).get("full_name")
-    replan = PlanRequest(
-        **req.target(),
-        pr=req.number,
-        sha=sha,
-        base_sha=str((pull.get("base") or {}).get("sha") or ""),
-        author=str(pull["user"]["login"]),
-        fork=head_repo != req.repo,
-        trigger=f"comment-{req.comment_id}" if req.comment_id else f"rerun-{req.event_id}",
-        only=tuple(req.projects),
-    )
+    trigger = f"comment-{req.comment_id}" if req.comment_id else f"rerun-{req.event_id}"
+    replan = PlanRequest.of_pull(req, pull, trigger=trigger, only=tuple(req.projects))
     return Outcome(render_planning(sha, req.projects, reply_to=req.comment_id), "+1", replan=replan)
 
 

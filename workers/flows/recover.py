@@ -52,18 +52,7 @@ async def _repo(
         sha = str(pull["head"]["sha"])
         if await vcs.report_state(gh, name, sha, PLAN_CONTEXT) != "pending":
             continue
-        head_repo = (pull["head"].get("repo") or {}).get("full_name")
-        replans.append(
-            PlanRequest(
-                **target.target(),
-                pr=int(pull["number"]),
-                sha=sha,
-                base_sha=str((pull.get("base") or {}).get("sha") or ""),
-                author=str(pull["user"]["login"]),
-                fork=head_repo != name,
-                trigger=trigger,
-            )
-        )
+        replans.append(PlanRequest.of_pull(target, pull, trigger=trigger))
     head = str((await gh.getitem(f"/repos/{name}/branches/{quote(branch, safe='')}"))["commit"]["sha"])
     if await vcs.report_state(gh, name, head, APPLY_CONTEXT) == "pending":
         await _apply_lost(ctx, gh, target, head)
