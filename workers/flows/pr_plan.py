@@ -1,14 +1,6 @@
-"""Plan a pull request: find the affected projects, plan them in jobs (or in place), then publish (pr_publish.py).
-
-Flow (Atlantis's controller → project finder → runner → VCS output):
-`plan_pr` (dispatch) checks out the head once to find projects, enqueues their plans in batches
-(`plan_projects`, a lone project a `plan_project` job; one at a time per project, by its RQ
-RateLimit slot) and a `publish_plan` job that depends on all of them; `publish_plan` renders the
-comment and sets the combined statuses.
-A PR with a single project to plan is planned and published (with the plans it carries forward) by
-its dispatch job when the project's RateLimit slot is free (workers/slots.py), else by one
-`plan_and_publish` job (by a plan job and the publish job when it carries some).
-"""
+"""A PR's plan steps: find the affected projects (`dispatch`), plan one (`plan_project`), plan the only
+one and publish it (`plan_and_publish`, with pr_publish.py). Which step runs in which job, and when:
+pr_runner.py."""
 
 from __future__ import annotations
 
