@@ -74,6 +74,7 @@ OPTIONS: dict[str, Options] = {
     Jobs.RESTORE_COMMENT: Options(_ONCE, result_ttl=3600, retry=None, on_failure=None),
     Jobs.REVIEW_DISMISSED: Options(_ONCE, result_ttl=3600, retry=None, on_failure=None),
     Jobs.REFRESH_DRIFT_TARGETS: Options(_ONCE, result_ttl=0, retry=None, on_failure=None),
+    Jobs.RECOVER_LOST_WORK: Options(3600, retry=None, on_failure=None),  # by a worker that found Redis wiped
     # What a dispatch fans out to.
     Jobs.PLAN_PROJECT: replace(_PLAN, per_project=True),
     Jobs.PLAN_PROJECTS: _PLAN,  # a batch: its timeout counts each of its projects

@@ -14,6 +14,7 @@ from rq.job import Job
 
 from core.contract import PLANS_QUEUE, Jobs
 from core.render.lost import KILLED
+from plumbing.job_options import OPTIONS
 from workers import watchdog
 from workers.adapters.github.metrics import Recorder
 from workers.adapters.queue.fanout import not_ended
@@ -68,7 +69,7 @@ class PlangateWorker(Worker):
             self.log.warning("Redis lost plangate's records: looking for lost work on GitHub")
             if not not_ended(self.connection, RECOVER):
                 Queue(PLANS_QUEUE, connection=self.connection).enqueue(
-                    Jobs.RECOVER_LOST_WORK, job_id=RECOVER, job_timeout=3600
+                    Jobs.RECOVER_LOST_WORK, job_id=RECOVER, **OPTIONS[Jobs.RECOVER_LOST_WORK].enqueue_args()
                 )
         self._seen_epoch = True
         super().run_maintenance_tasks()  # type: ignore[no-untyped-call]
