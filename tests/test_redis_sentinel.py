@@ -43,7 +43,7 @@ def _url(setup: Sentinels, tmp_path: Path) -> str:
 
 def _enqueue(url: str, conn: redis.Redis, job_id: str) -> list[Enqueued | redis.RedisError]:
     """The web's write of one job, on its own held asyncio connection (bot/enqueue.py)."""
-    write = prepare(Queue("plangate-plans", connection=conn), "os.getcwd", job_id, None)
+    write = prepare(Queue("plangate-plans", connection=conn), "os.getcwd", job_id, None, ONCE_OPTIONS)
 
     async def run() -> list[Enqueued | redis.RedisError]:
         held = held_async(url, socket_connect_timeout=2, socket_timeout=2)
