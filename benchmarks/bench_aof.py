@@ -27,7 +27,7 @@ from urllib.parse import urlsplit
 import redis
 
 from benchmarks.bench_webhook import _lua_script, _plangate, _wrk
-from plumbing.enqueue import _ENQUEUE_ONCE
+from plumbing.rq_internals import _ENQUEUE_ONCE
 from standin.local_redis import private_redis
 
 MODES = ("everysec", "always")

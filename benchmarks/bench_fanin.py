@@ -4,7 +4,7 @@
 
 N trivial jobs and a job after all of them (a PR's plans and its publish), run by one forking
 `rq.Worker` on a private Redis, alternating: depending on all N directly (RQ reads the status of
-every one of the N each time one ends, so O(N²) reads), then through `workers.fanout.all_ended`
+every one of the N each time one ends, so O(N²) reads), then through `workers.adapters.queue.fanout.all_ended`
 (joins of at most FAN_IN). Prints the median time from the first job's start to the last job's end,
 and what each job added over a trivial job's own cost.
 """
@@ -21,7 +21,7 @@ from rq.job import Dependency, Job
 
 import workers.jobs  # noqa: F401  (imported before the fork, as `plangate worker` does)
 from standin.local_redis import private_redis
-from workers import fanout
+from workers.adapters.queue import fanout
 
 
 def _run(conn: redis.Redis, jobs: int, tree: bool) -> float:

@@ -20,6 +20,7 @@ from redis.asyncio.connection import AbstractConnection as AsyncConnection
 from rq import Queue
 
 from plumbing.enqueue import Enqueued, JobWrite, prepare, write_all
+from plumbing.job_options import Options
 
 ENQUEUE_SECONDS = Histogram(
     "plangate_enqueue_seconds",
@@ -40,11 +41,14 @@ class Enqueuer:
         self._pending: list[tuple[JobWrite, asyncio.Future[Enqueued]]] = []
         self._writer: asyncio.Task[None] | None = None
 
-    async def enqueue(self, queue: Queue, func: str, job_id: str, request: Any, *, result_ttl: int) -> Enqueued:
-        """`func(request=...)` once per `job_id`; raises redis.RedisError when it could not be stored."""
+    async def enqueue(
+        self, queue: Queue, func: str, job_id: str, request: Any, options: Options | None = None
+    ) -> Enqueued:
+        """`func(request=...)` once per `job_id`, with its kind's options unless `options` says otherwise;
+        raises redis.RedisError when it could not be stored."""
         started = time.perf_counter()
         answer: asyncio.Future[Enqueued] = asyncio.get_running_loop().create_future()
-        self._pending.append((prepare(queue, func, job_id, request, result_ttl=result_ttl), answer))
+        self._pending.append((prepare(queue, func, job_id, request, options), answer))
         if self._writer is None:  # starts on the loop's next turn, with every job of this one
             self._writer = asyncio.create_task(self._write_pending())
         try:

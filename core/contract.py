@@ -8,10 +8,39 @@ only (ids, names, SHAs), never a token or a client.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, fields
-from typing import Any
+from typing import Any, Final
 
-from core import redis_keys
+
+class Jobs:
+    """Every job's function, by the dotted name RQ stores: the web process enqueues by name and never
+    imports the job code (tests/test_job_names.py checks that each names a job of workers.jobs, and
+    that every job has a name here)."""
+
+    PLAN_PR: Final = "workers.jobs.plan_pr"
+    PLAN_PROJECT: Final = "workers.jobs.plan_project"
+    PLAN_PROJECTS: Final = "workers.jobs.plan_projects"
+    PLAN_AND_PUBLISH: Final = "workers.jobs.plan_and_publish"
+    JOINED: Final = "workers.jobs.joined"
+    PUBLISH_PLAN: Final = "workers.jobs.publish_plan"
+    PLAN_MERGE_GROUP: Final = "workers.jobs.plan_merge_group"
+    PUBLISH_MERGE_GROUP: Final = "workers.jobs.publish_merge_group"
+    HANDLE_COMMAND: Final = "workers.jobs.handle_command"
+    RESTORE_COMMENT: Final = "workers.jobs.restore_comment"
+    REVIEW_DISMISSED: Final = "workers.jobs.review_dismissed"
+    APPLY_PUSH: Final = "workers.jobs.apply_push"
+    APPLY_PROJECT: Final = "workers.jobs.apply_project"
+    FINISH_APPLY: Final = "workers.jobs.finish_apply"
+    REFRESH_DRIFT_TARGETS: Final = "workers.jobs.refresh_drift_targets"
+    DRIFT_TICK: Final = "workers.jobs.drift_tick"
+    DRIFT_CHECK: Final = "workers.jobs.drift_check"
+    DRIFT_PROJECT: Final = "workers.jobs.drift_project"
+    LAST_WORD: Final = "workers.jobs.last_word"
+    RECOVER_LOST_WORK: Final = "workers.jobs.recover_lost_work"
+    PULL_CLOSED: Final = "workers.jobs.pull_closed"
+    MERGE_GROUP_GONE: Final = "workers.jobs.merge_group_gone"
+
 
 # Commands first: a person is waiting for the reaction to their comment.
 COMMANDS_QUEUE = "plangate-commands"
@@ -22,18 +51,17 @@ QUEUE_NAMES = (COMMANDS_QUEUE, PLANS_QUEUE)
 # twice); an apply's project job re-runs only as its recorded phase allows (workers.flows.apply_phase).
 PLAN_RETRIES = 2
 RERUN_INTERVALS = (3, 15)  # seconds before each re-run
-RERUN_JOBS = frozenset({"workers.jobs.plan_pr", "workers.jobs.plan_merge_group"})
 # Jobs that owe the PR (or push) a report: when one fails for good, its last word is said
 # (workers.watchdog, from this failure callback of theirs).
 LAST_WORD_JOBS = frozenset(
     {
-        "workers.jobs.plan_pr",
-        "workers.jobs.publish_plan",
-        "workers.jobs.plan_merge_group",
-        "workers.jobs.publish_merge_group",
-        "workers.jobs.apply_push",
-        "workers.jobs.finish_apply",
-        "workers.jobs.handle_command",
+        Jobs.PLAN_PR,
+        Jobs.PUBLISH_PLAN,
+        Jobs.PLAN_MERGE_GROUP,
+        Jobs.PUBLISH_MERGE_GROUP,
+        Jobs.APPLY_PUSH,
+        Jobs.FINISH_APPLY,
+        Jobs.HANDLE_COMMAND,
     }
 )
 JOB_FAILED = "workers.watchdog.failed"
@@ -79,8 +107,30 @@ class PlanRequest(RepoTarget):
     code_sha: str = ""  # the commit whose code is planned when it is not `sha` (the test merge)
     pusher: str = ""  # who pushed `sha` (a `synchronize` sender): an author of the PR from now on
 
-    def head_key(self) -> str:
-        return redis_keys.head(self.repo_id, self.pr)
+    @classmethod
+    def of_pull(
+        cls,
+        target: RepoTarget,
+        pull: Mapping[str, Any],
+        *,
+        trigger: str = "push",
+        only: tuple[str, ...] = (),
+        pusher: str = "",
+    ) -> PlanRequest:
+        """The plan of a PR's head, from GitHub's pull request object (a webhook's or the REST API's):
+        a head in another repository than `target` is a fork's."""
+        head_repo = (pull["head"].get("repo") or {}).get("full_name")
+        return cls(
+            **target.target(),
+            pr=int(pull["number"]),
+            sha=str(pull["head"]["sha"]),
+            base_sha=str((pull.get("base") or {}).get("sha") or ""),
+            author=str(pull["user"]["login"]),
+            fork=head_repo != target.repo,
+            trigger=trigger,
+            only=only,
+            pusher=pusher,
+        )
 
     def pull_url(self) -> str:
         """The PR's page (a repository's clone URL is its page plus `.git`, on GitHub and GHES alike)."""

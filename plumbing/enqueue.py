@@ -9,7 +9,7 @@ and the description names the job id (`description`).
 RQ's own unique enqueue costs two round trips (a MULTI/EXEC registering the queue, then its Lua
 script) and a Job object per call, which were most of a webhook's time
 (benchmarks/bench_webhook.py); this script checks the id, saves the job, pushes it and registers
-the queue in one atomic call.
+the queue in one atomic call (plumbing.rq_internals).
 """
 
 from __future__ import annotations
@@ -25,19 +25,12 @@ import rq
 from redis.asyncio.connection import AbstractConnection as AsyncConnection
 from redis.commands.core import Script
 from redis.exceptions import NoScriptError, RedisError, ResponseError
-from rq import Callback, Queue, Retry
+from rq import Queue
 from rq.utils import now
 
-from core.contract import JOB_FAILED, LAST_WORD_JOBS, PLAN_RETRIES, RERUN_INTERVALS, RERUN_JOBS
+from plumbing import rq_internals
+from plumbing.job_options import OPTIONS, Options
 
-# KEYS: the job's hash, the queue's list, RQ's set of queues. ARGV: the job id, then HSET's pairs.
-_ENQUEUE_ONCE = """
-if redis.call('EXISTS', KEYS[1]) == 1 then return 0 end
-redis.call('HSET', KEYS[1], unpack(ARGV, 2))
-redis.call('RPUSH', KEYS[2], ARGV[1])
-redis.call('SADD', KEYS[3], KEYS[2])
-return 1
-"""
 _PER_JOB = ("created_at", "enqueued_at", "data", "description")  # what RQ varies between jobs of a kind
 _STORED = 0  # zlib level 0: a job's few hundred bytes, stored as a valid zlib stream RQ reads, not compressed
 
@@ -81,7 +74,7 @@ class _Template:
         ]
 
 
-_templates: dict[tuple[object, str, str, int, int], _Template] = {}
+_templates: dict[tuple[object, str, str, Options], _Template] = {}
 
 
 def _kwargs(request: Any) -> dict[str, Any]:
@@ -105,17 +98,16 @@ def description(func: str, job_id: str) -> str:
     return f"{func}({job_id})"
 
 
-def _template(queue: Queue, func: str, request: Any, timeout: int, result_ttl: int) -> _Template:
+def _template(queue: Queue, func: str, request: Any, options: Options) -> _Template:
     """RQ builds one job of this kind; everything but the per-job fields is kept for the next ones."""
-    rerun = func in RERUN_JOBS
     kwargs = _kwargs(request)
     job = queue.create_job(
         func,
         kwargs=kwargs,
-        timeout=timeout,
-        result_ttl=result_ttl,
-        retry=Retry(max=PLAN_RETRIES, interval=list(RERUN_INTERVALS)) if rerun else None,
-        on_failure=Callback(JOB_FAILED) if rerun or func in LAST_WORD_JOBS else None,
+        timeout=options.timeout(),
+        result_ttl=options.result_ttl,
+        retry=options.retry,
+        on_failure=options.on_failure,
     )
     queue._prepare_for_queue(job)  # RQ's own: origin, enqueued_at, timeout, status queued
     saved = job.to_dict()
@@ -134,7 +126,7 @@ def _template(queue: Queue, func: str, request: Any, timeout: int, result_ttl: i
         queue.key,
         queue.redis_queues_keys,
         tuple(constant),
-        queue.connection.register_script(_ENQUEUE_ONCE),
+        rq_internals.enqueue_script(queue.connection),
     )
 
 
@@ -148,14 +140,14 @@ class JobWrite:
     args: list[str | bytes]
 
 
-def prepare(
-    queue: Queue, func: str, job_id: str, request: Any, *, timeout: int = 3 * 3600, result_ttl: int = 3600
-) -> JobWrite:
-    """The write that enqueues `func(request=...)` as `job_id` unless that id exists (no I/O)."""
-    kind = (queue.serializer, queue.name, func, timeout, result_ttl)  # the same on every connection
+def prepare(queue: Queue, func: str, job_id: str, request: Any, options: Options | None = None) -> JobWrite:
+    """The write that enqueues `func(request=...)` as `job_id` unless that id exists (no I/O), with
+    the options of its kind (plumbing.job_options) unless `options` says otherwise."""
+    chosen = OPTIONS[func] if options is None else options
+    kind = (queue.serializer, queue.name, func, chosen)  # the same on every connection
     template = _templates.get(kind)
     if template is None:
-        template = _templates[kind] = _template(queue, func, request, timeout, result_ttl)
+        template = _templates[kind] = _template(queue, func, request, chosen)
     keys, args = template.write(job_id, request)
     return JobWrite(job_id, template.script, keys, args)
 
@@ -202,9 +194,7 @@ async def _round_trip(on: AsyncConnection, commands: list[tuple[Any, ...]]) -> l
         raise
 
 
-def enqueue_once(
-    queue: Queue, func: str, job_id: str, request: Any, *, timeout: int = 3 * 3600, result_ttl: int = 3600
-) -> Enqueued:
+def enqueue_once(queue: Queue, func: str, job_id: str, request: Any, options: Options | None = None) -> Enqueued:
     """Enqueue `func(request=...)` unless a job with this id already exists (a redelivery or duplicate)."""
-    write = prepare(queue, func, job_id, request, timeout=timeout, result_ttl=result_ttl)
+    write = prepare(queue, func, job_id, request, options)
     return Enqueued(job_id, duplicate=not write.script(keys=write.keys, args=write.args, client=queue.connection))

@@ -12,7 +12,7 @@ import redis
 from rq import Queue
 from rq.job import Job
 
-from core.contract import PLANS_QUEUE
+from core.contract import PLANS_QUEUE, Jobs
 from core.results import BatchResult, ProjectResult
 from standin.stack import Stack
 from standin.state import Comment, Repo
@@ -130,10 +130,10 @@ def _comment_and_reply(stack: Stack, repo: Repo, number: int, login: str, body: 
 # in a `plan_and_publish` job of its own. Several projects go in batches (`plan_projects`), a lone
 # one in a `plan_project` job.
 PLAN_JOBS = (
-    "workers.jobs.plan_project",
-    "workers.jobs.plan_projects",
-    "workers.jobs.plan_and_publish",
-    "workers.jobs.plan_pr",
+    Jobs.PLAN_PROJECT,
+    Jobs.PLAN_PROJECTS,
+    Jobs.PLAN_AND_PUBLISH,
+    Jobs.PLAN_PR,
 )
 
 
@@ -141,7 +141,7 @@ def plan_jobs(conn: redis.Redis, sha: str) -> list[Job]:
     """The jobs that planned a project at `sha` (RQ keeps finished jobs for a day); a dispatch counts
     when it planned one in place."""
     found = finished_jobs(conn, sha, PLAN_JOBS)
-    return [j for j in found if j.func_name != "workers.jobs.plan_pr" or isinstance(j.return_value(), ProjectResult)]
+    return [j for j in found if j.func_name != Jobs.PLAN_PR or isinstance(j.return_value(), ProjectResult)]
 
 
 def plans_ended(stack: Stack, conn: redis.Redis, sha: str, count: int) -> list[Job]:

@@ -1,6 +1,7 @@
 """Flows driven directly, in this process: the GitHub stand-in on a thread, real Redis, git and terraform,
-no web process, no RQ. A test builds a request from the payload GitHub would send (with the web
-process's own builders) and awaits one flow step, then reads what GitHub and the state file show."""
+no web process, no RQ worker (a plan is kept as RQ keeps a plan job's result). A test builds a request
+from the payload GitHub would send (with the web process's own builders) and awaits one flow step, then
+reads what GitHub and the state file show."""
 
 from __future__ import annotations
 
@@ -11,9 +12,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TypeVar
 
+from rq.job import Job, JobStatus
+from rq.results import Result
+
 from bot.events.pulls import plan_request
 from bot.events.pushes import push_request
-from core.contract import PlanRequest, PushRequest
+from core import redis_keys
+from core.contract import Jobs, PlanRequest, PushRequest
+from core.projects import Project
 from core.results import ProjectResult
 from plumbing import settings as settings_module
 from standin.facade import StandIn
@@ -23,7 +29,7 @@ from standin.state import PullRequest, Repo
 from tests.e2e import BOT, applied_state
 from tests.tfproject import main_tf
 from workers.context import WorkerContext, build
-from workers.flows import carry, pr_plan
+from workers.flows import pr_plan, pr_runner
 
 T = TypeVar("T")
 
@@ -61,23 +67,35 @@ class World:
         return self.gh.state.pulls[(self.repo.id, number)]
 
     def plan_pr(self, req: PlanRequest) -> tuple[PlanRequest, list[ProjectResult]] | None:
-        """What plan_pr and its plan_project jobs do, in order; None when dispatch found nothing to plan.
-        Each plan is kept under a job id of its own, as RQ keeps it, and `made` says which (for publish)."""
-        dispatched = self.run(pr_plan.dispatch(self.ctx, req))
-        if dispatched is None:
+        """The PR plan's steps as its jobs run them (workers.flows.pr_runner): decide the projects, plan
+        each, gather what the publish shows; None when there is nothing to plan. Each plan is kept as RQ
+        keeps a plan job's result, under a job id of its own, and `made` says which (for publish)."""
+        decided = self.run(pr_runner.decide(self.ctx, req))
+        if decided is None:
             return None
-        planned = dispatched.request
-        results, self.made = [], {}
-        for project in dispatched.projects:
-            result = self.run(pr_plan.plan_project(self.ctx, planned, project))
-            job = f"flow-job-{len(self.jobs)}"
-            self.jobs[job] = result
-            results.append(result)
-            self.made[result.identity] = (job, planned.sha)
-        for kept in dispatched.carried:
-            results.append(carry.shown_at(self.jobs[kept.last.job_id], planned, kept))
-            self.made[kept.project.identity] = (kept.last.job_id, kept.last.planned_at)
+        planned = decided.request
+        made = [
+            (self._kept(planned, p, self.run(pr_plan.plan_project(self.ctx, planned, p))), p) for p in decided.projects
+        ]
+        results, self.made = pr_runner.gathered(
+            self.ctx, planned, [(job, self.jobs[job]) for job, _ in made], decided.carried
+        )
         return planned, results
+
+    def _kept(self, req: PlanRequest, project: Project, result: ProjectResult) -> str:
+        """`result` kept as RQ keeps a finished plan job's: the id of that job."""
+        job = Job.create(
+            Jobs.PLAN_PROJECT,
+            kwargs={"request": req, "project": project},
+            connection=self.ctx.redis,
+            id=f"flow-job-{len(self.jobs)}",
+            result_ttl=redis_keys.PLAN_RESULT_TTL,
+        )
+        job.save()
+        Result.create(job, Result.Type.SUCCESSFUL, redis_keys.PLAN_RESULT_TTL, return_value=result)
+        job.set_status(JobStatus.FINISHED)
+        self.jobs[job.id] = result
+        return job.id
 
     def bot_bodies(self, number: int) -> list[str]:
         return [c.body for c in self.gh.comments_on(self.repo, number) if c.user.login == BOT]

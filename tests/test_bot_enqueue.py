@@ -16,7 +16,7 @@ from bot.enqueue import Enqueuer
 from plumbing.enqueue import Enqueued, JobWrite
 from plumbing.redis_client import held_async
 from standin.local_redis import free_port
-from tests.test_enqueue import ONCE, OTHER, REQUEST
+from tests.test_enqueue import ONCE, ONCE_OPTIONS, OTHER, REQUEST
 
 
 def _count_writes(monkeypatch: pytest.MonkeyPatch) -> list[int]:
@@ -43,7 +43,7 @@ def _each(
     enqueuer: Enqueuer, queue: Queue, jobs: tuple[tuple[str, object], ...]
 ) -> list[Coroutine[None, None, Enqueued]]:
     """One delivery's enqueue per (job id, request) of `jobs`, not yet awaited."""
-    return [enqueuer.enqueue(queue, ONCE, job, req, result_ttl=60) for job, req in jobs]
+    return [enqueuer.enqueue(queue, ONCE, job, req, ONCE_OPTIONS) for job, req in jobs]
 
 
 def test_one_turn_of_deliveries_is_one_write(
@@ -55,7 +55,7 @@ def test_one_turn_of_deliveries_is_one_write(
     async def deliveries() -> list[Enqueued]:
         together = _each(enqueuer, queue, _JOBS)
         answers = await asyncio.gather(*together)
-        later = await enqueuer.enqueue(queue, ONCE, "c", REQUEST, result_ttl=60)  # alone: its own write
+        later = await enqueuer.enqueue(queue, ONCE, "c", REQUEST, ONCE_OPTIONS)  # alone: its own write
         return [*answers, later]
 
     answers = asyncio.run(deliveries())
@@ -84,9 +84,9 @@ def test_a_dropped_connection_is_retried_and_each_job_written_once(redis_conn: r
     queue, enqueuer = _queue_and_enqueuer(redis_conn, redis_url)
 
     async def deliveries() -> list[Enqueued]:
-        first = await enqueuer.enqueue(queue, ONCE, "a", REQUEST, result_ttl=60)
+        first = await enqueuer.enqueue(queue, ONCE, "a", REQUEST, ONCE_OPTIONS)
         redis_conn.client_kill_filter(_type="normal", skipme=True)  # as a Redis restart drops it
-        return [first, await enqueuer.enqueue(queue, ONCE, "b", OTHER, result_ttl=60)]
+        return [first, await enqueuer.enqueue(queue, ONCE, "b", OTHER, ONCE_OPTIONS)]
 
     assert asyncio.run(deliveries()) == [Enqueued("a", False), Enqueued("b", False)]
     assert queue.job_ids == ["a", "b"]
@@ -118,7 +118,7 @@ def test_while_redis_answers_the_loop_serves_others_whose_jobs_make_the_next_wri
     async def deliveries() -> tuple[list[Enqueued], list[str]]:
         order: list[str] = []
         redis_conn.client_pause(300, all=False)  # Redis holds every write for 0.3 s, as a busy one would
-        first = asyncio.ensure_future(enqueuer.enqueue(queue, ONCE, "a", REQUEST, result_ttl=60))
+        first = asyncio.ensure_future(enqueuer.enqueue(queue, ONCE, "a", REQUEST, ONCE_OPTIONS))
         first.add_done_callback(lambda _: order.append("a written"))
         await asyncio.sleep(0.1)  # the loop is free while the first write waits on Redis
         order.append("loop served")

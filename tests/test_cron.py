@@ -11,7 +11,7 @@ from pathlib import Path
 import redis
 from rq import Queue
 
-from core.contract import PLANS_QUEUE
+from core.contract import PLANS_QUEUE, Jobs
 from tests.keys import rsa_pem
 
 
@@ -30,7 +30,7 @@ def test_cron_registers_its_jobs_and_refreshes_targets(tmp_path: Path, redis_url
         while time.monotonic() < deadline and not queue.job_ids:
             time.sleep(0.1)
         funcs = {job.func_name for job in queue.jobs}
-        assert "workers.jobs.refresh_drift_targets" in funcs
+        assert Jobs.REFRESH_DRIFT_TARGETS in funcs
     finally:
         proc.terminate()
         _, err = proc.communicate(timeout=30)

@@ -1,6 +1,6 @@
 """deploy/ under operations: evictions, shutdowns, Redis persistence, Redis elsewhere than in the cluster.
 
-The grace periods are checked against the apply job's timeout as workers/fanout.py sets it (the job is
+The grace periods are checked against the apply job's timeout as plumbing/job_options.py sets it (the job is
 enqueued on a real Redis and read back), so a longer job cannot leave them short; the overlays for a
 managed Redis over TLS and for Redis Sentinel are rendered and loaded as each process loads them, and
 KEDA's triggers must name the same Redis the same way; every file a comment in deploy/ names exists.
@@ -45,7 +45,7 @@ from tests.test_deploy import (
     _validate,
 )
 from tests.test_readme import SETTING, _documented_settings
-from workers import fanout
+from workers.adapters.queue import fanout
 
 pytestmark = pytest.mark.slow
 

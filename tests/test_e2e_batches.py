@@ -12,12 +12,13 @@ from rq import Queue
 from rq.job import Job
 from rq.rate_limit import RateLimitRegistry
 
-from core.contract import PLANS_QUEUE
+from core.contract import PLANS_QUEUE, Jobs
 from core.projects import Project
+from plumbing.job_options import project_rate_limit
 from standin.stack import running_stack
 from tests.e2e import bot_bodies, finished_jobs, planned, planned_dirs, plans_ended, status
 from tests.jobs.holders import running_job
-from workers import fanout, slots
+from workers.adapters.queue import fanout, slots
 
 pytestmark = pytest.mark.e2e
 
@@ -40,13 +41,13 @@ def test_a_batch_hands_a_busy_project_on_the_publish_waits_for_it_and_a_push_car
     with running_stack(tmp_path, redis_url) as stack:
         gh = stack.gh
         repo = gh.create_repo("acme", "infra", {f"{n}/main.tf": _one("1") for n in NAMES})
-        busy = fanout.project_rate_limit(repo.id, Project("p2", "p2"))
+        busy = project_rate_limit(repo.id, Project("p2", "p2"))
         applying = running_job(redis_conn, "an apply of p2")  # another job of p2 runs: it holds the slot
         assert slots.take(redis_conn, busy, applying.id)
 
         pr = gh.open_pr(repo, "all", "alice", "Change every project", {f"{n}/main.tf": _one("2") for n in NAMES})
         (waiting,) = stack.wait_for("p2's own job", RateLimitRegistry(busy.key, redis_conn).get_rate_limited_job_ids)
-        assert Job.fetch(waiting, connection=redis_conn).func_name == "workers.jobs.plan_project"
+        assert Job.fetch(waiting, connection=redis_conn).func_name == Jobs.PLAN_PROJECT
         stack.wait_for("the publish, waiting for p2", lambda: _continuations(redis_conn))
         assert gh.reports(repo, pr.head_sha)["plangate/plan"].state == "pending"
 
@@ -55,7 +56,7 @@ def test_a_batch_hands_a_busy_project_on_the_publish_waits_for_it_and_a_push_car
         head = pr.head_sha
         jobs = plans_ended(stack, redis_conn, head, 4)
         funcs = sorted(str(j.func_name) for j in jobs)
-        assert funcs == ["workers.jobs.plan_project"] * 3 + ["workers.jobs.plan_projects"]
+        assert funcs == [Jobs.PLAN_PROJECT] * 3 + [Jobs.PLAN_PROJECTS]
         by_job = sorted(planned_dirs(j) for j in jobs)
         assert by_job == [["p1"], ["p2"], ["p3"], ["p4"]]  # p2 by its own job, not by the batch too
         (comment,) = bot_bodies(stack, repo, pr.number)
@@ -79,5 +80,5 @@ def test_a_merge_groups_checks_come_from_its_batches(tmp_path: Path, redis_url: 
         group = gh.queue_merge_group(repo, [pr])
         assert status(stack, repo, group.head_sha, "plangate/destroy", "success")
         assert status(stack, repo, group.head_sha, "plangate/plan", "success")
-        (batch,) = finished_jobs(redis_conn, group.head_sha, ("workers.jobs.plan_projects",))
+        (batch,) = finished_jobs(redis_conn, group.head_sha, (Jobs.PLAN_PROJECTS,))
         assert sorted(planned_dirs(batch)) == ["p1", "p2"]

@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 import redis
 
+from core.contract import Jobs
 from standin.stack import Stack, running_stack
 from tests.e2e import (
     applied_state,
@@ -49,9 +50,9 @@ def test_a_push_replans_what_changed_and_the_carried_destroy_is_approved_again(
         assert planned(stack, repo, second)["plangate/destroy"] == "failure"  # the approval was for `first`
         assert _plans_run(stack, redis_conn, first, 2) == ["infra", "other"]
         assert _plans_run(stack, redis_conn, second, 1) == ["other"]
-        assert {j.func_name for j in plan_jobs(redis_conn, first)} == {"workers.jobs.plan_project"}
+        assert {j.func_name for j in plan_jobs(redis_conn, first)} == {Jobs.PLAN_PROJECT}
         # the push's one plan to make: its dispatch made it and published it with the carried one
-        assert [j.func_name for j in plan_jobs(redis_conn, second)] == ["workers.jobs.plan_pr"]
+        assert [j.func_name for j in plan_jobs(redis_conn, second)] == [Jobs.PLAN_PR]
         (comment,) = [b for b in bot_bodies(stack, repo, pr.number) if "plangate:plan" in b]
         assert f"carried from `{first[:7]}`" in comment and "terraform_data.doomed" in comment
 

@@ -12,7 +12,7 @@ import redis
 from rq import Queue
 
 from core import redis_keys
-from core.contract import PLANS_QUEUE
+from core.contract import PLANS_QUEUE, Jobs
 from core.drift_schedule import DriftTarget
 from plumbing import settings as settings_module
 from standin.stack import Stack, running_stack
@@ -54,7 +54,7 @@ def test_drift_opens_updates_and_closes_one_issue(tmp_path: Path, redis_url: str
         gh.set_permission(repo, "bob", "write")
         queue = Queue(PLANS_QUEUE, connection=redis_conn)
 
-        queue.enqueue("workers.jobs.refresh_drift_targets")
+        queue.enqueue(Jobs.REFRESH_DRIFT_TARGETS)
         stack.wait_for("the drift targets", lambda: redis_conn.get(redis_keys.DRIFT_TARGETS))
         targets = json.loads(redis_conn.get(redis_keys.DRIFT_TARGETS) or b"[]")
         assert [(t["repo"], t["project"], t["schedule"]) for t in targets] == [("acme/infra", "app", "0 3 * * *")]
@@ -86,7 +86,7 @@ def test_drift_opens_updates_and_closes_one_issue(tmp_path: Path, redis_url: str
         assert len(edits) == 1 and "`terraform_data.other`" in (_issues(stack, repo)[0].body or "")  # edited in place
 
         apply_directly(tmp_path / "applied", text)  # drift resolved by hand
-        queue.enqueue("workers.jobs.drift_check", kwargs={"target": DriftTarget.from_plain(targets[0])})
+        queue.enqueue(Jobs.DRIFT_CHECK, kwargs={"target": DriftTarget.from_plain(targets[0])})
         assert _wait_runs(stack, redis_conn, 3)["result"] == "clean"
         (closed,) = _issues(stack, repo)
         assert closed.state == "closed"

@@ -15,7 +15,7 @@ import pytest
 import redis
 from rq import Queue
 
-from core.contract import PLANS_QUEUE
+from core.contract import PLANS_QUEUE, Jobs
 from core.drift_schedule import DriftTarget
 from standin.stack import Stack, running_stack
 from standin.state import PullRequest, Repo
@@ -112,7 +112,7 @@ def test_plan_apply_and_drift_run_one_pipeline(tmp_path: Path, redis_url: str, r
             project=None,
             schedule="* * * * *",
         )
-        Queue(PLANS_QUEUE, connection=redis_conn).enqueue("workers.jobs.drift_check", kwargs={"target": target})
+        Queue(PLANS_QUEUE, connection=redis_conn).enqueue(Jobs.DRIFT_CHECK, kwargs={"target": target})
         stack.wait_for("the drift check", lambda: len(_steps(log)) >= len(planned) + len(applied) + 3)
         drifted = _steps(log)[len(planned) + len(applied) :]
     words = [argv.split()[0] for argv, _ in planned]

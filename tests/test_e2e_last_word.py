@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 import redis
 
-from core.contract import PLAN_RETRIES
+from core.contract import PLAN_RETRIES, Jobs
 from standin.stack import Stack, running_stack
 from standin.state import Repo
 from tests.e2e import applied_state, bot_bodies, horse_of, infra_repo, next_second, planned, status
@@ -61,7 +61,7 @@ def test_a_dispatch_killed_on_every_try_ends_with_an_error_and_one_comment(tmp_p
         # and is tried again hangs again)
         stack.gh.faults.hang("GET", r"/repos/acme/infra/pulls/\d+/files", seconds=300, times=100)
         pr = stack.gh.open_pr(repo, "drop", "alice", "Drop", {"infra/main.tf": main_tf(state, {"keep": "a"})})
-        last_death = _kill_every_try(stack, "workers.jobs.plan_pr", 1 + PLAN_RETRIES)
+        last_death = _kill_every_try(stack, Jobs.PLAN_PR, 1 + PLAN_RETRIES)
         said = status(stack, repo, pr.head_sha, "plangate/plan", "failure", "Plan lost")
         print(f"\nlast word {time.monotonic() - last_death:.1f} s after the dispatch's last death")
         assert "stopped on every try" in said
@@ -139,7 +139,7 @@ def test_a_death_during_the_merges_fresh_plan_plans_and_applies_again_by_itself(
         planned(stack, repo, pr.head_sha)
         merged = stack.gh.merge_pr(pr, method="merge")
         stack.wait_for("the merge's plan to hang", (tmp_path / "marks" / "hung").exists)
-        os.kill(stack.wait_for("its horse", lambda: horse_of("workers.jobs.apply_project")), signal.SIGKILL)
+        os.kill(stack.wait_for("its horse", lambda: horse_of(Jobs.APPLY_PROJECT)), signal.SIGKILL)
         assert "applied 1 project" in status(stack, repo, merged, "plangate/apply", "success")
         assert "terraform_data.new" in state_addresses(state)
         assert (tmp_path / "marks" / "applies").read_text().count("apply") == 1
@@ -158,7 +158,7 @@ def test_a_death_after_the_apply_reports_the_apply_that_happened(tmp_path: Path,
         stack.gh.faults.hang("POST", rf"/repos/acme/infra/issues/{pr.number}/comments", seconds=300)
         merged = stack.gh.merge_pr(pr, method="merge")
         stack.wait_for("the apply", lambda: (tmp_path / "marks" / "applies").exists() or None)
-        horse = stack.wait_for("the horse posting", lambda: horse_of("workers.jobs.apply_project"))
+        horse = stack.wait_for("the horse posting", lambda: horse_of(Jobs.APPLY_PROJECT))
         stack.wait_for("its result post to hang", lambda: not stack.gh.faults.pending or None)
         os.kill(horse, signal.SIGKILL)
         assert "applied 1 project" in status(stack, repo, merged, "plangate/apply", "success")
@@ -274,9 +274,7 @@ def test_a_worker_lost_with_its_machine_is_found_and_its_plan_run_by_another(tmp
         repo = infra_repo(stack, state)
         pr = stack.gh.open_pr(repo, "drop", "alice", "Drop", {"infra/main.tf": main_tf(state, {"keep": "a"})})
         stack.wait_for("the plan to hang", (tmp_path / "marks" / "hung").exists)
-        horse = stack.wait_for(
-            "its horse", lambda: horse_of("workers.jobs.plan_pr") or horse_of("workers.jobs.plan_and_publish")
-        )
+        horse = stack.wait_for("its horse", lambda: horse_of(Jobs.PLAN_PR) or horse_of(Jobs.PLAN_AND_PUBLISH))
         worker = _parent_of(horse)
         assert worker is not None and worker in [w.pid for w in stack.workers]
         lost = time.monotonic()
@@ -297,7 +295,7 @@ def test_a_merge_whose_apply_was_lost_is_applied_by_plan_on_its_pr(tmp_path: Pat
         planned(stack, repo, pr.head_sha)
         stack.gh.faults.hang("GET", r"/repos/acme/infra/compare/.*", seconds=300, times=100)
         merged = stack.gh.merge_pr(pr, method="merge")
-        os.kill(stack.wait_for("the apply's dispatch", lambda: horse_of("workers.jobs.apply_push")), signal.SIGKILL)
+        os.kill(stack.wait_for("the apply's dispatch", lambda: horse_of(Jobs.APPLY_PUSH)), signal.SIGKILL)
         assert "Apply lost before it started" in status(stack, repo, merged, "plangate/apply", "failure")
         lost = stack.wait_for(
             "the comment", lambda: [b for b in bot_bodies(stack, repo, pr.number) if "plangate:apply-lost" in b] or None

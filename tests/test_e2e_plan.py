@@ -9,12 +9,14 @@ import redis
 from rq.job import Job
 from rq.rate_limit import RateLimitRegistry
 
+from core.contract import Jobs
 from core.projects import Project
+from plumbing.job_options import project_rate_limit
 from standin.stack import running_stack
 from tests.e2e import applied_state, bot_bodies, finished_jobs, infra_repo, plan_jobs, planned
 from tests.jobs.holders import running_job
 from tests.tfproject import main_tf
-from workers import fanout, slots
+from workers.adapters.queue import slots
 
 pytestmark = pytest.mark.e2e
 
@@ -63,9 +65,9 @@ def test_pr_plans_comment_once_and_gate_destroys(tmp_path: Path, redis_url: str,
         assert new_sha[:7] in comments[0] and "1 to add, 1 to change, 0 to destroy" in comments[0]
         # the PR's only project: its dispatch planned and published it in place, no job hop (it ends after
         # its statuses, so wait for the backstop publish that follows it); the backstop wrote nothing
-        publishes = ("workers.jobs.publish_plan",)
+        publishes = (Jobs.PUBLISH_PLAN,)
         stack.wait_for("the backstop publish", lambda: finished_jobs(redis_conn, new_sha, publishes))
-        assert [j.func_name for j in plan_jobs(redis_conn, new_sha)] == ["workers.jobs.plan_pr"]
+        assert [j.func_name for j in plan_jobs(redis_conn, new_sha)] == [Jobs.PLAN_PR]
         writes = [r for r in gh.state.requests[before:] if r.method in ("POST", "PATCH") and "/comments" in r.path]
         assert len(writes) == 1, writes
         assert state.exists()  # the PR plans never touched the state
@@ -78,7 +80,7 @@ def test_a_project_busy_elsewhere_is_planned_in_a_job_that_waits_its_turn(
     with running_stack(tmp_path, redis_url) as stack:
         gh = stack.gh
         repo = infra_repo(stack, state)
-        limit = fanout.project_rate_limit(repo.id, Project("infra", "infra"))
+        limit = project_rate_limit(repo.id, Project("infra", "infra"))
         applying = running_job(redis_conn, "an apply")  # another job of the project runs: it holds the slot
         assert slots.take(redis_conn, limit, applying.id)
 
@@ -86,7 +88,7 @@ def test_a_project_busy_elsewhere_is_planned_in_a_job_that_waits_its_turn(
         pr = gh.open_pr(repo, "add", "alice", "Add a resource", files)
         registry = RateLimitRegistry(limit.key, redis_conn)
         (waiting,) = stack.wait_for("the plan's job, waiting", registry.get_rate_limited_job_ids)
-        assert Job.fetch(waiting, connection=redis_conn).func_name == "workers.jobs.plan_and_publish"
+        assert Job.fetch(waiting, connection=redis_conn).func_name == Jobs.PLAN_AND_PUBLISH
         assert gh.reports(repo, pr.head_sha)["plangate/plan"].state == "pending"
 
         slots.give_back(redis_conn, limit, applying.id)

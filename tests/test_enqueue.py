@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import zlib
+from dataclasses import replace
 from datetime import UTC, datetime
 
 import redis
@@ -13,8 +14,9 @@ from rq import Callback, Queue, Retry, SimpleWorker
 from rq.job import Job, JobStatus
 from rq.utils import utcformat
 
-from core.contract import JOB_FAILED, LAST_WORD_JOBS, PLAN_RETRIES, RERUN_INTERVALS, PushRequest
+from core.contract import JOB_FAILED, LAST_WORD_JOBS, PLAN_RETRIES, RERUN_INTERVALS, Jobs, PushRequest
 from plumbing.enqueue import Enqueued, description, enqueue_once, prepare, stamp, write_all
+from plumbing.job_options import OPTIONS, Options
 from plumbing.redis_client import held_async
 
 REQUEST = PushRequest(
@@ -29,8 +31,9 @@ REQUEST = PushRequest(
     authors=("alice",),
 )
 OTHER = PushRequest(**{**REQUEST.target(), "before": "c" * 40, "after": "d" * 40, "branch": "main", "authors": ()})
-RERUN = "workers.jobs.plan_pr"  # re-run when its worker dies: a Retry and a failure callback
+RERUN = Jobs.PLAN_PR  # re-run when its worker dies: a Retry and a failure callback
 ONCE = "tests.jobs.echo.echo"  # never re-run
+ONCE_OPTIONS = Options(3 * 3600, result_ttl=3600, retry=None, on_failure=None)  # as a command's
 MOMENTS = {"created_at", "enqueued_at"}  # each enqueue's own time
 
 
@@ -43,8 +46,11 @@ def _hash(conn: redis.Redis, job_id: str) -> dict[bytes, bytes]:
 def test_the_job_is_the_one_rq_itself_would_save(redis_conn: redis.Redis) -> None:
     queue = Queue("plangate-test", connection=redis_conn)
     for name, func, retry in (("rerun", RERUN, True), ("once", ONCE, False)):
-        enqueue_once(queue, func, f"first-{name}", OTHER, timeout=600, result_ttl=60)  # RQ builds this kind
-        ours = enqueue_once(queue, func, f"ours-{name}", REQUEST, timeout=600, result_ttl=60)  # from the template
+        options = Options(600, result_ttl=60, retry=None, on_failure=None)
+        if retry:
+            options = replace(OPTIONS[func], seconds=600, result_ttl=60)
+        enqueue_once(queue, func, f"first-{name}", OTHER, options)  # RQ builds this kind
+        ours = enqueue_once(queue, func, f"ours-{name}", REQUEST, options)  # from the template
         assert not ours.duplicate
         queue.enqueue(
             func,
@@ -70,9 +76,9 @@ def test_job_times_are_written_as_rq_writes_them(at: datetime) -> None:
 
 def test_a_second_enqueue_of_the_id_changes_nothing(redis_conn: redis.Redis) -> None:
     queue = Queue("plangate-test", connection=redis_conn)
-    first = enqueue_once(queue, ONCE, "push-2-b", REQUEST)
+    first = enqueue_once(queue, ONCE, "push-2-b", REQUEST, ONCE_OPTIONS)
     before = redis_conn.hgetall("rq:job:push-2-b")
-    again = enqueue_once(queue, ONCE, "push-2-b", OTHER)
+    again = enqueue_once(queue, ONCE, "push-2-b", OTHER, ONCE_OPTIONS)
     assert (first.duplicate, again.duplicate) == (False, True)
     assert redis_conn.hgetall("rq:job:push-2-b") == before
     assert queue.job_ids == ["push-2-b"]
@@ -80,7 +86,7 @@ def test_a_second_enqueue_of_the_id_changes_nothing(redis_conn: redis.Redis) -> 
 
 def test_an_rq_worker_runs_it_with_its_typed_request(redis_conn: redis.Redis) -> None:
     queue = Queue("plangate-test", connection=redis_conn)
-    enqueue_once(queue, ONCE, "push-2-b", REQUEST)
+    enqueue_once(queue, ONCE, "push-2-b", REQUEST, ONCE_OPTIONS)
     SimpleWorker([queue], connection=redis_conn).work(burst=True)
     job = Job.fetch("push-2-b", connection=redis_conn)
     assert job.get_status() == JobStatus.FINISHED
@@ -89,8 +95,11 @@ def test_an_rq_worker_runs_it_with_its_typed_request(redis_conn: redis.Redis) ->
 
 def test_writes_pipelined_together_each_answer_for_themselves(redis_conn: redis.Redis, redis_url: str) -> None:
     queue = Queue("plangate-test", connection=redis_conn)
-    enqueue_once(queue, ONCE, "stored-before", REQUEST)
-    writes = [prepare(queue, ONCE, job, req) for job, req in (("a", REQUEST), ("stored-before", OTHER), ("a", OTHER))]
+    enqueue_once(queue, ONCE, "stored-before", REQUEST, ONCE_OPTIONS)
+    writes = [
+        prepare(queue, ONCE, job, req, ONCE_OPTIONS)
+        for job, req in (("a", REQUEST), ("stored-before", OTHER), ("a", OTHER))
+    ]
     redis_conn.script_flush()  # as after a Redis restart: the script must be loaded again, each job written once
     held = held_async(redis_url)
 

@@ -11,10 +11,11 @@ from hypothesis import strategies as st
 from rq import Queue, SimpleWorker
 from rq.job import Job, JobStatus
 
-from core.contract import PLANS_QUEUE, PlanRequest
+from core.contract import PLANS_QUEUE, Jobs, PlanRequest
 from core.inputs import LastPlan
 from core.projects import Project
-from workers import fanout
+from plumbing.job_options import OPTIONS
+from workers.adapters.queue import fanout
 from workers.flows.carry import Carried
 
 
@@ -42,8 +43,8 @@ def test_a_publish_after_many_jobs_waits_through_joins_of_at_most_fan_in(
         for job in level:
             waits = _waits_on(job) if job.dependency_ids else []
             assert len(waits) <= fanout.FAN_IN
-            leaves += [j.id for j in waits if j.func_name != "workers.jobs.joined"]
-            below += [j for j in waits if j.func_name == "workers.jobs.joined"]
+            leaves += [j.id for j in waits if j.func_name != Jobs.JOINED]
+            below += [j for j in waits if j.func_name == Jobs.JOINED]
         level = below
     assert sorted(leaves) == sorted(ids)  # every job is waited for, once
 
@@ -91,7 +92,10 @@ def test_a_publish_runs_as_soon_as_its_jobs_end_ahead_of_work_queued_since(redis
     assert publish.started_at < later[0].started_at
 
 
-def test_a_backstop_is_enqueued_once_per_run_of_its_planner(redis_conn: redis.Redis) -> None:
+def test_a_backstop_is_enqueued_once_per_run_of_its_planner(
+    redis_conn: redis.Redis, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setitem(OPTIONS, "builtins.dict", OPTIONS[Jobs.PUBLISH_PLAN])  # a publish that only ends
     queue = Queue("plangate-test-fanout", connection=redis_conn)
     planner = queue.enqueue("builtins.len", "x")
     fixed = f"{planner.id}-backstop"

@@ -10,7 +10,7 @@ from rq import Queue
 from rq.job import Job, JobStatus
 
 from core import redis_keys
-from core.contract import PLANS_QUEUE, GroupRequest
+from core.contract import PLANS_QUEUE, GroupRequest, Jobs
 from core.contract_cleanup import GroupGone, PullClosed
 from plumbing import settings as settings_module
 from tests.keys import rsa_pem
@@ -33,7 +33,7 @@ def _ctx(tmp_path: Path, conn: redis.Redis) -> WorkerContext:
 
 
 def _queued_plan(conn: redis.Redis, job_id: str) -> Job:
-    return Queue(PLANS_QUEUE, connection=conn).enqueue("workers.jobs.plan_pr", job_id=job_id)
+    return Queue(PLANS_QUEUE, connection=conn).enqueue(Jobs.PLAN_PR, job_id=job_id)
 
 
 def test_a_closed_pr_is_replanned_no_more_holds_no_other_pr_and_its_queued_plan_is_cancelled(

@@ -1,7 +1,10 @@
-"""How the publish reads the plans it carries forward (workers.plan_results): from RQ's results, each job read
-once however many of the PR's projects it planned, and an expired one named as such."""
+"""How the publish reads the plans it carries forward (workers.flows.pr_runner.carried_plans): from RQ's
+results, each job read once however many of the PR's projects it planned, and an expired one named as such."""
 
 from __future__ import annotations
+
+from types import SimpleNamespace
+from typing import cast
 
 import pytest
 import redis
@@ -11,7 +14,8 @@ from rq.job import Job
 from core.contract import PlanRequest
 from core.inputs import LastPlan
 from core.projects import Project
-from workers import plan_results
+from workers.context import WorkerContext
+from workers.flows import pr_runner
 from workers.flows.carry import Carried
 
 REQUEST = PlanRequest(1, 2, "acme/infra", "https://example.test/acme/infra.git", "main", pr=3, sha="b" * 40, author="a")
@@ -36,7 +40,8 @@ def test_carried_plans_are_read_once_per_job_and_an_expired_one_says_so(
         Carried(Project(n, n), LastPlan("f", job, "c" * 40))
         for n, job in [("p3", batch.id), ("p1", batch.id), ("p4", lone.id), ("p5", "gone"), ("p2", batch.id)]
     ]
-    shown = plan_results.carried_results(redis_conn, carried, REQUEST)
+    ctx = cast(WorkerContext, SimpleNamespace(redis=redis_conn))  # all that reading needs
+    shown, _ = pr_runner.carried_plans(ctx, REQUEST, carried)
 
     assert [r.name for r in shown] == ["p3", "p1", "p4", "p5", "p2"]
     assert sorted(reads) == sorted([batch.id, lone.id])  # not once per project

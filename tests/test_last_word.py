@@ -16,7 +16,7 @@ from hypothesis import strategies as st
 from rq import Queue, Retry
 from rq.job import Job
 
-from core.contract import PushRequest, Where
+from core.contract import Jobs, PushRequest, Where
 from core.gated import Gated
 from core.projects import Project
 from core.render.apply import apply_status
@@ -31,6 +31,7 @@ from core.render.lost import (
     why_text,
 )
 from core.render.marker import parse_marker
+from plumbing.job_options import GAVE_UP
 from tests.keys import rsa_pem
 from workers import watchdog
 from workers.adapters.store import applies as apply_store
@@ -115,22 +116,22 @@ def _failed_job(conn: redis.Redis, func: str, retries_left: int, **kwargs: objec
 
 
 def test_the_last_word_is_owed_once_on_the_last_try_of_a_job_that_reports(redis_conn: redis.Redis) -> None:
-    job = _failed_job(redis_conn, "workers.jobs.plan_pr", 1, request="r")
+    job = _failed_job(redis_conn, Jobs.PLAN_PR, 1, request="r")
     watchdog.owed(redis_conn, job, KILLED)
     assert not redis_conn.exists(Job.key_for(f"{job.id}-last-word"))  # it will run again
     job.retries_left = 0
     watchdog.owed(redis_conn, job, KILLED)
     watchdog.owed(redis_conn, job, KILLED)  # RQ may report one death twice: said once
     said = Job.fetch(f"{job.id}-last-word", connection=redis_conn)
-    assert said.func_name == "workers.jobs.last_word"
-    assert said.kwargs == {"job": "workers.jobs.plan_pr", "kwargs": {"request": "r"}, "why": KILLED}
+    assert said.func_name == Jobs.LAST_WORD
+    assert said.kwargs == {"job": Jobs.PLAN_PR, "kwargs": {"request": "r"}, "why": KILLED}
     assert Queue("plangate-commands", connection=redis_conn).job_ids == [said.id]
 
 
 def test_no_last_word_for_jobs_others_report_for(redis_conn: redis.Redis) -> None:
-    plan = _failed_job(redis_conn, "workers.jobs.plan_project", 0)  # its publish reports it
+    plan = _failed_job(redis_conn, Jobs.PLAN_PROJECT, 0)  # its publish reports it
     watchdog.owed(redis_conn, plan, KILLED)
-    in_place = _failed_job(redis_conn, "workers.jobs.plan_pr", 0)
+    in_place = _failed_job(redis_conn, Jobs.PLAN_PR, 0)
     Queue("plangate-plans", connection=redis_conn).enqueue("tests.jobs.echo.echo", job_id=f"{in_place.id}-backstop")
     watchdog.owed(redis_conn, in_place, KILLED)  # it planned in place: the publish it left reports
     assert Queue("plangate-commands", connection=redis_conn).job_ids == []
@@ -145,7 +146,7 @@ def test_the_failure_callback_names_what_stopped_the_job(redis_conn: redis.Redis
         (GitHubBroken, GitHubBroken(HTTPStatus.SERVICE_UNAVAILABLE), OUTAGE),
         (KeyError, KeyError("x"), "KeyError"),
     ):
-        job = _failed_job(redis_conn, "workers.jobs.handle_command", 0, request=why)
+        job = _failed_job(redis_conn, Jobs.HANDLE_COMMAND, 0, request=why)
         watchdog.failed(job, redis_conn, kind, value, None)
         assert Job.fetch(f"{job.id}-last-word", connection=redis_conn).kwargs["why"] == why
     assert redis_conn.hget("plangate:metrics:jobs", "abandoned") == b"1"
@@ -159,7 +160,7 @@ def test_an_outage_brings_a_job_back_later_each_time_until_the_window_has_passed
 
     loaded = replace(settings.load({}), github_retry_seconds=2.0, outage_window=30.0)
     monkeypatch.setattr(rescheduling, "context", lambda: type("Ctx", (), {"settings": loaded})())
-    job = _failed_job(redis_conn, "workers.jobs.publish_plan", 2)
+    job = _failed_job(redis_conn, Jobs.PUBLISH_PLAN, 2)
     pauses = []
     for _ in range(4):
         left = job.retries_left or 0
@@ -172,5 +173,5 @@ def test_an_outage_brings_a_job_back_later_each_time_until_the_window_has_passed
     assert Job.fetch(job.id, connection=redis_conn).meta[rescheduling.OUTAGE_TRIES] == 4
     job.meta[rescheduling.OUTAGE_SINCE] = time.time() - 31
     rescheduling.through_outage(job)
-    assert job.retries_left == 0 and job.meta[watchdog.GAVE_UP] == OUTAGE  # a killed horse's re-runs spent too
-    assert json.loads(json.dumps(Job.fetch(job.id, connection=redis_conn).meta[watchdog.GAVE_UP])) == OUTAGE
+    assert job.retries_left == 0 and job.meta[GAVE_UP] == OUTAGE  # a killed horse's re-runs spent too
+    assert json.loads(json.dumps(Job.fetch(job.id, connection=redis_conn).meta[GAVE_UP])) == OUTAGE

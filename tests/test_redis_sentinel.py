@@ -18,6 +18,7 @@ from plumbing import settings
 from plumbing.enqueue import Enqueued, prepare, write_all
 from plumbing.redis_client import connect, held_async
 from tests.sentinels import SERVICE, Sentinels, sentinel_setup, wait_for
+from tests.test_enqueue import ONCE_OPTIONS
 
 pytestmark = pytest.mark.slow
 
@@ -42,7 +43,7 @@ def _url(setup: Sentinels, tmp_path: Path) -> str:
 
 def _enqueue(url: str, conn: redis.Redis, job_id: str) -> list[Enqueued | redis.RedisError]:
     """The web's write of one job, on its own held asyncio connection (bot/enqueue.py)."""
-    write = prepare(Queue("plangate-plans", connection=conn), "os.getcwd", job_id, None)
+    write = prepare(Queue("plangate-plans", connection=conn), "os.getcwd", job_id, None, ONCE_OPTIONS)
 
     async def run() -> list[Enqueued | redis.RedisError]:
         held = held_async(url, socket_connect_timeout=2, socket_timeout=2)
@@ -85,7 +86,7 @@ def test_the_clients_follow_the_master_through_a_failover(sentinels: Sentinels, 
     async def scenario() -> list[list[Enqueued | redis.RedisError]]:
         held = held_async(url, socket_connect_timeout=2, socket_timeout=2)
         try:
-            before = await write_all(conn, [prepare(queue, "os.getcwd", "job-before", None)], on=held)
+            before = await write_all(conn, [prepare(queue, "os.getcwd", "job-before", None, ONCE_OPTIONS)], on=held)
             assert held.port == old  # type: ignore[attr-defined]
             conn.set("before", 1)
             assert sentinels.server("sentinel").sentinel_failover(SERVICE)
@@ -93,7 +94,7 @@ def test_the_clients_follow_the_master_through_a_failover(sentinels: Sentinels, 
             wait_for(
                 "the old master to follow", lambda: sentinels.server("master").info("replication")["role"] == "slave"
             )
-            after = await write_all(conn, [prepare(queue, "os.getcwd", "job-after", None)], on=held)
+            after = await write_all(conn, [prepare(queue, "os.getcwd", "job-after", None, ONCE_OPTIONS)], on=held)
             assert held.port == new  # type: ignore[attr-defined]
             return [before, after]
         finally:

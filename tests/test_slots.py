@@ -11,7 +11,7 @@ from rq.job import JobStatus
 from rq.rate_limit import RateLimitRegistry
 
 from tests.jobs.holders import running_job
-from workers import slots
+from workers.adapters.queue import slots
 
 
 def _limit() -> RateLimit:

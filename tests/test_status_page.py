@@ -22,7 +22,7 @@ from bot import status_page
 from bot.gate_states import gate_states
 from bot.status_auth import EVERYTHING, Access
 from bot.status_page import render_status_page
-from core.contract import COMMANDS_QUEUE, PLANS_QUEUE
+from core.contract import COMMANDS_QUEUE, PLANS_QUEUE, Jobs
 from plumbing import settings
 from plumbing.runlog import record_run
 from standin.local_redis import free_port
@@ -180,7 +180,7 @@ def _app(conn: redis.Redis) -> Starlette:
 
 def test_route_reads_runs_queues_and_workers_from_redis(redis_conn: redis.Redis) -> None:
     record_run(redis_conn, **{k: v for k, v in run().items() if k != "at"})
-    Queue(PLANS_QUEUE, connection=redis_conn).enqueue("workers.jobs.plan_pr", kwargs={}, job_id="plan-1")
+    Queue(PLANS_QUEUE, connection=redis_conn).enqueue(Jobs.PLAN_PR, kwargs={}, job_id="plan-1")
     worker = Worker([PLANS_QUEUE], name="status-page-test-worker", connection=redis_conn)
     worker.register_birth()  # type: ignore[no-untyped-call]
     try:

@@ -17,7 +17,7 @@ from rq import Queue
 from starlette.testclient import TestClient
 
 from bot.app import create_app
-from core.contract import COMMANDS_QUEUE, PLANS_QUEUE, CommentChange, PlanRequest
+from core.contract import COMMANDS_QUEUE, PLANS_QUEUE, CommentChange, Jobs, PlanRequest
 from core.contract_cleanup import GroupGone, PullClosed
 from plumbing import settings as settings_module
 from tests.webhooks import FIXTURES, SECRET, event_name, load, signed_headers
@@ -96,7 +96,7 @@ def test_plan_job_carries_a_typed_payload_of_plain_values(client: TestClient, re
     payload = load("pull_request.synchronize.json")
     assert post(client, "pull_request", payload)[0] == 202
     job = Queue(PLANS_QUEUE, connection=redis_conn).jobs[0]
-    assert job.func_name == "workers.jobs.plan_pr"
+    assert job.func_name == Jobs.PLAN_PR
     request = job.kwargs["request"]
     assert isinstance(request, PlanRequest)
     assert request.sha == payload["pull_request"]["head"]["sha"]
@@ -139,7 +139,7 @@ def test_closed_pr_has_a_job_cancel_its_queued_plan(client: TestClient, redis_co
     assert (status, answer["outcome"]) == (202, "enqueued")
     (job,) = Queue(COMMANDS_QUEUE, connection=redis_conn).jobs  # taken before any plan
     pull = opened["pull_request"]
-    assert job.func_name == "workers.jobs.pull_closed"
+    assert job.func_name == Jobs.PULL_CLOSED
     assert job.kwargs["request"] == PullClosed(
         opened["repository"]["id"], pull["number"], pull["head"]["sha"], plan, str(pull.get("closed_at") or "")
     )
@@ -154,7 +154,7 @@ def test_a_finished_merge_group_has_a_job_mark_it_gone(client: TestClient, redis
     assert (status, answer["outcome"]) == (202, "enqueued")
     (job,) = Queue(COMMANDS_QUEUE, connection=redis_conn).jobs
     group = requested["merge_group"]
-    assert job.func_name == "workers.jobs.merge_group_gone"
+    assert job.func_name == Jobs.MERGE_GROUP_GONE
     assert job.kwargs["request"] == GroupGone(requested["repository"]["id"], group["head_sha"], plan)
 
 
@@ -445,7 +445,7 @@ def test_an_apps_comment_changed_by_someone_else_is_queued_to_be_put_back(
     payload = _changed_comment(action, "plangate[bot]", "Bot", "mallory")
     assert post(client, "issue_comment", payload)[0] == 202
     (job,) = Queue(COMMANDS_QUEUE, connection=redis_conn).jobs
-    assert job.func_name == "workers.jobs.restore_comment"
+    assert job.func_name == Jobs.RESTORE_COMMENT
     request = job.kwargs["request"]
     assert isinstance(request, CommentChange)
     comment: dict[str, object] = payload["comment"]  # type: ignore[assignment]
@@ -498,6 +498,4 @@ def test_a_pr_retargeted_at_another_base_is_planned_again(client: TestClient, re
     assert post(client, "pull_request", edited)[0] == 202
     (job,) = Queue(PLANS_QUEUE, connection=redis_conn).jobs
     request = job.kwargs["request"]
-    assert (
-        job.func_name == "workers.jobs.plan_pr" and request.trigger == f"base-{edited['pull_request']['base']['sha']}"
-    )
+    assert job.func_name == Jobs.PLAN_PR and request.trigger == f"base-{edited['pull_request']['base']['sha']}"

@@ -21,10 +21,10 @@ from rq.job import Job
 
 from core.contract import PLAN_RETRIES
 from core.render.lost import OUTAGE
+from plumbing.job_options import GAVE_UP
 from workers.adapters.github.client import RateLimited, deferrable, outage
 from workers.adapters.github.metrics import Recorder
 from workers.context import context
-from workers.watchdog import GAVE_UP
 
 P = ParamSpec("P")
 R = TypeVar("R")

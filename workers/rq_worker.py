@@ -12,11 +12,12 @@ from typing import Any
 from rq import Queue, Worker
 from rq.job import Job
 
-from core.contract import PLANS_QUEUE
+from core.contract import PLANS_QUEUE, Jobs
 from core.render.lost import KILLED
+from plumbing.job_options import OPTIONS
 from workers import watchdog
 from workers.adapters.github.metrics import Recorder
-from workers.fanout import not_ended
+from workers.adapters.queue.fanout import not_ended
 
 # httpx imports its transport (httpcore, h11) and anyio its asyncio backend on the first request:
 # importing them once here, before the forks, spares every work horse that import.
@@ -68,7 +69,7 @@ class PlangateWorker(Worker):
             self.log.warning("Redis lost plangate's records: looking for lost work on GitHub")
             if not not_ended(self.connection, RECOVER):
                 Queue(PLANS_QUEUE, connection=self.connection).enqueue(
-                    "workers.jobs.recover_lost_work", job_id=RECOVER, job_timeout=3600
+                    Jobs.RECOVER_LOST_WORK, job_id=RECOVER, **OPTIONS[Jobs.RECOVER_LOST_WORK].enqueue_args()
                 )
         self._seen_epoch = True
         super().run_maintenance_tasks()  # type: ignore[no-untyped-call]

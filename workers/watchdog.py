@@ -11,18 +11,15 @@ from __future__ import annotations
 from typing import Any
 
 import redis
-from rq import Queue, Retry
+from rq import Queue
 from rq.job import Job
 
-from core.contract import COMMANDS_QUEUE, LAST_WORD_JOBS
+from core.contract import COMMANDS_QUEUE, LAST_WORD_JOBS, Jobs
 from core.render.lost import KILLED, OUTAGE
+from plumbing.job_options import GAVE_UP, OPTIONS
 from workers.adapters.github.client import outage
 from workers.adapters.github.metrics import Recorder
-from workers.fanout import backstop_id, not_ended
-
-GAVE_UP = "plangate_gave_up"  # job.meta: why the job stopped coming back (workers.rescheduling)
-# The last word waits out GitHub like any job (workers.rescheduling); these cover a killed horse.
-SAY_AGAIN = Retry(max=3, interval=[10, 60, 300])
+from workers.adapters.queue.fanout import backstop_id, not_ended
 
 
 def failed(job: Job, connection: redis.Redis, kind: type, value: BaseException | None, traceback: Any) -> None:
@@ -48,9 +45,8 @@ def owed(connection: redis.Redis, job: Job, why: str) -> None:
     if not_ended(connection, fixed):
         return
     Queue(COMMANDS_QUEUE, connection=connection).enqueue(
-        "workers.jobs.last_word",
+        Jobs.LAST_WORD,
         kwargs={"job": job.func_name, "kwargs": dict(job.kwargs), "why": why},
         job_id=fixed,
-        retry=SAY_AGAIN,
-        job_timeout=600,
+        **OPTIONS[Jobs.LAST_WORD].enqueue_args(),
     )

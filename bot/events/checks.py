@@ -12,7 +12,7 @@ from typing import Any
 from gidgethub.routing import Router
 from gidgethub.sansio import Event
 
-from core.contract import CONTEXTS, CommandRequest, GroupRequest, job_id
+from core.contract import CONTEXTS, CommandRequest, GroupRequest, Jobs, job_id
 
 from .context import Delivery, repo_args
 
@@ -52,7 +52,7 @@ async def rerun(event: Event, delivery: Delivery) -> None:
     command = _command(data, "plan", str(event.delivery_id))
     if command is not None:
         job = job_id("rerun", command.repo_id, run["id"], event.delivery_id)
-        await delivery.enqueue(delivery.commands, "workers.jobs.handle_command", job, command)
+        await delivery.enqueue(delivery.commands, Jobs.HANDLE_COMMAND, job, command)
         return
     group = (run.get("check_suite") or {}).get("head_branch") or ""
     if not group.startswith("gh-readonly-queue/"):
@@ -60,7 +60,7 @@ async def rerun(event: Event, delivery: Delivery) -> None:
         return
     request = GroupRequest(**repo_args(data), head_sha=str(run["head_sha"]), head_ref=f"refs/heads/{group}")
     job = job_id("mq", request.repo_id, request.head_sha, "rerun", run["id"])
-    await delivery.enqueue(delivery.plans, "workers.jobs.plan_merge_group", job, request)
+    await delivery.enqueue(delivery.plans, Jobs.PLAN_MERGE_GROUP, job, request)
 
 
 @router.register("check_run", action="requested_action")
@@ -76,4 +76,4 @@ async def button(event: Event, delivery: Delivery) -> None:
         delivery.ignore("no pull request to approve on")
         return
     job = job_id("button", request.repo_id, run["id"], event.delivery_id)
-    await delivery.enqueue(delivery.commands, "workers.jobs.handle_command", job, request)
+    await delivery.enqueue(delivery.commands, Jobs.HANDLE_COMMAND, job, request)

@@ -13,7 +13,7 @@ from gidgethub.routing import Router
 from gidgethub.sansio import Event
 
 from core.commands import Command, NearMiss, parse_command, should_consider
-from core.contract import CommandRequest, CommentChange, job_id
+from core.contract import CommandRequest, CommentChange, Jobs, job_id
 
 from .context import Delivery, repo_args
 
@@ -53,7 +53,7 @@ async def slash_command(event: Event, delivery: Delivery) -> None:
         near_miss=(parsed.written, parsed.suggestion, parsed.reason) if isinstance(parsed, NearMiss) else None,
     )
     job = job_id("command", request.repo_id, request.comment_id)
-    await delivery.enqueue(delivery.commands, "workers.jobs.handle_command", job, request)
+    await delivery.enqueue(delivery.commands, Jobs.HANDLE_COMMAND, job, request)
 
 
 async def changed_by_another(event: Event, delivery: Delivery) -> None:
@@ -75,7 +75,7 @@ async def changed_by_another(event: Event, delivery: Delivery) -> None:
         at=(str(comment.get("updated_at") or "") or None) if data["action"] == "edited" else None,
     )
     job = job_id("restore", request.repo_id, request.comment_id, event.delivery_id)
-    await delivery.enqueue(delivery.commands, "workers.jobs.restore_comment", job, request)
+    await delivery.enqueue(delivery.commands, Jobs.RESTORE_COMMENT, job, request)
 
 
 for _action in ("edited", "deleted"):

@@ -20,9 +20,10 @@ class Delivery:
     jobs: list[str] = field(default_factory=list)
     reason: str = ""
 
-    async def enqueue(self, queue: Queue, func: str, job_id: str, request: Any, *, result_ttl: int = 3600) -> Enqueued:
-        """`func(request=...)` once per `job_id` (core.contract); `request` None: a job without arguments."""
-        result = await self.enqueuer.enqueue(queue, func, job_id, request, result_ttl=result_ttl)
+    async def enqueue(self, queue: Queue, func: str, job_id: str, request: Any) -> Enqueued:
+        """`func(request=...)` once per `job_id` (core.contract), with its kind's options (plumbing.job_options);
+        `request` None: a job without arguments."""
+        result = await self.enqueuer.enqueue(queue, func, job_id, request)
         self.jobs.append(job_id)
         if result.duplicate:
             if self.outcome != "enqueued":

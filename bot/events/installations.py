@@ -5,6 +5,8 @@ from __future__ import annotations
 from gidgethub.routing import Router
 from gidgethub.sansio import Event
 
+from core.contract import Jobs
+
 from .context import Delivery
 
 router = Router()
@@ -23,6 +25,4 @@ async def refresh_drift_targets(event: Event, delivery: Delivery) -> None:
     One refresh waiting in the queue covers every event that arrives meanwhile (unique id; the
     finished job keeps no result, so the next change enqueues a new one).
     """
-    await delivery.enqueue(
-        delivery.plans, "workers.jobs.refresh_drift_targets", "drift-targets-refresh", None, result_ttl=0
-    )
+    await delivery.enqueue(delivery.plans, Jobs.REFRESH_DRIFT_TARGETS, "drift-targets-refresh", None)

@@ -11,7 +11,7 @@ from __future__ import annotations
 from gidgethub.routing import Router
 from gidgethub.sansio import Event
 
-from core.contract import GroupRequest, job_id
+from core.contract import GroupRequest, Jobs, job_id
 from core.contract_cleanup import GroupGone
 
 from .context import Delivery, repo_args
@@ -37,7 +37,7 @@ async def plan_group(event: Event, delivery: Delivery) -> None:
         base_sha=str(group.get("base_sha") or ""),
     )
     job = _job_id(request.repo_id, request.head_sha)
-    await delivery.enqueue(delivery.plans, "workers.jobs.plan_merge_group", job, request)
+    await delivery.enqueue(delivery.plans, Jobs.PLAN_MERGE_GROUP, job, request)
 
 
 @router.register("merge_group", action="destroyed")
@@ -46,4 +46,4 @@ async def drop_group(event: Event, delivery: Delivery) -> None:
     data = event.data
     repo_id, sha = int(data["repository"]["id"]), str(data["merge_group"]["head_sha"])
     gone = GroupGone(repo_id, sha, _job_id(repo_id, sha))
-    await delivery.enqueue(delivery.commands, "workers.jobs.merge_group_gone", gone.job_id(), gone)
+    await delivery.enqueue(delivery.commands, Jobs.MERGE_GROUP_GONE, gone.job_id(), gone)

@@ -8,7 +8,7 @@ from typing import Any
 from gidgethub.routing import Router
 from gidgethub.sansio import Event
 
-from core.contract import PlanRequest, job_id
+from core.contract import Jobs, PlanRequest, RepoTarget, job_id
 from core.contract_cleanup import PullClosed
 
 from .context import Delivery, repo_args
@@ -22,17 +22,8 @@ def plan_job_id(repo_id: int, pr: int, sha: str) -> str:
 
 
 def plan_request(data: dict[str, Any]) -> PlanRequest:
-    pull = data["pull_request"]
-    head_repo = (pull["head"].get("repo") or {}).get("full_name")
-    return PlanRequest(
-        **repo_args(data),
-        pr=int(pull["number"]),
-        sha=str(pull["head"]["sha"]),
-        base_sha=str((pull.get("base") or {}).get("sha") or ""),
-        author=str(pull["user"]["login"]),
-        fork=head_repo != data["repository"]["full_name"],
-        pusher=str((data.get("sender") or {}).get("login") or "") if data.get("action") == "synchronize" else "",
-    )
+    pusher = str((data.get("sender") or {}).get("login") or "") if data.get("action") == "synchronize" else ""
+    return PlanRequest.of_pull(RepoTarget(**repo_args(data)), data["pull_request"], pusher=pusher)
 
 
 async def plan_head(event: Event, delivery: Delivery) -> None:
@@ -40,9 +31,7 @@ async def plan_head(event: Event, delivery: Delivery) -> None:
         delivery.ignore("no installation in the payload")
         return
     request = plan_request(event.data)
-    await delivery.enqueue(
-        delivery.plans, "workers.jobs.plan_pr", plan_job_id(request.repo_id, request.pr, request.sha), request
-    )
+    await delivery.enqueue(delivery.plans, Jobs.PLAN_PR, plan_job_id(request.repo_id, request.pr, request.sha), request)
 
 
 for _action in ("opened", "reopened", "synchronize", "ready_for_review"):
@@ -59,7 +48,7 @@ async def plan_new_base(event: Event, delivery: Delivery) -> None:
     base = str((event.data["pull_request"].get("base") or {}).get("sha") or "")
     request = replace(plan_request(event.data), trigger=f"base-{base}")
     job = job_id("plan", request.repo_id, request.pr, request.sha, request.trigger)
-    await delivery.enqueue(delivery.plans, "workers.jobs.plan_pr", job, request)
+    await delivery.enqueue(delivery.plans, Jobs.PLAN_PR, job, request)
 
 
 @router.register("pull_request", action="closed")
@@ -69,4 +58,4 @@ async def drop_queued(event: Event, delivery: Delivery) -> None:
     pull = event.data["pull_request"]
     repo_id, number, sha = int(event.data["repository"]["id"]), int(pull["number"]), str(pull["head"]["sha"])
     closed = PullClosed(repo_id, number, sha, plan_job_id(repo_id, number, sha), str(pull.get("closed_at") or ""))
-    await delivery.enqueue(delivery.commands, "workers.jobs.pull_closed", closed.job_id(), closed)
+    await delivery.enqueue(delivery.commands, Jobs.PULL_CLOSED, closed.job_id(), closed)

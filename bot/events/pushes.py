@@ -12,7 +12,7 @@ from typing import Any
 from gidgethub.routing import Router
 from gidgethub.sansio import Event
 
-from core.contract import PushRequest, job_id
+from core.contract import Jobs, PushRequest, job_id
 
 from .context import Delivery, repo_args
 
@@ -57,6 +57,4 @@ async def apply_push(event: Event, delivery: Delivery) -> None:
         delivery.ignore("branch deleted")
         return
     request = push_request(data)
-    await delivery.enqueue(
-        delivery.plans, "workers.jobs.apply_push", job_id("push", request.repo_id, request.after), request
-    )
+    await delivery.enqueue(delivery.plans, Jobs.APPLY_PUSH, job_id("push", request.repo_id, request.after), request)

@@ -15,7 +15,7 @@ from gidgethub.routing import Router
 from gidgethub.sansio import Event
 
 from core.commands import Command, NearMiss, parse_command, should_consider
-from core.contract import CommandRequest, ReviewDismissal, job_id
+from core.contract import CommandRequest, Jobs, ReviewDismissal, job_id
 
 from .context import Delivery, repo_args
 
@@ -65,7 +65,7 @@ async def _command(data: dict[str, Any], written: dict[str, Any], delivery: Deli
         return
     kind = "review" if request.via == "review" else "review-comment"
     job = job_id("command", request.repo_id, kind, request.comment_id)
-    await delivery.enqueue(delivery.commands, "workers.jobs.handle_command", job, request)
+    await delivery.enqueue(delivery.commands, Jobs.HANDLE_COMMAND, job, request)
 
 
 @router.register("pull_request_review", action="submitted")
@@ -109,4 +109,4 @@ async def review_dismissed(event: Event, delivery: Delivery) -> None:
         by=str((data.get("sender") or {}).get("login") or ""),
     )
     job = job_id("dismissal", request.repo_id, request.review_id)
-    await delivery.enqueue(delivery.commands, "workers.jobs.review_dismissed", job, request)
+    await delivery.enqueue(delivery.commands, Jobs.REVIEW_DISMISSED, job, request)

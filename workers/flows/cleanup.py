@@ -7,7 +7,7 @@ import json
 import logging
 
 from core.contract_cleanup import GroupGone, PullClosed
-from workers.adapters import queue
+from workers.adapters.queue import waiting
 from workers.adapters.store import closed_pulls, merge_groups
 from workers.context import WorkerContext
 
@@ -29,7 +29,7 @@ def group_gone(ctx: WorkerContext, req: GroupGone) -> str:
 
 def _cancel(ctx: WorkerContext, job_id: str, *, started: str) -> str:
     """What became of the job: "cancelled", or why nothing was (`started`: it ran already)."""
-    found = queue.cancel_if_queued(ctx.redis, job_id)
+    found = waiting.cancel_if_queued(ctx.redis, job_id)
     outcome = {"cancelled": "cancelled", "started": started, "missing": "nothing queued"}[found]
     log.info(json.dumps({"job": job_id, "outcome": outcome}))
     return outcome

@@ -34,6 +34,7 @@ from workers.adapters.github.authors import Authors, of_pull, unapplied
 from workers.adapters.github.permissions import may_plan
 from workers.adapters.github.pulls import get_pull
 from workers.adapters.github.repo_config import base_config
+from workers.adapters.queue import fanout, follow_ups
 from workers.adapters.store import applies as apply_store
 from workers.adapters.store import audit, drift_issues
 from workers.adapters.store import gates as gate_store
@@ -41,6 +42,22 @@ from workers.context import WorkerContext
 from workers.flows import held_applies, restore
 from workers.flows.gate_check import at_commit, covered, may_approve_against
 from workers.flows.outcome import Outcome
+
+
+async def run(ctx: WorkerContext, req: CommandRequest) -> str:
+    """Answer the command, then enqueue what it leads to, each under an id of its own; the reaction."""
+    outcome = await handle(ctx, req)
+    if outcome is None:
+        return "ignored"
+    for held in outcome.reapply:
+        fanout.applies(ctx.redis, held.push, [held.project], held.where(), ctx.settings.tf_timeout)
+    if outcome.repush is not None:
+        follow_ups.apply_again(ctx.redis, outcome.repush, req.comment_id or req.event_id)
+    if outcome.redrift is not None:
+        follow_ups.check_drift(ctx.redis, outcome.redrift)
+    if outcome.replan is not None:
+        follow_ups.plan_again(ctx.redis, outcome.replan, outcome.replan.trigger)
+    return outcome.reaction
 
 
 async def handle(ctx: WorkerContext, req: CommandRequest) -> Outcome | None:
@@ -124,17 +141,8 @@ async def _plan(gh: GitHub, req: CommandRequest, pull: dict[str, Any], sha: str)
     allowed = await may_plan(gh, req.repo, req.commenter, req.commenter_type)
     if not allowed.allowed:
         return Outcome(render_not_allowed(req.commenter, allowed.reason, command="plan", reply_to=req.comment_id), "-1")
-    head_repo = (pull["head"].get("repo") or {}).get("full_name")
-    replan = PlanRequest(
-        **req.target(),
-        pr=req.number,
-        sha=sha,
-        base_sha=str((pull.get("base") or {}).get("sha") or ""),
-        author=str(pull["user"]["login"]),
-        fork=head_repo != req.repo,
-        trigger=f"comment-{req.comment_id}" if req.comment_id else f"rerun-{req.event_id}",
-        only=tuple(req.projects),
-    )
+    trigger = f"comment-{req.comment_id}" if req.comment_id else f"rerun-{req.event_id}"
+    replan = PlanRequest.of_pull(req, pull, trigger=trigger, only=tuple(req.projects))
     return Outcome(render_planning(sha, req.projects, reply_to=req.comment_id), "+1", replan=replan)
 
 

@@ -14,7 +14,7 @@ import logging
 from datetime import UTC, datetime, timedelta
 
 from core.config import ConfigError
-from core.contract import PLANS_QUEUE
+from core.contract import PLANS_QUEUE, Jobs
 from core.drift_schedule import DriftTarget, delays, due, targets_for
 from core.projects import Project
 from core.render.drift import (
@@ -27,12 +27,12 @@ from core.render.drift import (
 )
 from core.results import ProjectResult
 from plumbing.runlog import record_run
-from workers.adapters import queue
 from workers.adapters.checkout import remote_head
 from workers.adapters.github import GitHub, installations, issues, vcs
 from workers.adapters.github.auth import installation_client
 from workers.adapters.github.client import RateLimited
 from workers.adapters.github.repo_config import base_config, mask_patterns
+from workers.adapters.queue import follow_ups, waiting
 from workers.adapters.store import drift_issues
 from workers.adapters.terraform import pipeline
 from workers.adapters.terraform.steps import Terraform
@@ -81,8 +81,8 @@ def tick(ctx: WorkerContext, now: datetime) -> list[str]:
     for target, delay in delays(due(targets, minute)):
         job_id = f"drift-{target.repo_id}-{_slug(target.project)}-{minute:%Y%m%d%H%M}"
         check = {"target": target}
-        if queue.schedule_once(
-            ctx.redis, PLANS_QUEUE, "workers.jobs.drift_check", check, job_id=job_id, delay=timedelta(seconds=delay)
+        if waiting.schedule_once(
+            ctx.redis, PLANS_QUEUE, Jobs.DRIFT_CHECK, check, job_id=job_id, delay=timedelta(seconds=delay)
         ):
             ids.append(job_id)
     return ids
@@ -90,6 +90,12 @@ def tick(ctx: WorkerContext, now: datetime) -> list[str]:
 
 def _slug(project: str | None) -> str:
     return "all" if project is None else "".join(c if c.isalnum() else "_" for c in project)
+
+
+async def check(ctx: WorkerContext, target: DriftTarget) -> list[str]:
+    """One repository's check: resolve the default branch head, then one job per project; their ids."""
+    sha, projects = await projects_due(ctx, target)
+    return follow_ups.drift_projects(ctx.redis, target, sha, projects, ctx.settings.tf_timeout)
 
 
 async def projects_due(ctx: WorkerContext, target: DriftTarget) -> tuple[str, list[Project]]:

@@ -1,14 +1,6 @@
-"""Plan a pull request: find the affected projects, plan them in jobs (or in place), then publish (pr_publish.py).
-
-Flow (Atlantis's controller → project finder → runner → VCS output):
-`plan_pr` (dispatch) checks out the head once to find projects, enqueues their plans in batches
-(`plan_projects`, a lone project a `plan_project` job; one at a time per project, by its RQ
-RateLimit slot) and a `publish_plan` job that depends on all of them; `publish_plan` renders the
-comment and sets the combined statuses.
-A PR with a single project to plan is planned and published (with the plans it carries forward) by
-its dispatch job when the project's RateLimit slot is free (workers/slots.py), else by one
-`plan_and_publish` job (by a plan job and the publish job when it carries some).
-"""
+"""A PR's plan steps: find the affected projects (`dispatch`), plan one (`plan_project`), plan the only
+one and publish it (`plan_and_publish`, with pr_publish.py). Which step runs in which job, and when:
+pr_runner.py."""
 
 from __future__ import annotations
 
@@ -21,8 +13,6 @@ from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequenc
 from dataclasses import dataclass, replace
 from pathlib import Path
 
-from gidgethub.abc import GitHubAPI
-
 from core import redis_keys
 from core.config import ConfigError, RepoConfig
 from core.contract import DESTROY_CONTEXT, PLAN_CONTEXT, PlanRequest
@@ -31,17 +21,18 @@ from core.projects import Project, ProjectSelection
 from core.render.plan import render_config_error, render_fork_refused, render_too_many_projects
 from core.render.status import pending_status
 from core.results import ProjectResult
-from workers.adapters.github import vcs
+from workers.adapters.github import GitHub, vcs
 from workers.adapters.github.auth import installation_client
 from workers.adapters.github.authors import record_pusher
 from workers.adapters.github.client import RateLimited
+from workers.adapters.github.pulls import get_pull
 from workers.adapters.github.repo_config import base_config, base_config_or_none
-from workers.adapters.store import audit
+from workers.adapters.store import audit, pr_heads, pr_plans
 from workers.adapters.store import gates as gate_store
 from workers.adapters.terraform import pipeline
 from workers.adapters.terraform.sandbox import SandboxError
 from workers.context import WorkerContext
-from workers.flows import carry, stale_plans
+from workers.flows import carry
 from workers.flows import code as plan_code
 from workers.flows.discovery import discover, to_plan
 from workers.flows.gate_check import at_commit
@@ -64,7 +55,7 @@ async def dispatch(ctx: WorkerContext, req: PlanRequest) -> Dispatch | None:
     """Mark the SHA current, find the affected projects and which of them changed since the PR's last
     plan; None when there is nothing to plan."""
     if req.on_merge:
-        stale_plans.release(ctx.redis, req.repo_id, req.pr)
+        pr_plans.release(ctx.redis, req.repo_id, req.pr)
         if not is_current(ctx, req):
             return None  # a newer push of the PR is planned anyway
     token = await ctx.tokens.token(req.installation_id)
@@ -130,7 +121,7 @@ async def _fetched(ctx: WorkerContext, req: PlanRequest, code: str, token: str) 
 
 async def _while_fetching(
     fetch: asyncio.Future[Path],
-    gh: GitHubAPI,
+    gh: GitHub,
     req: PlanRequest,
     known: RepoConfig | None,
     learn: Callable[[], Awaitable[None]],
@@ -150,17 +141,17 @@ async def _ready(value: RepoConfig) -> RepoConfig:
     return value
 
 
-async def _test_merge(gh: GitHubAPI, req: PlanRequest) -> str | None:
+async def _test_merge(gh: GitHub, req: PlanRequest) -> str | None:
     """GitHub's test merge of the PR's head with its base branch as it is now; None when the PR was
     closed, moved on to another head, or does not merge cleanly (nothing to plan then). Right after
     the base moved GitHub answers `mergeable: null` while it makes the new test merge (and may still
     name the old one): asked again, as its docs say, for up to ~30 s."""
-    pull = await gh.getitem(f"/repos/{req.repo}/pulls/{req.pr}")
+    pull = await get_pull(gh, req.repo, req.pr)
     for wait in MERGEABILITY_WAITS:
         if pull.get("mergeable") is not None:
             break
         await asyncio.sleep(wait)
-        pull = await gh.getitem(f"/repos/{req.repo}/pulls/{req.pr}")
+        pull = await get_pull(gh, req.repo, req.pr)
     if pull.get("state") != "open" or pull["head"]["sha"] != req.sha:
         return None
     merge = pull.get("merge_commit_sha")
@@ -171,7 +162,7 @@ async def _test_merge(gh: GitHubAPI, req: PlanRequest) -> str | None:
     return str(merge)
 
 
-async def _learn_comments(ctx: WorkerContext, gh: GitHubAPI, req: PlanRequest) -> None:
+async def _learn_comments(ctx: WorkerContext, gh: GitHub, req: PlanRequest) -> None:
     """The PR's plan comment ids, found now so that publishing, on the PR's path, skips the lookup."""
     await vcs.learn_comments(
         gh, ctx.records, repo=req.repo, repo_id=req.repo_id, number=req.pr, login=await bot_login(ctx), kind="plan"
@@ -183,20 +174,17 @@ def _take_head(ctx: WorkerContext, req: PlanRequest) -> None:
     whoever pushed it is one of the PR's authors from now on."""
     if req.pusher:
         record_pusher(ctx.records, req.repo_id, req.pr, req.pusher)
-    previous = ctx.redis.getset(req.head_key(), req.sha)
-    ctx.redis.expire(req.head_key(), gate_store.TTL)
-    if isinstance(previous, bytes) and previous.decode() != req.sha:
+    old = pr_heads.take(ctx.redis, req.repo_id, req.pr, req.sha)
+    if old is not None and old != req.sha:
         # a push after a head we knew: this SHA is new, so it has no approvals yet (after a Redis
         # wipe nothing is assumed, and the approvals are rebuilt from the PR's comments instead)
         gate_store.start_sha(ctx.records, req.repo_id, req.pr, req.sha)
-        old = previous.decode()
         if gate_store.had_approvals(ctx.records, req.repo_id, req.pr, old):
             audit.record(ctx.redis, "voided", repo=req.repo, pr=req.pr, sha=old, new_sha=req.sha)
 
 
-async def _refuse_fork(ctx: WorkerContext, gh: GitHubAPI, req: PlanRequest) -> None:
-    key = redis_keys.fork_refused(req.repo_id, req.pr)
-    if ctx.redis.set(key, "1", nx=True, ex=redis_keys.FORK_REFUSED_TTL):
+async def _refuse_fork(ctx: WorkerContext, gh: GitHub, req: PlanRequest) -> None:
+    if pr_heads.first_fork_refusal(ctx.redis, req.repo_id, req.pr):
         body = render_fork_refused(req.pr)
         await vcs.post_comment(gh, ctx.records, repo=req.repo, repo_id=req.repo_id, number=req.pr, body=body)
     await vcs.set_status(gh, req.repo, req.sha, PLAN_CONTEXT, "failure", "fork PRs are not planned here")
@@ -204,12 +192,12 @@ async def _refuse_fork(ctx: WorkerContext, gh: GitHubAPI, req: PlanRequest) -> N
     await vcs.set_status(gh, req.repo, req.sha, DESTROY_CONTEXT, *gate)
 
 
-async def _config_failed(ctx: WorkerContext, gh: GitHubAPI, req: PlanRequest, exc: ConfigError) -> None:
+async def _config_failed(ctx: WorkerContext, gh: GitHub, req: PlanRequest, exc: ConfigError) -> None:
     body = render_config_error(exc.key, exc.problem)
     await _refused(ctx, gh, req, body, f"invalid .plangate.yml: {exc.key}", "invalid .plangate.yml")
 
 
-async def _refused(ctx: WorkerContext, gh: GitHubAPI, req: PlanRequest, body: str, plan: str, gate: str) -> None:
+async def _refused(ctx: WorkerContext, gh: GitHub, req: PlanRequest, body: str, plan: str, gate: str) -> None:
     """Nothing of the PR is planned: its plan comment says why (`body`), `plangate/plan` fails with the
     description `plan`, and `plangate/destroy` (as the commit's other PRs allow) with "not planned: `gate`"."""
     login = await bot_login(ctx)

@@ -9,8 +9,6 @@ import json
 import logging
 from collections.abc import Awaitable, Callable
 
-from gidgethub.abc import GitHubAPI
-
 from core import redis_keys
 from core.contract import DESTROY_CONTEXT, PLAN_CONTEXT, PlanRequest
 from core.gated import plan_digest, published_digest
@@ -21,22 +19,21 @@ from core.render.replies import approval_status
 from core.render.status import State, destroy_status, plan_status
 from core.results import ProjectResult
 from plumbing.runlog import record_run
-from workers.adapters.github import vcs
+from workers.adapters.github import GitHub, vcs
 from workers.adapters.github.auth import installation_client
 from workers.adapters.github.repo_config import mask_patterns
-from workers.adapters.store import audit
+from workers.adapters.store import audit, pr_heads, pr_plans
 from workers.adapters.store import gates as gate_store
 from workers.context import WorkerContext
-from workers.flows import carry, gate_check, stale_plans
-from workers.flows.stale_plans import PlannedPR
+from workers.flows import carry, gate_check
 
 log = logging.getLogger("plangate.plan")
 
 
 def is_current(ctx: WorkerContext, req: PlanRequest) -> bool:
     """False once a newer SHA of the PR started planning: its results must not be posted."""
-    head = ctx.redis.get(req.head_key())
-    return head is None or head.decode() == req.sha  # type: ignore[union-attr]
+    head = pr_heads.current(ctx.redis, req.repo_id, req.pr)
+    return head is None or head == req.sha
 
 
 async def bot_login(ctx: WorkerContext) -> str:
@@ -61,7 +58,7 @@ async def _comment_and_reports(
 
 
 async def _report(
-    gh: GitHubAPI,
+    gh: GitHub,
     req: PlanRequest,
     plan: tuple[State, str],
     gate: tuple[State, str],
@@ -159,8 +156,8 @@ async def publish(
         if made is not None:
             ok = {r.identity for r in results if r.plan is not None}
             carry.remember(ctx, req, meta.get("inputs", {}), {i: m for i, m in made.items() if i in ok})
-        planned = PlannedPR(req.pr, req.sha, req.author, req.fork, [r.identity for r in results])
-        stale_plans.remember(ctx.records, req.repo_id, planned)
+        planned = pr_plans.PlannedPR(req.pr, req.sha, req.author, req.fork, [r.identity for r in results])
+        pr_plans.remember(ctx.records, req.repo_id, planned)
         if cov is not None and not cov.complete:
             audit.record(
                 ctx.redis, "blocked", repo=req.repo, pr=req.pr, sha=req.sha, unapproved=len(cov.unapproved_pairs)

@@ -25,8 +25,9 @@ from workers.adapters.github.commits import compare
 from workers.adapters.github.issues import close_issue
 from workers.adapters.github.pulls import pulls_of_commit
 from workers.adapters.github.repo_config import base_config
+from workers.adapters.queue import fanout, follow_ups
 from workers.adapters.store import applies as apply_store
-from workers.adapters.store import apply_outcomes, audit, pr_plans
+from workers.adapters.store import apply_outcomes, apply_phases, audit, pr_plans
 from workers.adapters.store.apply_phases import Phase
 from workers.adapters.store.pr_plans import PlannedPR
 from workers.context import WorkerContext
@@ -57,6 +58,17 @@ class Dispatch:
         if pr is None:
             return Where(number=None, is_pr=False, authors=req.authors, approved_on=None)
         return Where(number=pr.number, is_pr=True, authors=(pr.author,), approved_on=pr.head_sha)
+
+
+async def run(ctx: WorkerContext, req: PushRequest) -> list[str]:
+    """A push to the apply branch: the stale PRs' re-plans, one apply job per affected project, then the
+    finish job; the apply jobs' ids. GitHub is only asked before anything is enqueued, so an outage
+    brings the whole dispatch back."""
+    found = await dispatch(ctx, req)
+    if found is None:
+        return []
+    fanout.replans_on_merge(ctx.redis, req, found.replans)
+    return fanout.applies(ctx.redis, req, found.projects, found.where(req), ctx.settings.tf_timeout)
 
 
 async def dispatch(ctx: WorkerContext, req: PushRequest) -> Dispatch | None:
@@ -158,6 +170,19 @@ def record_outcome(ctx: WorkerContext, req: PushRequest, project: str, outcome: 
 
 def outcomes(ctx: WorkerContext, req: PushRequest) -> dict[str, str]:
     return apply_outcomes.read(ctx.redis, req.repo_id, req.after)
+
+
+async def finish_runs(ctx: WorkerContext, req: PushRequest, job_ids: Sequence[str], where: Where) -> None:
+    """Runs that ended without reporting (killed on every try, or stopped by an outage) are settled from
+    their recorded phase; then `plangate/apply` from every project's outcome at the SHA."""
+    runs = follow_ups.apply_runs(ctx.redis, job_ids)
+    phases = apply_phases.read_many(ctx.records, list(job_ids))
+    unsettled = [
+        (run.project, phase, run.gave_up or KILLED)
+        for run, phase in zip(runs, phases, strict=True)
+        if not run.finished and (phase is None or phase.name != "reported")
+    ]
+    await finish(ctx, req, where, unsettled, [run.project.name for run in runs])
 
 
 async def finish(

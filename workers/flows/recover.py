@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import json
 import logging
+from datetime import datetime
 from typing import Any
 
 from core.contract import APPLY_CONTEXT, PLAN_CONTEXT, PlanRequest, RepoTarget
@@ -21,11 +22,22 @@ from workers.adapters.github import GitHub, installations, vcs
 from workers.adapters.github.auth import installation_client
 from workers.adapters.github.commits import branch_head
 from workers.adapters.github.pulls import open_pulls
+from workers.adapters.queue import follow_ups
 from workers.context import WorkerContext
 from workers.flows import push_apply
 
 log = logging.getLogger("plangate.recover")
 LOST_RECORDS = "Redis restarted without plangate's records of it"
+
+
+async def run(ctx: WorkerContext, now: datetime) -> int:
+    """Redis came back without plangate's records (workers.rq_worker): the PRs whose plan was pending
+    are planned again, all under one trigger naming the recovery; how many."""
+    trigger = f"recovered-{now:%Y%m%dT%H%M%S}"
+    replans = await lost_work(ctx, trigger)
+    for replan in replans:
+        follow_ups.plan_again(ctx.redis, replan, trigger)
+    return len(replans)
 
 
 async def lost_work(ctx: WorkerContext, trigger: str) -> list[PlanRequest]:
@@ -49,18 +61,7 @@ async def _repo(
         sha = str(pull["head"]["sha"])
         if await vcs.report_state(gh, name, sha, PLAN_CONTEXT) != "pending":
             continue
-        head_repo = (pull["head"].get("repo") or {}).get("full_name")
-        replans.append(
-            PlanRequest(
-                **target.target(),
-                pr=int(pull["number"]),
-                sha=sha,
-                base_sha=str((pull.get("base") or {}).get("sha") or ""),
-                author=str(pull["user"]["login"]),
-                fork=head_repo != name,
-                trigger=trigger,
-            )
-        )
+        replans.append(PlanRequest.of_pull(target, pull, trigger=trigger))
     head = await branch_head(gh, name, branch)
     if await vcs.report_state(gh, name, head, APPLY_CONTEXT) == "pending":
         await _apply_lost(ctx, gh, target, head)

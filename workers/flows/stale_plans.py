@@ -12,9 +12,6 @@ from __future__ import annotations
 
 from workers.adapters.github import GitHub, comments, vcs
 from workers.adapters.store import written
-from workers.adapters.store.pr_plans import PlannedPR as PlannedPR  # the PR path's callers name these here
-from workers.adapters.store.pr_plans import release as release
-from workers.adapters.store.pr_plans import remember as remember
 from workers.adapters.store.records import Records
 
 STALE_MARKER = "<!-- plangate:stale -->"

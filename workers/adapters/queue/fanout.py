@@ -4,50 +4,39 @@ reports them all, which waits for every one of them."""
 
 from __future__ import annotations
 
-import hashlib
 import math
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, Protocol
 
 import redis
-from rq import Callback, Queue, RateLimit, Retry, Worker
+from rq import Queue, Worker
 from rq.job import Dependency, Job, JobStatus
 from rq.utils import as_text
 
-from core import redis_keys
-from core.contract import (
-    JOB_FAILED,
-    PLAN_RETRIES,
-    PLANS_QUEUE,
-    RERUN_INTERVALS,
-    PlanRequest,
-    PushRequest,
-    Where,
-    job_id,
-)
+from core.contract import PLANS_QUEUE, Jobs, PlanRequest, PushRequest, Where, job_id
 from core.projects import Project
 from plumbing.enqueue import enqueue_once
-from workers.flows.carry import Carried
-from workers.flows.stale_plans import PlannedPR
+from plumbing.job_options import OPTIONS, project_rate_limit
 
-STEP_MARGIN = 120  # RQ's own timeout must only fire after the runner's SIGINT → SIGTERM → SIGKILL
-RERUN = Retry(max=PLAN_RETRIES, interval=list(RERUN_INTERVALS))  # plan and drift jobs: no side effect
-FAILED = Callback(JOB_FAILED)  # counts abandoned jobs; a job that owes a report gets its last word
-DAY = 24 * 3600
-PUBLISH_TIMEOUT = 600  # rendering and writing one plan comment and its statuses, rate-limit waits included
 # The most jobs one job waits on directly. Each time a job ends, RQ reads the status of every job its
 # dependent waits on, so a publish waiting on N plans costs O(N²) reads.
 FAN_IN = 32
-JOIN_TIMEOUT = 60  # seconds; a join does nothing but end
 ENDED = frozenset({JobStatus.FINISHED, JobStatus.FAILED, JobStatus.CANCELED, JobStatus.STOPPED})
 # The most projects one job plans in turn: a retry after its worker died plans them all again.
 MAX_BATCH = 16
 
 
-def project_rate_limit(repo_id: int, project: Project) -> RateLimit:
-    """One job at a time per (repo, dir, workspace) across all workers: two never share a state lock."""
-    slug = hashlib.sha256(f"{project.dir}\0{project.workspace}".encode()).hexdigest()[:16]
-    return RateLimit(key=f"project-{repo_id}-{slug}", concurrency=1)
+class OpenPR(Protocol):
+    """A PR whose plan a push to its base branch made stale (workers.flows.stale_plans)."""
+
+    @property
+    def number(self) -> int: ...
+    @property
+    def sha(self) -> str: ...
+    @property
+    def author(self) -> str: ...
+    @property
+    def fork(self) -> bool: ...
 
 
 def batch_sizes(projects: int, workers: int) -> list[int]:
@@ -73,7 +62,7 @@ def plans(
     tf_timeout: float,
     publish: str,
     publish_request: Any,
-    carried: Sequence[Carried] = (),
+    carried: Sequence[object] = (),
 ) -> list[str]:
     """The projects' plan jobs (batches; a lone project under its RateLimit), each re-run if its worker
     dies, then `publish` (with its own request and the plans `carried` forward, which no job makes again)."""
@@ -88,12 +77,9 @@ def plans(
             continue
         ids.append(
             queue.enqueue(
-                "workers.jobs.plan_projects",
+                Jobs.PLAN_PROJECTS,
                 kwargs={"request": request, "projects": batch},
-                job_timeout=int((tf_timeout * 4 + STEP_MARGIN) * size),
-                result_ttl=redis_keys.PLAN_RESULT_TTL,
-                retry=RERUN,
-                on_failure=FAILED,
+                **OPTIONS[Jobs.PLAN_PROJECTS].enqueue_args(tf_timeout=tf_timeout, projects=size),
             ).id
         )
     extra = {"carried": list(carried)} if carried else {}
@@ -106,13 +92,11 @@ def plan_job(conn: redis.Redis, request: PlanRequest, project: Project, *, tf_ti
     return (
         Queue(PLANS_QUEUE, connection=conn)
         .enqueue(
-            "workers.jobs.plan_project",
+            Jobs.PLAN_PROJECT,
             kwargs={"request": request, "project": project},
-            rate_limit=project_rate_limit(request.repo_id, project),
-            job_timeout=int(tf_timeout * 4 + STEP_MARGIN),
-            result_ttl=redis_keys.PLAN_RESULT_TTL,
-            retry=RERUN,
-            on_failure=FAILED,
+            **OPTIONS[Jobs.PLAN_PROJECT].enqueue_args(
+                tf_timeout=tf_timeout, rate_limit=project_rate_limit(request.repo_id, project)
+            ),
         )
         .id
     )
@@ -135,9 +119,7 @@ def _publish_after(
         kwargs=kwargs,
         job_id=fixed_id,
         depends_on=all_ended(queue, ids),
-        job_timeout=PUBLISH_TIMEOUT,
-        retry=RERUN,
-        on_failure=FAILED,
+        **OPTIONS[publish].enqueue_args(),
     )
 
 
@@ -155,11 +137,9 @@ def all_ended(queue: Queue, ids: list[str]) -> Dependency | None:
     while len(ids) > FAN_IN:
         ids = [
             queue.enqueue(
-                "workers.jobs.joined",
+                Jobs.JOINED,
                 depends_on=Dependency(jobs=ids[start : start + FAN_IN], allow_failure=True, enqueue_at_front=True),
-                job_timeout=JOIN_TIMEOUT,
-                retry=RERUN,
-                on_failure=FAILED,
+                **OPTIONS[Jobs.JOINED].enqueue_args(),
             ).id
             for start in range(0, len(ids), FAN_IN)
         ]
@@ -173,13 +153,11 @@ def plan_alone(conn: redis.Redis, request: PlanRequest, project: Project, *, tf_
     pending."""
     queue = Queue(PLANS_QUEUE, connection=conn)
     planned = queue.enqueue(
-        "workers.jobs.plan_and_publish",
+        Jobs.PLAN_AND_PUBLISH,
         kwargs={"request": request, "project": project},
-        rate_limit=project_rate_limit(request.repo_id, project),
-        job_timeout=int(tf_timeout * 4 + STEP_MARGIN + PUBLISH_TIMEOUT),
-        result_ttl=redis_keys.PLAN_RESULT_TTL,
-        retry=RERUN,
-        on_failure=FAILED,
+        **OPTIONS[Jobs.PLAN_AND_PUBLISH].enqueue_args(
+            tf_timeout=tf_timeout, rate_limit=project_rate_limit(request.repo_id, project)
+        ),
     ).id
     backstop(conn, request, planned)
     return planned
@@ -190,7 +168,7 @@ def backstop(
     request: PlanRequest,
     planner: str,
     project: Project | None = None,
-    carried: Sequence[Carried] = (),
+    carried: Sequence[object] = (),
 ) -> None:
     """A publish after job `planner` (the PR's only plan, which publishes itself), that publishes only
     if that job failed for good (its worker killed on every try): the PR never stays pending. One per
@@ -202,7 +180,7 @@ def backstop(
         kwargs["project"] = project
     if carried:
         kwargs["carried"] = list(carried)
-    _publish_after(queue, [planner], "workers.jobs.publish_plan", kwargs, fixed_id=backstop_id(planner))
+    _publish_after(queue, [planner], Jobs.PUBLISH_PLAN, kwargs, fixed_id=backstop_id(planner))
 
 
 def backstop_id(planner: str) -> str:
@@ -219,29 +197,24 @@ def applies(
     queue = Queue(PLANS_QUEUE, connection=conn)
     ids = [
         queue.enqueue(
-            "workers.jobs.apply_project",
+            Jobs.APPLY_PROJECT,
             kwargs={"push": push, "project": project, "where": where},
-            rate_limit=project_rate_limit(push.repo_id, project),
-            job_timeout=int(tf_timeout * 5 + STEP_MARGIN),
-            result_ttl=DAY,
-            failure_ttl=7 * DAY,
-            retry=RERUN,
-            on_failure=FAILED,
+            **OPTIONS[Jobs.APPLY_PROJECT].enqueue_args(
+                tf_timeout=tf_timeout, rate_limit=project_rate_limit(push.repo_id, project)
+            ),
         ).id
         for project in projects
     ]
     queue.enqueue(
-        "workers.jobs.finish_apply",
+        Jobs.FINISH_APPLY,
         kwargs={"push": push, "job_ids": ids, "where": where},
         depends_on=all_ended(queue, ids),
-        job_timeout=600,
-        retry=RERUN,
-        on_failure=FAILED,
+        **OPTIONS[Jobs.FINISH_APPLY].enqueue_args(),
     )
     return ids
 
 
-def replans_on_merge(conn: redis.Redis, push: PushRequest, prs: Sequence[PlannedPR]) -> None:
+def replans_on_merge(conn: redis.Redis, push: PushRequest, prs: Sequence[OpenPR]) -> None:
     """Plan each stale PR again, on GitHub's test merge with the code this push left on the branch."""
     queue = Queue(PLANS_QUEUE, connection=conn)
     for planned in prs:
@@ -256,7 +229,7 @@ def replans_on_merge(conn: redis.Redis, push: PushRequest, prs: Sequence[Planned
         )
         enqueue_once(
             queue,
-            "workers.jobs.plan_pr",
+            Jobs.PLAN_PR,
             job_id("plan", push.repo_id, planned.number, planned.sha, "main", push.after),
             replan,
         )

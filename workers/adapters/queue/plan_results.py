@@ -11,13 +11,15 @@ import redis
 from rq.exceptions import NoSuchJobError
 from rq.job import Job, JobStatus
 
-from core.contract import PlanRequest
+from core.contract import Jobs, PlanRequest
 from core.projects import Project
 from core.render.lost import OUTAGE
 from core.results import BatchResult, ProjectResult
-from workers import fanout, watchdog
+from plumbing.job_options import GAVE_UP
+from workers.adapters.queue import fanout
 from workers.adapters.terraform import pipeline
-from workers.flows.carry import Carried, shown_at
+
+PlanJob = Job  # a job that planned projects (or a dispatch that planned in place), as RQ keeps it
 
 
 def finished(conn: redis.Redis, job_id: str) -> bool:
@@ -62,7 +64,7 @@ def _made_by(job: Job, request: PlanRequest, projects: list[Project]) -> list[tu
 
 
 def _died(job: Job, request: PlanRequest, project: Project) -> ProjectResult:
-    if job.meta.get(watchdog.GAVE_UP) == OUTAGE:
+    if job.meta.get(GAVE_UP) == OUTAGE:
         why = "GitHub could not be reached for the whole outage window (PLANGATE_OUTAGE_WINDOW); comment /plan"
         return pipeline.failure(project, request.sha, why)
     failure = job.latest_result()
@@ -75,7 +77,7 @@ def still_to_come(jobs: list[Job]) -> list[str]:
     """The jobs that batches among `jobs` handed a busy project to, and that have not ended yet."""
     waiting: list[str] = []
     for job in jobs:
-        if job.func_name != "workers.jobs.plan_projects" or job.get_status(refresh=False) != JobStatus.FINISHED:
+        if job.func_name != Jobs.PLAN_PROJECTS or job.get_status(refresh=False) != JobStatus.FINISHED:
             continue
         value = job.return_value()
         if isinstance(value, BatchResult):
@@ -83,27 +85,24 @@ def still_to_come(jobs: list[Job]) -> list[str]:
     return waiting
 
 
-def made_at(carried: Sequence[Carried]) -> dict[str, tuple[str, str]]:
-    """Who made each carried plan, and at which SHA: what the next push carries them forward from."""
-    return {kept.project.identity: (kept.last.job_id, kept.last.planned_at) for kept in carried}
+def still_held(conn: redis.Redis, job_ids: Sequence[str]) -> list[bool]:
+    """Does RQ still hold each job of `job_ids` (a result outlives its job's TTL never), in one round trip?"""
+    pipe = conn.pipeline(transaction=False)
+    for one in job_ids:
+        pipe.exists(Job.key_for(one))
+    return [bool(held) for held in pipe.execute()]
 
 
-def carried_results(conn: redis.Redis, carried: Sequence[Carried], request: PlanRequest) -> list[ProjectResult]:
-    """The plans carried forward from earlier SHAs of the PR, shown at this one; each job that holds
-    some is read once (a batch holds many)."""
-    ids = list(dict.fromkeys(kept.last.job_id for kept in carried))
-    made: dict[tuple[str, str], ProjectResult] = {}
+def held_results(
+    conn: redis.Redis, request: PlanRequest, wanted: Sequence[tuple[str, Project]]
+) -> dict[tuple[str, str], ProjectResult]:
+    """The results of earlier plan jobs, (job id, project) → result by (job id, project identity); each
+    job read once (a batch holds many), a job RQ no longer holds left out."""
+    ids = list(dict.fromkeys(held for held, _ in wanted))
+    found: dict[tuple[str, str], ProjectResult] = {}
     for held, job in zip(ids, Job.fetch_many(ids, connection=conn), strict=True):
         if job is not None:
-            mine = [kept.project for kept in carried if kept.last.job_id == held]
+            mine = [project for one, project in wanted if one == held]
             for project, (_, result) in zip(mine, _made_by(job, request, mine), strict=True):
-                made[held, project.identity] = result
-    shown = []
-    for kept in carried:
-        found = made.get((kept.last.job_id, kept.project.identity))
-        if found is None:
-            why = f"the plan carried from {kept.last.planned_at[:7]} has expired: comment `/plan` to plan again"
-            shown.append(pipeline.failure(kept.project, request.sha, why))
-        else:
-            shown.append(shown_at(found, request, kept))
-    return shown
+                found[held, project.identity] = result
+    return found

@@ -1,0 +1,33 @@
+"""A merge group's required checks, as RQ runs them: the affected projects (merge_queue.dispatch), their
+plans in batches (pr_runner.plan_batch, the PR path's), then one publish (merge_queue.publish)."""
+
+from __future__ import annotations
+
+from core.contract import GroupRequest, Jobs
+from workers.adapters.queue import fanout, plan_results
+from workers.context import WorkerContext
+from workers.flows import merge_queue
+from workers.flows.pr_runner import published_later
+
+
+async def plan_merge_group(ctx: WorkerContext, request: GroupRequest) -> list[str]:
+    """The dispatch job: the plan jobs it enqueued (their ids)."""
+    projects = await merge_queue.dispatch(ctx, request)
+    if not projects:
+        return []
+    return fanout.plans(
+        ctx.redis,
+        request.as_plan(),
+        projects,
+        tf_timeout=ctx.settings.tf_timeout,
+        publish=Jobs.PUBLISH_MERGE_GROUP,
+        publish_request=request,
+    )
+
+
+async def publish_merge_group(ctx: WorkerContext, request: GroupRequest, job_ids: list[str]) -> None:
+    planners = plan_results.fetched(ctx.redis, job_ids)
+    if published_later(ctx, planners, Jobs.PUBLISH_MERGE_GROUP, {"request": request, "job_ids": job_ids}):
+        return
+    results = [r for job in planners for _, r in plan_results.planned(job, request.as_plan())]
+    await merge_queue.publish(ctx, request, results)
