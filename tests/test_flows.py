@@ -470,7 +470,7 @@ def test_a_plan_that_fails_at_merge_applies_nothing_and_fails_the_apply(world: W
     broken = main_tf(world.state, {**BASE, "more": "c"}) + 'resource "terraform_data" {\n'
     req = world.opened("broken", {"infra/main.tf": broken})
     outcomes, _ = _apply_all(world, req.pr)
-    assert outcomes == {"infra": "blocked:0"}  # an untrustworthy plan blocks, and no approval can unblock it
+    assert outcomes == {"infra": "untrusted:0"}  # an untrustworthy plan blocks, and no approval can unblock it
     assert state_addresses(world.state) == {"terraform_data.keep", "terraform_data.doomed"}
     push_sha = world.pr(req.pr).merge_commit_sha
     assert push_sha is not None

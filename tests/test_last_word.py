@@ -16,10 +16,11 @@ from hypothesis import strategies as st
 from rq import Queue, Retry
 from rq.job import Job
 
+from core.apply_outcome import ApplyOutcome
 from core.contract import Jobs, PushRequest, Where
 from core.gated import Gated
 from core.projects import Project
-from core.render.apply import apply_status
+from core.render.apply_status import apply_status
 from core.render.lost import (
     KILLED,
     OUTAGE,
@@ -40,6 +41,11 @@ from workers.adapters.store.records import derive_marker_key
 PUSH = PushRequest(1, 7, "acme/infra", "https://github.example/acme/infra.git", "main", "a" * 40, "b" * 40)
 PROJECT = Project(name="infra", dir="infra")
 KEY = derive_marker_key(rsa_pem())
+
+
+def _status(outcomes: dict[str, str]) -> tuple[str, str]:
+    """apply_status of outcomes as they are stored."""
+    return apply_status({project: ApplyOutcome.read(text) for project, text in outcomes.items()})
 
 
 def test_why_says_what_stopped_the_job() -> None:
@@ -66,9 +72,9 @@ def test_a_lost_apply_says_nothing_was_applied_and_how_to_run_it_again() -> None
     assert "never started" in body and "Comment `/plan` here" in body
     state, description = apply_lost_status("the worker was stopped")
     assert state == "error" and len(description) <= 140
-    assert apply_status({"infra": "lost", "dns": "applied"})[0] == "error"
-    assert "lost before it started in infra" in apply_status({"infra": "lost"})[1]
-    assert apply_status({"infra": "error", "dns": "lost"})[1].startswith("apply died in infra")
+    assert _status({"infra": "lost", "dns": "applied"})[0] == "error"
+    assert "lost before it started in infra" in _status({"infra": "lost"})[1]
+    assert _status({"infra": "error", "dns": "lost"})[1].startswith("apply died in infra")
 
 
 def test_a_lost_command_answers_the_comment_it_was() -> None:

@@ -8,12 +8,11 @@ import pytest
 from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
+from core.apply_outcome import ApplyOutcome
 from core.gate import Block, decide_apply, unreadable
 from core.gated import Gated, plan_gates
 from core.plan import Plan, ResourceChange
 from core.render.apply import (
-    apply_pending,
-    apply_status,
     render_apply_died,
     render_apply_result,
     render_blocked,
@@ -21,6 +20,7 @@ from core.render.apply import (
     render_not_applied,
     render_superseded,
 )
+from core.render.apply_status import apply_pending, apply_status
 from core.render.marker import parse_marker
 from core.render.mask import MASK
 
@@ -28,6 +28,11 @@ SHA = "0123456789abcdef0123456789abcdef01234567"
 HEAD = "fedcba9876543210fedcba9876543210fedcba98"
 CUT = re.compile(r"\*\*([\d,]+) more destroys not listed here\*\*")
 ITEM = re.compile(r"^- `([^`]+)`", re.M)
+
+
+def _status(outcomes: dict[str, str]) -> tuple[str, str]:
+    """apply_status of outcomes as they are stored."""
+    return apply_status({project: ApplyOutcome.read(text) for project, text in outcomes.items()})
 
 
 def rc(address: str, actions: tuple[str, ...] = ("delete",), **kw: object) -> ResourceChange:
@@ -283,34 +288,34 @@ def test_markers_round_trip() -> None:
 def test_apply_statuses() -> None:
     assert apply_pending(1) == ("pending", "Planning and applying 1 project…")
     assert apply_pending(3) == ("pending", "Planning and applying 3 projects…")
-    assert apply_status({"a": "applied", "b": "applied", "c": "noop"}) == ("success", "applied 2 projects")
-    assert apply_status({"a": "noop"}) == ("success", "nothing to apply")
-    assert apply_status({}) == ("success", "nothing to apply")
-    assert apply_status({"a": "applied", "b": "not-applied"}) == (
+    assert _status({"a": "applied", "b": "applied", "c": "noop"}) == ("success", "applied 2 projects")
+    assert _status({"a": "noop"}) == ("success", "nothing to apply")
+    assert _status({}) == ("success", "nothing to apply")
+    assert _status({"a": "applied", "b": "not-applied"}) == (
         "success",
         "applied 1 project; 1 not applied (apply_on_merge: false)",
     )
-    assert apply_status({"a": "blocked:2", "b": "blocked:3", "c": "applied"}) == (
+    assert _status({"a": "blocked:2", "b": "blocked:3", "c": "applied"}) == (
         "failure",
         "blocked: 5 to destroy — /approve-destroy",
     )
-    assert apply_status({"a": "blocked:0", "b": "blocked:3"}) == (
+    assert _status({"a": "blocked:0", "b": "blocked:3"}) == (
         "failure",
         "blocked: plan cannot be trusted in a; 3 to destroy",
     )
-    assert apply_status({"a": "failed", "b": "blocked:1"}) == ("failure", "apply failed in a")
-    assert apply_status({"a": "failed", "b": "error", "c": "error"}) == (
+    assert _status({"a": "failed", "b": "blocked:1"}) == ("failure", "apply failed in a")
+    assert _status({"a": "failed", "b": "error", "c": "error"}) == (
         "error",
         "apply died in b, c — check the state",
     )
-    died = apply_status({f"project-{i:02d}-with-a-long-name": "error" for i in range(30)})
+    died = _status({f"project-{i:02d}-with-a-long-name": "error" for i in range(30)})
     shown = re.fullmatch(r"apply died in (.*) \+(\d+) more — check the state", died[1])
     assert shown is not None and len(shown.group(1).split(", ")) + int(shown.group(2)) == 30
-    failing = apply_status({f"p{i}" * 30: "failed" for i in range(9)})[1]
+    failing = _status({f"p{i}" * 30: "failed" for i in range(9)})[1]
     assert failing.startswith("apply failed in p0p0") and failing.endswith(" more") and len(failing) <= 140
     for bad in ("blocked", "blocked:x", "ok", "Applied"):
         with pytest.raises(ValueError):
-            apply_status({"a": bad})
+            _status({"a": bad})
 
 
 outcome = st.one_of(
@@ -322,7 +327,7 @@ outcome = st.one_of(
 @settings(max_examples=200)
 @given(outcomes=st.dictionaries(st.text(min_size=1, max_size=300), outcome, max_size=40), n=st.integers(0, 10**9))
 def test_descriptions_fit_140(outcomes: dict[str, str], n: int) -> None:
-    state, text = apply_status(outcomes)
+    state, text = _status(outcomes)
     assert len(text) <= 140 and "\n" not in text
     if "error" in outcomes.values():
         assert state == "error" and text.endswith("— check the state")

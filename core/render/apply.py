@@ -18,7 +18,6 @@ from core.render.destroys import action_label, reason_label
 from core.render.marker import marker
 from core.render.mask import Masker, fit_masked
 from core.render.replies import destroy_item
-from core.render.status import State, describe
 from core.render.text import code, code_block, collapsed, diff_lines, one_line, plain_lines
 
 GITHUB_LIMIT = 65_536
@@ -31,8 +30,6 @@ CUT_NOTE = (
     "**{n} more destroys not listed here** (comment size limit). "
     "`plangate gate PLAN.json` on the saved plan lists them all."
 )
-# "error": died during `terraform apply`; "lost": stopped for good before it started (nothing applied)
-OUTCOMES = ("applied", "noop", "not-applied", "failed", "error", "lost")  # and "blocked:<n>"
 
 
 def _item(key: str, change: ResourceChange | None, m: Masker) -> str:
@@ -264,50 +261,3 @@ def render_not_applied(*, project: str, sha: str, summary: str, reason: str) -> 
         f"{marker('not-applied', sha=sha, project=project)}\n"
         f"Not applied at {sha[:7]} (project {code(project, 200)}): {one_line(reason, 1_000)}.{said}\n"
     )
-
-
-def apply_pending(n_projects: int) -> tuple[State, str]:
-    noun = "project" if n_projects == 1 else "projects"
-    return "pending", describe(f"Planning and applying {n_projects} {noun}…")
-
-
-def _names(names: Sequence[str], room: int) -> str:
-    """Project names within `room` characters, then "+N more", so a suffix survives the 140 clip."""
-    shown: list[str] = []
-    for name in names:
-        candidate = [*shown, one_line(name, 40)]
-        left = len(names) - len(candidate)
-        if shown and len(", ".join(candidate)) + len(f" +{left} more" if left else "") > room:
-            break
-        shown = candidate
-    left = len(names) - len(shown)
-    return ", ".join(shown) + (f" +{left} more" if left else "")
-
-
-def apply_status(outcomes: Mapping[str, str]) -> tuple[State, str]:
-    """One plangate/apply (state, description) for all projects of the pushed SHA; worst outcome wins."""
-    by: dict[str, list[str]] = {}
-    destroys = 0
-    for project, outcome in outcomes.items():
-        kind, sep, n = outcome.partition(":")
-        if sep and kind == "blocked" and n.isdigit():
-            destroys += int(n)
-            kind = "blocked" if int(n) else "untrusted"
-        elif outcome not in OUTCOMES:
-            raise ValueError(f"unknown apply outcome {outcome!r} for {project!r}")
-        by.setdefault(kind, []).append(project)
-    if "error" in by:
-        return "error", describe(f"apply died in {_names(by['error'], 90)} — check the state")
-    if "lost" in by:
-        return "error", describe(f"apply lost before it started in {_names(by['lost'], 70)} — /plan runs it again")
-    if "failed" in by:
-        return "failure", describe(f"apply failed in {_names(by['failed'], 110)}")
-    if "untrusted" in by:
-        also = f"; {destroys:,} to destroy" if destroys else ""
-        return "failure", describe(f"blocked: plan cannot be trusted in {_names(by['untrusted'], 80)}{also}")
-    if "blocked" in by:
-        return "failure", describe(f"blocked: {destroys:,} to destroy — /approve-destroy")
-    applied, skipped = len(by.get("applied", [])), len(by.get("not-applied", []))
-    parts = [f"applied {applied} project{'s' if applied != 1 else ''}"] if applied else []
-    parts += [f"{skipped} not applied (apply_on_merge: false)"] if skipped else []
-    return "success", describe("; ".join(parts) or "nothing to apply")

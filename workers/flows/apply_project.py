@@ -14,6 +14,8 @@ import json
 import logging
 from dataclasses import dataclass
 
+from core.apply_outcome import ApplyOutcome, Ending
+from core.apply_outcome import held as held_outcome
 from core.config import RepoConfig
 from core.contract import PushRequest, Where
 from core.gate import Apply, Block, Decision, decide_apply, unreadable
@@ -69,8 +71,8 @@ async def run(ctx: WorkerContext, req: PushRequest, project: Project, where: Whe
     """The job body (`run_id`: its RQ job); returns the project's outcome for `plangate/apply`. A GitHub
     outage is raised while the run can still be taken up again (workers.rescheduling)."""
     phase = apply_phases.read(ctx.records, run_id)
-    if phase is not None and phase.name == "reported":
-        return phase.outcome
+    if phase is not None and phase.name == "reported" and phase.outcome is not None:
+        return phase.outcome.stored()
     try:
         if phase is None or phase.name == "planning":
             apply_phases.write(ctx.records, run_id, Phase("planning"))
@@ -82,16 +84,20 @@ async def run(ctx: WorkerContext, req: PushRequest, project: Project, where: Whe
         if outage(exc) and (now is None or now.name != "applying"):
             raise
         log.warning(json.dumps({"repo": req.repo, "sha": req.after, "project": project.name, "error": str(exc)}))
-        outcome = await push_apply.settle(ctx, req, project, where, now) if now and now.name == "applying" else "failed"
+        outcome = (
+            await push_apply.settle(ctx, req, project, where, now)
+            if now and now.name == "applying"
+            else ApplyOutcome(Ending.FAILED)
+        )
     record_outcome(ctx, req, project.name, outcome)
     apply_phases.write(ctx.records, run_id, Phase("reported", outcome))
-    return outcome
+    return outcome.stored()
 
 
-async def _run(ctx: WorkerContext, req: PushRequest, project: Project, where: Where, run_id: str) -> str:
+async def _run(ctx: WorkerContext, req: PushRequest, project: Project, where: Where, run_id: str) -> ApplyOutcome:
     async with installation_client(ctx.tokens, req.installation_id, ctx.settings.api_url) as gh:
         if await superseded.older_than_applied(ctx, gh, req, project):
-            return "not-applied"
+            return ApplyOutcome(Ending.NOT_APPLIED)
         # The merged code's init and plan run before the gate has looked at them: with the plan phase's
         # credentials and host paths. Only `terraform apply` of the checked plan gets the apply's.
         plan_tf, tf = ctx.terraform(project.tool, "plan", merged=True), ctx.terraform(project.tool, "apply")
@@ -176,7 +182,7 @@ async def _authors(ctx: WorkerContext, gh: GitHub, req: PushRequest, where: Wher
 
 async def _block(
     ctx: WorkerContext, gh: GitHub, req: PushRequest, project: Project, where: Where, planned: Decided
-) -> str:
+) -> ApplyOutcome:
     decision = planned.decision
     assert isinstance(decision, Block)
     unapproved = [planned.gates[key] for key in decision.unapproved]
@@ -232,17 +238,17 @@ async def _block(
         error=decision.error,
     )
     _run_entry(ctx, req, project, number, planned, "blocked")
-    return "blocked:0" if decision.error else f"blocked:{len(decision.unapproved)}"
+    return held_outcome(0 if decision.error else len(decision.unapproved), trusted=not decision.error)
 
 
 async def _report_only(
     ctx: WorkerContext, gh: GitHub, req: PushRequest, project: Project, where: Where, planned: Decided, reason: str
-) -> str:
+) -> ApplyOutcome:
     if where.number is not None:
         summary = summary_line(planned.plan) if planned.plan else "no plan"
         body = render_not_applied(project=project.name, sha=req.after, summary=summary, reason=reason)
         await vcs.post_comment(gh, ctx.records, repo=req.repo, repo_id=req.repo_id, number=where.number, body=body)
-    return "noop" if project.apply_on_merge else "not-applied"
+    return ApplyOutcome(Ending.NOOP if project.apply_on_merge else Ending.NOT_APPLIED)
 
 
 async def _apply(
@@ -255,7 +261,7 @@ async def _apply(
     tf: Terraform,
     dirs: pipeline.JobDirs,
     run_id: str,
-) -> str:
+) -> ApplyOutcome:
     apply_phases.write(ctx.records, run_id, Phase("applying"))
     step = await asyncio.to_thread(pipeline.apply, tf, project, dirs, planned.planned)
     ok = step.ok
@@ -278,7 +284,7 @@ async def _apply(
         mask_patterns=planned.mask_patterns,
         secrets=secrets,
     )
-    outcome = "applied" if ok else "failed"
+    outcome = ApplyOutcome(Ending.APPLIED if ok else Ending.FAILED)
     done = Phase("applied", outcome, body, close_issue=not where.is_pr and ok)
     apply_phases.write(ctx.records, run_id, done)  # what happened is kept before anything is said
     audit.record(ctx.redis, "applied" if ok else "apply-failed", repo=req.repo, sha=req.after, project=project.name)

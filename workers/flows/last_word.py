@@ -13,7 +13,7 @@ import logging
 from typing import Any
 
 from core.contract import APPLY_CONTEXT, CommandRequest, GroupRequest, PlanRequest, PushRequest, Where
-from core.render.apply import apply_status
+from core.render.apply_status import apply_status
 from core.render.lost import (
     apply_lost_status,
     apply_unknown_status,

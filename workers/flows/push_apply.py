@@ -12,11 +12,13 @@ import logging
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from core.apply_outcome import ApplyOutcome, Ending
 from core.config import ConfigError, RepoConfig
 from core.contract import APPLY_CONTEXT, PushRequest, Where
 from core.project_limit import over_limit
 from core.projects import Project
-from core.render.apply import apply_pending, apply_status, render_apply_died
+from core.render.apply import render_apply_died
+from core.render.apply_status import apply_pending, apply_status
 from core.render.lost import KILLED, render_apply_lost, why_text
 from core.render.plan import render_config_error, render_too_many_projects
 from workers.adapters.github import GitHub, vcs
@@ -164,11 +166,11 @@ async def _changed(gh: GitHub, req: PushRequest) -> list[str] | None:
     return None if len(compared.get("files", [])) >= COMPARE_FILE_CAP else files
 
 
-def record_outcome(ctx: WorkerContext, req: PushRequest, project: str, outcome: str) -> None:
+def record_outcome(ctx: WorkerContext, req: PushRequest, project: str, outcome: ApplyOutcome) -> None:
     apply_outcomes.record(ctx.redis, req.repo_id, req.after, project, outcome)
 
 
-def outcomes(ctx: WorkerContext, req: PushRequest) -> dict[str, str]:
+def outcomes(ctx: WorkerContext, req: PushRequest) -> dict[str, ApplyOutcome]:
     return apply_outcomes.read(ctx.redis, req.repo_id, req.after)
 
 
@@ -198,7 +200,7 @@ async def finish(
     async with installation_client(ctx.tokens, req.installation_id, ctx.settings.api_url) as gh:
         for project, phase, why in unsettled:
             record_outcome(ctx, req, project.name, await settle(ctx, req, project, where, phase, gh, why=why))
-        known = {**dict.fromkeys(projects, "error"), **outcomes(ctx, req)}
+        known = {**dict.fromkeys(projects, ApplyOutcome(Ending.ERROR)), **outcomes(ctx, req)}
         await vcs.set_status(gh, req.repo, req.after, APPLY_CONTEXT, *apply_status(known))
 
 
@@ -211,14 +213,14 @@ async def settle(
     gh: GitHub | None = None,
     *,
     why: str = KILLED,
-) -> str:
+) -> ApplyOutcome:
     """Report a project's run from its recorded phase; its outcome. Applied: the outcome it had.
     Applying: it died during `terraform apply` (check the state). Before that: nothing was applied.
     The last two are held, so that `/plan` on the PR (or the issue opened for it) runs them again."""
     if gh is None:
         async with installation_client(ctx.tokens, req.installation_id, ctx.settings.api_url) as client:
             return await settle(ctx, req, project, where, phase, client, why=why)
-    if phase is not None and phase.name in ("applied", "reported"):
+    if phase is not None and phase.outcome is not None and phase.name in ("applied", "reported"):
         if phase.name == "applied" and where.number is not None:
             body = phase.body
             await vcs.post_comment(gh, ctx.records, repo=req.repo, repo_id=req.repo_id, number=where.number, body=body)
@@ -240,4 +242,4 @@ async def settle(
         await vcs.post_comment(gh, ctx.records, repo=req.repo, repo_id=req.repo_id, number=number, body=body)
     apply_store.save_blocked(ctx.records, apply_store.hold(req, project, where, number, is_pr, []))
     audit.record(ctx.redis, "apply-failed", repo=req.repo, sha=req.after, project=project.name, died=died)
-    return "error" if died else "lost"
+    return ApplyOutcome(Ending.ERROR if died else Ending.LOST)

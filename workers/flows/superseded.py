@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from dataclasses import replace
 
+from core.apply_outcome import ApplyOutcome, Ending
 from core.contract import PushRequest
 from core.projects import Project
 from core.render.apply import render_superseded
@@ -43,5 +44,5 @@ async def close_blocked(ctx: WorkerContext, gh: GitHub, req: PushRequest, blocke
     if not blocked.is_pr:
         await close_issue(gh, req.repo, blocked.number)
     apply_store.clear_blocked(ctx.records, blocked)
-    record_outcome(ctx, replace(req, after=old), name, "not-applied")
+    record_outcome(ctx, replace(req, after=old), name, ApplyOutcome(Ending.NOT_APPLIED))
     audit.record(ctx.redis, "voided", repo=req.repo, project=name, sha=old, superseded_by=req.after)

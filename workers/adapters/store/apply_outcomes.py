@@ -9,15 +9,16 @@ from typing import Any
 import redis
 
 from core import redis_keys
+from core.apply_outcome import ApplyOutcome
 
 
-def record(conn: redis.Redis, repo_id: int, sha: str, project: str, outcome: str) -> None:
+def record(conn: redis.Redis, repo_id: int, sha: str, project: str, outcome: ApplyOutcome) -> None:
     key = redis_keys.apply_outcomes(repo_id, sha)
-    conn.hset(key, project, outcome)
+    conn.hset(key, project, outcome.stored())
     conn.expire(key, redis_keys.GATE_TTL)
 
 
-def read(conn: redis.Redis, repo_id: int, sha: str) -> dict[str, str]:
+def read(conn: redis.Redis, repo_id: int, sha: str) -> dict[str, ApplyOutcome]:
     """Project name → outcome, for the projects that reported one."""
     raw: Any = conn.hgetall(redis_keys.apply_outcomes(repo_id, sha))
-    return {k.decode(): v.decode() for k, v in raw.items()}
+    return {k.decode(): ApplyOutcome.read(v.decode()) for k, v in raw.items()}

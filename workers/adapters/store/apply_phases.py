@@ -11,10 +11,11 @@ A run is one RQ job (its id), re-runs included; a held apply re-run by a human i
 from __future__ import annotations
 
 import json
-from dataclasses import asdict, dataclass
-from typing import Literal
+from dataclasses import dataclass
+from typing import Any, Literal
 
 from core import redis_keys
+from core.apply_outcome import ApplyOutcome
 from workers.adapters.store.records import Records
 
 Name = Literal["planning", "applying", "applied", "reported"]
@@ -23,21 +24,32 @@ Name = Literal["planning", "applying", "applied", "reported"]
 @dataclass(frozen=True)
 class Phase:
     name: Name
-    outcome: str = ""  # for applied/reported: the project's outcome (core.render.apply.OUTCOMES)
+    outcome: ApplyOutcome | None = None  # for applied/reported: the project's outcome
     body: str = ""  # for applied: the result comment, kept until it is posted
     close_issue: bool = False  # for applied: the issue the apply was held on is closed once it is posted
 
 
+def _from_json(found: dict[str, Any]) -> Phase:
+    outcome = ApplyOutcome.read(found["outcome"]) if found.get("outcome") else None
+    return Phase(found["name"], outcome, str(found.get("body", "")), bool(found.get("close_issue")))
+
+
 def read(records: Records, run_id: str) -> Phase | None:
     found = records.get_json(redis_keys.apply_phase(run_id))
-    return Phase(**found) if isinstance(found, dict) else None
+    return _from_json(found) if isinstance(found, dict) else None
 
 
 def read_many(records: Records, run_ids: list[str]) -> list[Phase | None]:
     """`read` of each run, in one round trip."""
     found = records.get_many([redis_keys.apply_phase(r) for r in run_ids])
-    return [Phase(**json.loads(text)) if text else None for text in found]
+    return [_from_json(json.loads(text)) if text else None for text in found]
 
 
 def write(records: Records, run_id: str, phase: Phase) -> None:
-    records.set(redis_keys.apply_phase(run_id), json.dumps(asdict(phase)), ex=redis_keys.APPLY_PHASE_TTL)
+    fields = {
+        "name": phase.name,
+        "outcome": phase.outcome.stored() if phase.outcome else "",
+        "body": phase.body,
+        "close_issue": phase.close_issue,
+    }
+    records.set(redis_keys.apply_phase(run_id), json.dumps(fields), ex=redis_keys.APPLY_PHASE_TTL)
