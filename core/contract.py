@@ -12,6 +12,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, fields
 from typing import Any, Final
 
+from core.trigger import PUSHED, Trigger, Why
+
 
 class Jobs:
     """Every job's function, by the dotted name RQ stores: the web process enqueues by name and never
@@ -94,16 +96,15 @@ class RepoTarget:
 
 @dataclass(frozen=True)
 class PlanRequest(RepoTarget):
-    """Plan a PR's head (or, for a merge group, its commit as PR 0): what to plan and as whom."""
+    """Plan a PR's head (or a merge group's commit, as PR 0: no conversation): what to plan and as whom."""
 
     pr: int
     sha: str
     author: str
     fork: bool = False
-    trigger: str = "push"
+    trigger: Trigger = PUSHED
     only: tuple[str, ...] = ()  # `/plan NAME ...`: plan these projects whether or not the PR changes them
     base_sha: str = ""  # the base branch's commit the PR is compared with: a deleted project is destroyed from it
-    on_merge: bool = False  # the base branch moved: plan GitHub's test merge instead of the head
     code_sha: str = ""  # the commit whose code is planned when it is not `sha` (the test merge)
     pusher: str = ""  # who pushed `sha` (a `synchronize` sender): an author of the PR from now on
 
@@ -113,7 +114,7 @@ class PlanRequest(RepoTarget):
         target: RepoTarget,
         pull: Mapping[str, Any],
         *,
-        trigger: str = "push",
+        trigger: Trigger = PUSHED,
         only: tuple[str, ...] = (),
         pusher: str = "",
     ) -> PlanRequest:
@@ -131,6 +132,15 @@ class PlanRequest(RepoTarget):
             only=only,
             pusher=pusher,
         )
+
+    @property
+    def plans_test_merge(self) -> bool:
+        """The base branch moved under the PR: GitHub's test merge is planned instead of the head."""
+        return self.trigger.why is Why.BASE_MOVED
+
+    @property
+    def is_merge_group(self) -> bool:
+        return self.trigger.why is Why.MERGE_GROUP
 
     def pull_url(self) -> str:
         """The PR's page (a repository's clone URL is its page plus `.git`, on GitHub and GHES alike)."""
@@ -224,6 +234,6 @@ class GroupRequest(RepoTarget):
             pr=0,
             sha=self.head_sha,
             author="",
-            trigger=f"merge-group-{self.head_ref}",
+            trigger=Trigger(Why.MERGE_GROUP, self.head_ref),
             base_sha=self.base_sha,
         )

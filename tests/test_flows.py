@@ -24,6 +24,7 @@ from bot.events.pulls import plan_request
 from core import redis_keys
 from core.contract import APPLY_CONTEXT, DESTROY_CONTEXT, PLAN_CONTEXT
 from core.projects import Project
+from core.trigger import Trigger, Why
 from plumbing.runlog import recent_runs
 from standin.gitops import update_ref
 from tests.e2e import BOT
@@ -161,7 +162,7 @@ def test_plan_naming_one_project_keeps_the_prs_other_destroys_in_its_gate(world:
     assert first is not None
     world.run(pr_publish.publish(world.ctx, *first, world.made))
     assert world.reports(req.sha)[DESTROY_CONTEXT][0] == "failure"
-    named = world.plan_pr(replace(req, trigger="comment-1", only=("other",)))  # `/plan other`
+    named = world.plan_pr(replace(req, trigger=Trigger(Why.COMMAND, "1"), only=("other",)))  # `/plan other`
     assert named is not None
     world.run(pr_publish.publish(world.ctx, *named, world.made))
     (comment,) = world.bot_bodies(req.pr)
@@ -222,7 +223,7 @@ def test_a_replan_after_main_moved_waits_for_githubs_new_test_merge(world: World
     world.merged(world.pr(docs.pr))  # main moves: the PR's test merge is made again
     pr = world.pr(req.pr)
     assert pr.merge_commit_sha is not None and pr.previous_merge not in (None, pr.merge_commit_sha)
-    dispatched = world.run(pr_plan.dispatch(world.ctx, replace(req, on_merge=True, trigger="base-moved")))
+    dispatched = world.run(pr_plan.dispatch(world.ctx, replace(req, trigger=Trigger(Why.BASE_MOVED, "moved"))))
     assert dispatched is not None and dispatched.request.code_sha == pr.merge_commit_sha  # not the old merge
 
 

@@ -16,6 +16,7 @@ import pytest
 from core import redis_keys
 from core.contract import DESTROY_CONTEXT, PLAN_CONTEXT, PlanRequest
 from core.results import ProjectResult
+from core.trigger import Trigger, Why
 from tests.flows import World, world_at
 from tests.tfproject import main_tf
 from workers.adapters.store import applies as apply_store
@@ -97,7 +98,7 @@ def test_an_apply_on_main_since_the_last_plan_replans_the_project(world: World) 
 
 def test_plan_commands_and_rerun_presses_replan_everything(world: World) -> None:
     first, _ = _opened(world)
-    for trigger in ("comment-7", "rerun-abc"):
+    for trigger in (Trigger(Why.COMMAND, "7"), Trigger(Why.RERUN, "abc")):
         results = _planned(world, replace(first, trigger=trigger))
         assert {d: r.carried_from for d, r in results.items()} == {"infra": None, "other": None}
 

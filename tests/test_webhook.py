@@ -19,6 +19,7 @@ from starlette.testclient import TestClient
 from bot.app import create_app
 from core.contract import COMMANDS_QUEUE, PLANS_QUEUE, CommentChange, Jobs, PlanRequest
 from core.contract_cleanup import GroupGone, PullClosed
+from core.trigger import Trigger
 from plumbing import settings as settings_module
 from tests.webhooks import FIXTURES, SECRET, event_name, load, signed_headers
 
@@ -102,7 +103,9 @@ def test_plan_job_carries_a_typed_payload_of_plain_values(client: TestClient, re
     assert request.sha == payload["pull_request"]["head"]["sha"]
     assert request.pr == payload["number"]
     assert request.installation_id == payload["installation"]["id"]
-    assert all(isinstance(v, (str, int, bool, tuple)) for v in vars(request).values())  # never a token or client
+    plain = (str, int, bool, tuple, Trigger)  # a Trigger is a kind and a string
+    assert all(isinstance(v, plain) for v in vars(request).values())  # never a token or client
+    assert all(isinstance(v, str) for v in vars(request.trigger).values())
 
 
 def test_duplicate_delivery_and_opened_plus_synchronize_enqueue_once(
@@ -498,4 +501,4 @@ def test_a_pr_retargeted_at_another_base_is_planned_again(client: TestClient, re
     assert post(client, "pull_request", edited)[0] == 202
     (job,) = Queue(PLANS_QUEUE, connection=redis_conn).jobs
     request = job.kwargs["request"]
-    assert job.func_name == Jobs.PLAN_PR and request.trigger == f"base-{edited['pull_request']['base']['sha']}"
+    assert job.func_name == Jobs.PLAN_PR and str(request.trigger) == f"base-{edited['pull_request']['base']['sha']}"

@@ -10,6 +10,7 @@ from gidgethub.sansio import Event
 
 from core.contract import Jobs, PlanRequest, RepoTarget, job_id
 from core.contract_cleanup import PullClosed
+from core.trigger import Trigger, Why
 
 from .context import Delivery, repo_args
 
@@ -46,7 +47,7 @@ async def plan_new_base(event: Event, delivery: Delivery) -> None:
         delivery.ignore("not a change of base")
         return
     base = str((event.data["pull_request"].get("base") or {}).get("sha") or "")
-    request = replace(plan_request(event.data), trigger=f"base-{base}")
+    request = replace(plan_request(event.data), trigger=Trigger(Why.BASE_CHANGED, base))
     job = job_id("plan", request.repo_id, request.pr, request.sha, request.trigger)
     await delivery.enqueue(delivery.plans, Jobs.PLAN_PR, job, request)
 

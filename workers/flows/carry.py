@@ -40,11 +40,11 @@ def shown_at(result: ProjectResult, req: PlanRequest, kept: Carried) -> ProjectR
 def may_carry(req: PlanRequest, project: Project) -> bool:
     """A PR's automatic plans carry; a command or a Re-run press asks for fresh plans: of the projects
     `/plan NAME` names (the others carry as on a push), else of all."""
-    if req.pr == 0:
+    if req.is_merge_group:
         return False
     if req.only:
         return project.name not in req.only
-    return not req.trigger.startswith(("comment-", "rerun-"))
+    return not req.trigger.asked_by_a_person
 
 
 def fingerprints(ctx: WorkerContext, req: PlanRequest, work: Path, found: Discovered) -> dict[str, str]:

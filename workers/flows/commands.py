@@ -27,6 +27,7 @@ from core.render.replies import (
     render_planning,
     render_refusal,
 )
+from core.trigger import Trigger, Why
 from plumbing.runlog import record_run
 from workers.adapters.github import GitHub, commits, reactions, vcs
 from workers.adapters.github.auth import installation_client
@@ -56,7 +57,7 @@ async def run(ctx: WorkerContext, req: CommandRequest) -> str:
     if outcome.redrift is not None:
         follow_ups.check_drift(ctx.redis, outcome.redrift)
     if outcome.replan is not None:
-        follow_ups.plan_again(ctx.redis, outcome.replan, outcome.replan.trigger)
+        follow_ups.plan_again(ctx.redis, outcome.replan)
     return outcome.reaction
 
 
@@ -141,7 +142,7 @@ async def _plan(gh: GitHub, req: CommandRequest, pull: dict[str, Any], sha: str)
     allowed = await may_plan(gh, req.repo, req.commenter, req.commenter_type)
     if not allowed.allowed:
         return Outcome(render_not_allowed(req.commenter, allowed.reason, command="plan", reply_to=req.comment_id), "-1")
-    trigger = f"comment-{req.comment_id}" if req.comment_id else f"rerun-{req.event_id}"
+    trigger = Trigger(Why.COMMAND, str(req.comment_id)) if req.comment_id else Trigger(Why.RERUN, req.event_id)
     replan = PlanRequest.of_pull(req, pull, trigger=trigger, only=tuple(req.projects))
     return Outcome(render_planning(sha, req.projects, reply_to=req.comment_id), "+1", replan=replan)
 

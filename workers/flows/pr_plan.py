@@ -54,7 +54,7 @@ class Dispatch:
 async def dispatch(ctx: WorkerContext, req: PlanRequest) -> Dispatch | None:
     """Mark the SHA current, find the affected projects and which of them changed since the PR's last
     plan; None when there is nothing to plan."""
-    if req.on_merge:
+    if req.plans_test_merge:
         pr_plans.release(ctx.redis, req.repo_id, req.pr)
         if not is_current(ctx, req):
             return None  # a newer push of the PR is planned anyway
@@ -62,11 +62,11 @@ async def dispatch(ctx: WorkerContext, req: PlanRequest) -> Dispatch | None:
     async with contextlib.AsyncExitStack() as stack:
         # The fetch is on the PR's path: git starts first unless a fork or a test merge must be looked at.
         early = None
-        if not (req.on_merge or req.fork):
+        if not (req.plans_test_merge or req.fork):
             early = await stack.enter_async_context(_fetched(ctx, req, req.sha, token))
         _take_head(ctx, req)
         gh = await stack.enter_async_context(installation_client(ctx.tokens, req.installation_id, ctx.settings.api_url))
-        if req.on_merge:
+        if req.plans_test_merge:
             merge = await _test_merge(gh, req)
             if merge is None:
                 return None

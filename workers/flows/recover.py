@@ -18,6 +18,7 @@ from typing import Any
 
 from core.contract import APPLY_CONTEXT, PLAN_CONTEXT, PlanRequest, RepoTarget
 from core.render.lost import apply_unknown_status, render_apply_unknown
+from core.trigger import Trigger, Why
 from workers.adapters.github import GitHub, installations, vcs
 from workers.adapters.github.auth import installation_client
 from workers.adapters.github.commits import branch_head
@@ -33,14 +34,14 @@ LOST_RECORDS = "Redis restarted without plangate's records of it"
 async def run(ctx: WorkerContext, now: datetime) -> int:
     """Redis came back without plangate's records (workers.rq_worker): the PRs whose plan was pending
     are planned again, all under one trigger naming the recovery; how many."""
-    trigger = f"recovered-{now:%Y%m%dT%H%M%S}"
+    trigger = Trigger(Why.RECOVERED, f"{now:%Y%m%dT%H%M%S}")
     replans = await lost_work(ctx, trigger)
     for replan in replans:
-        follow_ups.plan_again(ctx.redis, replan, trigger)
+        follow_ups.plan_again(ctx.redis, replan)
     return len(replans)
 
 
-async def lost_work(ctx: WorkerContext, trigger: str) -> list[PlanRequest]:
+async def lost_work(ctx: WorkerContext, trigger: Trigger) -> list[PlanRequest]:
     """The PRs to plan again; pending applies are reported lost on the way."""
     replans: list[PlanRequest] = []
     for installation in await installations.installation_ids(ctx.app_id, ctx.private_key, ctx.settings.api_url):
@@ -52,7 +53,7 @@ async def lost_work(ctx: WorkerContext, trigger: str) -> list[PlanRequest]:
 
 
 async def _repo(
-    ctx: WorkerContext, gh: GitHub, installation: int, repo: dict[str, Any], trigger: str
+    ctx: WorkerContext, gh: GitHub, installation: int, repo: dict[str, Any], trigger: Trigger
 ) -> list[PlanRequest]:
     name, branch = str(repo["full_name"]), str(repo.get("default_branch") or "main")
     target = RepoTarget(installation, int(repo["id"]), name, str(repo["clone_url"]), branch)

@@ -15,6 +15,7 @@ from rq.utils import as_text
 
 from core.contract import PLANS_QUEUE, Jobs, PlanRequest, PushRequest, Where, job_id
 from core.projects import Project
+from core.trigger import Trigger, Why
 from plumbing.enqueue import enqueue_once
 from plumbing.job_options import OPTIONS, project_rate_limit
 
@@ -224,8 +225,7 @@ def replans_on_merge(conn: redis.Redis, push: PushRequest, prs: Sequence[OpenPR]
             sha=planned.sha,
             author=planned.author,
             fork=planned.fork,
-            trigger=f"main-{push.after}",
-            on_merge=True,
+            trigger=Trigger(Why.BASE_MOVED, push.after),
         )
         enqueue_once(
             queue,

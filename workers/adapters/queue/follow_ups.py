@@ -22,9 +22,10 @@ def _plans(conn: redis.Redis) -> Queue:
     return Queue(PLANS_QUEUE, connection=conn)
 
 
-def plan_again(conn: redis.Redis, request: PlanRequest, trigger: str) -> None:
+def plan_again(conn: redis.Redis, request: PlanRequest) -> None:
     """A PR planned again (its id names what asked: a command, a re-run, a recovery), once per id."""
-    enqueue_once(_plans(conn), Jobs.PLAN_PR, job_id("plan", request.repo_id, request.pr, request.sha, trigger), request)
+    plan = job_id("plan", request.repo_id, request.pr, request.sha, request.trigger)
+    enqueue_once(_plans(conn), Jobs.PLAN_PR, plan, request)
 
 
 def apply_again(conn: redis.Redis, push: PushRequest, asked_by: int | str) -> None:
