@@ -159,7 +159,7 @@ class PushRequest(RepoTarget):
 
 
 @dataclass(frozen=True)
-class Where:
+class ApplyConversation:
     """Where an apply talks to humans: the merged PR, else the issue opened when it blocked."""
 
     number: int | None

@@ -21,7 +21,7 @@ class ProjectResult:
     plan: Plan | None
     plan_text: str = ""  # the saved plan as `show -no-color` renders it (read from the plan's own output)
     error: str | None = None
-    ours: bool = False  # the error is plangate's environment (e.g. the sandbox), not the repository's
+    plangate_fault: bool = False  # the error is plangate's environment (e.g. the sandbox), not the repository's
     destroy_from: str | None = None  # the project was deleted: this is `plan -destroy` of its code there
     carried_from: str | None = None  # its inputs did not change since this SHA: the plan made there, kept
     checkout_code_runs: tuple[CodeRun, ...] = ()  # providers the checkout brings (adapters' local_providers)

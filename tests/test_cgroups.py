@@ -93,7 +93,7 @@ def test_a_cgroup_that_cannot_be_made_or_joined_is_an_error_of_ours(sandbox: San
     planned = plan(
         capped_terraform(tmp_path, sandbox, 256 * 1024 * 1024, gone), Project("infra", "infra"), _dirs(tmp_path)
     )
-    assert planned.ours and planned.plan is None and planned.error is not None
+    assert planned.plangate_fault and planned.plan is None and planned.error is not None
     assert planned.error.startswith("setting PLANGATE_TF_CGROUP: cannot make a memory cgroup in ")
 
     refuses = tmp_path / "refusing-sh"  # the kernel refused the pid: what the joining shell then says
@@ -103,5 +103,5 @@ def test_a_cgroup_that_cannot_be_made_or_joined_is_an_error_of_ours(sandbox: San
     unjoinable = CgroupRoot(tmp_path / "root", 1, str(refuses))
     tf = capped_terraform(tmp_path, sandbox, 256 * 1024 * 1024, unjoinable)
     planned = plan(tf, Project("infra", "infra"), _dirs(tmp_path / "again"))
-    assert planned.ours and planned.error is not None
+    assert planned.plangate_fault and planned.error is not None
     assert planned.error.startswith("setting PLANGATE_TF_CGROUP: the step's memory cap could not be set")

@@ -17,7 +17,7 @@ import pytest
 import redis
 from rq.job import Job
 
-from core.contract import QUEUE_NAMES, PushRequest, Where
+from core.contract import QUEUE_NAMES, ApplyConversation, PushRequest
 from core.projects import Project
 from plumbing import redis_url as urls
 from tests.test_deploy import (
@@ -57,8 +57,8 @@ PODS = ("plangate-web", "plangate-worker", "plangate-cron")
 def _apply_timeout(conn: redis.Redis, tf_timeout: float) -> int:
     """The RQ timeout of one project's apply job, as the worker enqueues it after a merge."""
     push = PushRequest(1, 2, "acme/infra", "https://github.com/acme/infra.git", "main", "a" * 40, "b" * 40)
-    where = Where(number=1, is_pr=True, authors=(), approved_on=None)
-    (job_id,) = fanout.applies(conn, push, [Project(name="infra", dir=".")], where, tf_timeout)
+    where = ApplyConversation(number=1, is_pr=True, authors=(), approved_on=None)
+    (job_id,) = fanout.enqueue_applies(conn, push, [Project(name="infra", dir=".")], where, tf_timeout)
     timeout = Job.fetch(job_id, connection=conn).timeout
     assert timeout is not None
     return int(timeout)

@@ -64,9 +64,9 @@ def test_pr_plans_comment_once_and_gate_destroys(tmp_path: Path, redis_url: str,
         assert len(comments) == 1, "a push must edit the plan comment, not add one"
         assert new_sha[:7] in comments[0] and "1 to add, 1 to change, 0 to destroy" in comments[0]
         # the PR's only project: its dispatch planned and published it in place, no job hop (it ends after
-        # its statuses, so wait for the backstop publish that follows it); the backstop wrote nothing
+        # its statuses, so wait for the fallback publish that follows it); the fallback wrote nothing
         publishes = (Jobs.PUBLISH_PLAN,)
-        stack.wait_for("the backstop publish", lambda: finished_jobs(redis_conn, new_sha, publishes))
+        stack.wait_for("the fallback publish", lambda: finished_jobs(redis_conn, new_sha, publishes))
         assert [j.func_name for j in plan_jobs(redis_conn, new_sha)] == [Jobs.PLAN_PR]
         writes = [r for r in gh.state.requests[before:] if r.method in ("POST", "PATCH") and "/comments" in r.path]
         assert len(writes) == 1, writes

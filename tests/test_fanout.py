@@ -92,23 +92,23 @@ def test_a_publish_runs_as_soon_as_its_jobs_end_ahead_of_work_queued_since(redis
     assert publish.started_at < later[0].started_at
 
 
-def test_a_backstop_is_enqueued_once_per_run_of_its_planner(
+def test_a_fallback_publish_is_enqueued_once_per_run_of_its_planner(
     redis_conn: redis.Redis, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setitem(OPTIONS, "builtins.dict", OPTIONS[Jobs.PUBLISH_PLAN])  # a publish that only ends
     queue = Queue("plangate-test-fanout", connection=redis_conn)
     planner = queue.enqueue("builtins.len", "x")
-    fixed = f"{planner.id}-backstop"
+    fixed = f"{planner.id}-fallback"
 
     def publish(version: int) -> None:
         fanout._publish_after(queue, [planner.id], "builtins.dict", {"version": version}, fixed_id=fixed)
 
     publish(1)
-    publish(2)  # the planner's worker died and RQ ran it again: its backstop is still waiting for it
+    publish(2)  # the planner's worker died and RQ ran it again: its fallback publish is still waiting for it
     assert Job.fetch(fixed, connection=redis_conn).kwargs == {"version": 1}
     SimpleWorker([queue], connection=redis_conn).work(burst=True)
     assert Job.fetch(fixed, connection=redis_conn).get_status() == JobStatus.FINISHED
-    publish(3)  # the same planner id, run again much later: an ended backstop is not one
+    publish(3)  # the same planner id, run again much later: an ended fallback publish is not one
     assert Job.fetch(fixed, connection=redis_conn).kwargs == {"version": 3}
 
 
@@ -130,17 +130,17 @@ def test_two_hundred_projects_on_two_workers_take_a_tenth_of_the_jobs() -> None:
     assert fanout.batch_sizes(3, 1) == [2, 1]
 
 
-def test_a_backstop_publishes_the_plans_its_planner_carries_forward(redis_conn: redis.Redis) -> None:
+def test_a_fallback_publish_reports_the_plans_its_planner_carries_forward(redis_conn: redis.Redis) -> None:
     planner = Queue(PLANS_QUEUE, connection=redis_conn).enqueue("builtins.len", "x")
     target = (1, 2, "acme/infra", "https://example.test/acme/infra.git", "main")
     request = PlanRequest(*target, pr=3, sha="b" * 40, author="a")
     kept = [Carried(Project("other", "other"), LastPlan("f", "job-1", "c" * 40))]
     try:
-        fanout.backstop(redis_conn, request, planner.id, Project("infra", "infra"), kept)
-        backstop = Job.fetch(f"{planner.id}-backstop", connection=redis_conn)
-        assert backstop.kwargs["carried"] == kept and backstop.kwargs["backstop"] is True  # if the planner dies
-        assert backstop.kwargs["project"] == Project("infra", "infra")
+        fanout.enqueue_fallback_publish(redis_conn, request, planner.id, Project("infra", "infra"), kept)
+        fallback = Job.fetch(f"{planner.id}-fallback", connection=redis_conn)
+        assert fallback.kwargs["carried"] == kept and fallback.kwargs["fallback"] is True  # if the planner dies
+        assert fallback.kwargs["project"] == Project("infra", "infra")
     finally:
-        for job in Job.fetch_many([planner.id, f"{planner.id}-backstop"], connection=redis_conn):
+        for job in Job.fetch_many([planner.id, f"{planner.id}-fallback"], connection=redis_conn):
             if job is not None:
                 job.delete()

@@ -32,8 +32,7 @@ from tests.flows import World, world_at
 from tests.tfproject import main_tf, state_addresses
 from workers.adapters.github import vcs
 from workers.adapters.store import applies as apply_store
-from workers.flows import apply_project, pr_plan, pr_publish, push_apply
-from workers.flows import code as plan_code
+from workers.flows import apply_project, commit_tree, pr_plan, pr_publish, push_apply
 
 BASE = {"keep": "a", "doomed": "b"}
 
@@ -76,7 +75,7 @@ def test_a_github_failure_during_the_fetch_leaves_no_checkout_behind(world: Worl
 
 def test_git_fetches_a_prs_code_before_anything_else_is_done(world: World, monkeypatch: pytest.MonkeyPatch) -> None:
     fetching = threading.Event()
-    real_fetch, real_take = plan_code.for_discovery, pr_plan._take_head
+    real_fetch, real_take = commit_tree.for_discovery, pr_plan._take_head
     seen: list[bool] = []
 
     def fetch(*args: Any) -> Path:
@@ -87,7 +86,7 @@ def test_git_fetches_a_prs_code_before_anything_else_is_done(world: World, monke
         seen.append(fetching.wait(5))  # blocks the event loop: only a fetch already started can go on
         real_take(*args)
 
-    monkeypatch.setattr(plan_code, "for_discovery", fetch)
+    monkeypatch.setattr(commit_tree, "for_discovery", fetch)
     monkeypatch.setattr(pr_plan, "_take_head", take)
     req = world.opened("grow", _tf(world, {**BASE, "one": "1"}))
     assert world.plan_pr(req) is not None
@@ -101,7 +100,7 @@ def test_the_fetch_is_waited_for_before_a_github_failure_propagates(
         time.sleep(0.3)
         return world.ctx.trees
 
-    monkeypatch.setattr(plan_code, "for_discovery", fetching)
+    monkeypatch.setattr(commit_tree, "for_discovery", fetching)
     req = world.opened("x", {"a.tf": ""})
 
     async def step() -> bool:
@@ -389,7 +388,7 @@ def test_finding_the_comments_never_overwrites_what_a_publish_recorded(world: Wo
 
 def _apply_all(
     world: World, pr_number: int, *, lose_outcomes: bool = False
-) -> tuple[dict[str, str], push_apply.Dispatch | None]:
+) -> tuple[dict[str, str], push_apply.AppliesToRun | None]:
     push = world.merged(world.pr(pr_number))
     found = world.run(push_apply.dispatch(world.ctx, push))
     if found is None:

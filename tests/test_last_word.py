@@ -17,7 +17,7 @@ from rq import Queue, Retry
 from rq.job import Job
 
 from core.apply_outcome import ApplyOutcome
-from core.contract import Jobs, PushRequest, Where
+from core.contract import ApplyConversation, Jobs, PushRequest
 from core.gated import Gated
 from core.projects import Project
 from core.render.apply_status import apply_status
@@ -84,7 +84,7 @@ def test_a_lost_command_answers_the_comment_it_was() -> None:
 
 
 def _held(number: int = 12, gated: int = 2) -> apply_store.BlockedApply:
-    where = Where(number=number, is_pr=True, authors=("alice",), approved_on="e" * 40)
+    where = ApplyConversation(number=number, is_pr=True, authors=("alice",), approved_on="e" * 40)
     digest = [hashlib.sha256(str(i).encode()).hexdigest() for i in range(gated)]  # as objects are
     gates = [Gated(key=f"infra\0terraform_data.r{i}", object=digest[i]) for i in range(gated)]
     return apply_store.hold(PUSH, PROJECT, where, number, True, gates, comment_id=5, blocked_at="2026-12-03T00:00:00Z")
@@ -138,7 +138,7 @@ def test_no_last_word_for_jobs_others_report_for(redis_conn: redis.Redis) -> Non
     plan = _failed_job(redis_conn, Jobs.PLAN_PROJECT, 0)  # its publish reports it
     watchdog.owed(redis_conn, plan, KILLED)
     in_place = _failed_job(redis_conn, Jobs.PLAN_PR, 0)
-    Queue("plangate-plans", connection=redis_conn).enqueue("tests.jobs.echo.echo", job_id=f"{in_place.id}-backstop")
+    Queue("plangate-plans", connection=redis_conn).enqueue("tests.jobs.echo.echo", job_id=f"{in_place.id}-fallback")
     watchdog.owed(redis_conn, in_place, KILLED)  # it planned in place: the publish it left reports
     assert Queue("plangate-commands", connection=redis_conn).job_ids == []
 

@@ -140,7 +140,7 @@ def test_a_prs_plan_that_passes_the_cap_in_several_processes_says_so(
 ) -> None:
     tf = capped_terraform(tmp_path, sandbox, CAP, cgroups)
     planned = plan(tf, Project("infra", "infra"), _hog_project(tmp_path))
-    assert planned.plan is None and planned.error is not None and not planned.ours
+    assert planned.plan is None and planned.error is not None and not planned.plangate_fault
     first, *rest = planned.error.splitlines()
     assert first == f"{Path(tf.tool).name} plan hit the memory cap of 256 MB (PLANGATE_TF_MEMORY_MB)"
     assert "all three finished" not in planned.error and len(rest) <= 21

@@ -239,7 +239,7 @@ def test_a_sandbox_that_cannot_start_is_an_error_of_ours(tmp_path: Path) -> None
     dirs = _dirs(tmp_path, 'resource "terraform_data" "a" {}\n')
     tf = _terraform(Sandbox("bwrap", str(fake)), tmp_path)
     planned = plan(tf, Project("infra", "infra"), dirs)
-    assert planned.ours and planned.plan is None
+    assert planned.plangate_fault and planned.plan is None
     assert planned.error is not None and "PLANGATE_SANDBOX" in planned.error and "new namespace" in planned.error
 
 

@@ -12,13 +12,13 @@ from typing import Any
 from rq import get_current_job
 
 from core.contract import (
+    ApplyConversation,
     CommandRequest,
     CommentChange,
     GroupRequest,
     PlanRequest,
     PushRequest,
     ReviewDismissal,
-    Where,
 )
 from core.contract_cleanup import GroupGone, PullClosed
 from core.drift_schedule import DriftTarget
@@ -73,10 +73,10 @@ def publish_plan(
     request: PlanRequest,
     job_ids: list[str],
     carried: Sequence[carry.Carried] = (),
-    backstop: bool = False,
+    fallback: bool = False,
     project: Project | None = None,
 ) -> None:
-    asyncio.run(pr_runner.publish(context(), request, job_ids, carried, backstop, project))
+    asyncio.run(pr_runner.publish(context(), request, job_ids, carried, fallback, project))
 
 
 @reschedulable
@@ -106,14 +106,14 @@ def apply_push(request: PushRequest) -> list[str]:
 
 
 @reschedulable
-def apply_project(push: PushRequest, project: Project, where: Where) -> str:
+def apply_project(push: PushRequest, project: Project, where: ApplyConversation) -> str:
     this = get_current_job()
     assert this is not None, "runs as an RQ job"
     return asyncio.run(apply_flow.run(context(), push, project, where, this.id))
 
 
 @reschedulable
-def finish_apply(push: PushRequest, job_ids: list[str], where: Where) -> None:
+def finish_apply(push: PushRequest, job_ids: list[str], where: ApplyConversation) -> None:
     asyncio.run(push_apply.finish_runs(context(), push, job_ids, where))
 
 

@@ -19,7 +19,7 @@ from core.render.lost import KILLED, OUTAGE
 from plumbing.job_options import GAVE_UP, OPTIONS
 from workers.adapters.github.client import outage
 from workers.adapters.github.metrics import Recorder
-from workers.adapters.queue.fanout import backstop_id, not_ended
+from workers.adapters.queue.fanout import fallback_publish_id, not_ended
 
 
 def failed(job: Job, connection: redis.Redis, kind: type, value: BaseException | None, traceback: Any) -> None:
@@ -39,7 +39,7 @@ def owed(connection: redis.Redis, job: Job, why: str) -> None:
     """Enqueue the last word of `job` (once, however often this is called) unless it will run again."""
     if job.retries_left or job.func_name not in LAST_WORD_JOBS:
         return
-    if connection.exists(Job.key_for(backstop_id(job.id))):
+    if connection.exists(Job.key_for(fallback_publish_id(job.id))):
         return  # the job planned in place and left a publish behind, which reports its death
     fixed = f"{job.id}-last-word"
     if not_ended(connection, fixed):

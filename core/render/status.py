@@ -41,7 +41,7 @@ def plan_status(results: Sequence[ProjectResult]) -> tuple[State, str]:
         return "success", "No Terraform project affected"
     bad = [r for r in results if failed(r)]
     if bad:
-        state: State = "error" if any(r.ours for r in bad) else "failure"
+        state: State = "error" if any(r.plangate_fault for r in bad) else "failure"
         return state, describe(f"{len(bad)} of {len(results)} plans failed: {_names(bad)}")
     add = change = destroy = 0
     for r in results:

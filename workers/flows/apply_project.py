@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from core.apply_outcome import ApplyOutcome, Ending
 from core.apply_outcome import held as held_outcome
 from core.config import RepoConfig
-from core.contract import PushRequest, Where
+from core.contract import ApplyConversation, PushRequest
 from core.gate import Apply, Block, Decision, decide_apply, unreadable
 from core.gated import Gated, plan_gates
 from core.plan import Plan, summary_line
@@ -52,7 +52,7 @@ log = logging.getLogger("plangate.apply")
 class Decided:
     """The fresh plan at the pushed SHA, its gated changes and the gate's decision on them."""
 
-    planned: pipeline.Planned
+    saved: pipeline.SavedPlan
     gates: dict[str, Gated]
     decision: Decision
     mask_patterns: list[str]
@@ -60,14 +60,14 @@ class Decided:
 
     @property
     def plan(self) -> Plan | None:
-        return self.planned.plan
+        return self.saved.plan
 
     @property
     def text(self) -> str:
-        return self.planned.text
+        return self.saved.text
 
 
-async def run(ctx: WorkerContext, req: PushRequest, project: Project, where: Where, run_id: str) -> str:
+async def run(ctx: WorkerContext, req: PushRequest, project: Project, where: ApplyConversation, run_id: str) -> str:
     """The job body (`run_id`: its RQ job); returns the project's outcome for `plangate/apply`. A GitHub
     outage is raised while the run can still be taken up again (workers.rescheduling)."""
     phase = apply_phases.read(ctx.records, run_id)
@@ -94,7 +94,9 @@ async def run(ctx: WorkerContext, req: PushRequest, project: Project, where: Whe
     return outcome.stored()
 
 
-async def _run(ctx: WorkerContext, req: PushRequest, project: Project, where: Where, run_id: str) -> ApplyOutcome:
+async def _run(
+    ctx: WorkerContext, req: PushRequest, project: Project, where: ApplyConversation, run_id: str
+) -> ApplyOutcome:
     async with installation_client(ctx.tokens, req.installation_id, ctx.settings.api_url) as gh:
         if await superseded.older_than_applied(ctx, gh, req, project):
             return ApplyOutcome(Ending.NOT_APPLIED)
@@ -106,8 +108,8 @@ async def _run(ctx: WorkerContext, req: PushRequest, project: Project, where: Wh
         patterns = [*ctx.settings.mask_patterns, *policy.mask_patterns]
         scope, name, code = "push", project.name, project.destroy_from or req.after
         with pipeline.checked_out(ctx.checkouts, req.repo_id, scope, code, name, req.clone_url, token) as dirs:
-            planned = await asyncio.to_thread(pipeline.plan, plan_tf, project, dirs)
-            decided = await _decide(ctx, gh, req, project, where, policy, planned, patterns)
+            saved = await asyncio.to_thread(pipeline.plan, plan_tf, project, dirs)
+            decided = await _decide(ctx, gh, req, project, where, policy, saved, patterns)
             if not project.apply_on_merge:
                 return await _report_only(ctx, gh, req, project, where, decided, "apply_on_merge is false")
             if isinstance(decided.decision, Block):
@@ -122,18 +124,18 @@ async def _decide(
     gh: GitHub,
     req: PushRequest,
     project: Project,
-    where: Where,
+    where: ApplyConversation,
     policy: RepoConfig,
-    planned: pipeline.Planned,
+    saved: pipeline.SavedPlan,
     patterns: list[str],
 ) -> Decided:
     """The gate on the plan just made: its gated changes against the approvals that still stand for them."""
-    if planned.plan is None:
-        return Decided(planned, {}, unreadable(planned.error or "no plan"), patterns, Standing(frozenset(), ()))
+    if saved.plan is None:
+        return Decided(saved, {}, unreadable(saved.error or "no plan"), patterns, Standing(frozenset(), ()))
     gate_code = policy.gates_code(project.name, project.workspace, project.dir)
-    gates = plan_gates(planned.plan, planned.code_runs, gate_code=gate_code)
+    gates = plan_gates(saved.plan, saved.code_runs, gate_code=gate_code)
     approved = await _approved(ctx, gh, req, project, where, policy, gates)
-    return Decided(planned, gates, decide_apply(planned.plan, approved.keys, gates), patterns, approved)
+    return Decided(saved, gates, decide_apply(saved.plan, approved.keys, gates), patterns, approved)
 
 
 async def _approved(
@@ -141,7 +143,7 @@ async def _approved(
     gh: GitHub,
     req: PushRequest,
     project: Project,
-    where: Where,
+    where: ApplyConversation,
     policy: RepoConfig,
     gates: dict[str, Gated],
 ) -> Standing:
@@ -170,7 +172,9 @@ async def _approved(
     )
 
 
-async def _authors(ctx: WorkerContext, gh: GitHub, req: PushRequest, where: Where, policy: RepoConfig) -> Authors:
+async def _authors(
+    ctx: WorkerContext, gh: GitHub, req: PushRequest, where: ApplyConversation, policy: RepoConfig
+) -> Authors:
     """The merged PR's authors as GitHub shows them now (opener, pushers, committers); a direct push's
     pusher and committers."""
     if not where.is_pr or where.number is None:
@@ -181,11 +185,11 @@ async def _authors(ctx: WorkerContext, gh: GitHub, req: PushRequest, where: Wher
 
 
 async def _block(
-    ctx: WorkerContext, gh: GitHub, req: PushRequest, project: Project, where: Where, planned: Decided
+    ctx: WorkerContext, gh: GitHub, req: PushRequest, project: Project, where: ApplyConversation, decided: Decided
 ) -> ApplyOutcome:
-    decision = planned.decision
+    decision = decided.decision
     assert isinstance(decision, Block)
-    unapproved = [planned.gates[key] for key in decision.unapproved]
+    unapproved = [decided.gates[key] for key in decision.unapproved]
 
     def body(number: int | None, is_pr: bool) -> str:
         """The comment; once `number` is known, headed by the held record it sealed for a Redis that
@@ -199,15 +203,15 @@ async def _block(
             dir=project.dir,
             sha=req.after,
             block=decision,
-            plan=planned.plan,
-            plan_text=planned.text,
+            plan=decided.plan,
+            plan_text=decided.text,
             pr=where.number if where.is_pr else None,
             approved_on=where.approved_on,
-            mask_patterns=planned.mask_patterns,
-            revoked=planned.approved.revoked,
-            gates=planned.gates,
-            voided=planned.approved.voided,
-            authors=planned.approved.authors,
+            mask_patterns=decided.mask_patterns,
+            revoked=decided.approved.revoked,
+            gates=decided.gates,
+            voided=decided.approved.voided,
+            authors=decided.approved.authors,
             head=seal,
         )
 
@@ -237,15 +241,21 @@ async def _block(
         unapproved=len(decision.unapproved),
         error=decision.error,
     )
-    _run_entry(ctx, req, project, number, planned, "blocked")
+    _run_entry(ctx, req, project, number, decided, "blocked")
     return held_outcome(0 if decision.error else len(decision.unapproved), trusted=not decision.error)
 
 
 async def _report_only(
-    ctx: WorkerContext, gh: GitHub, req: PushRequest, project: Project, where: Where, planned: Decided, reason: str
+    ctx: WorkerContext,
+    gh: GitHub,
+    req: PushRequest,
+    project: Project,
+    where: ApplyConversation,
+    decided: Decided,
+    reason: str,
 ) -> ApplyOutcome:
     if where.number is not None:
-        summary = summary_line(planned.plan) if planned.plan else "no plan"
+        summary = summary_line(decided.plan) if decided.plan else "no plan"
         body = render_not_applied(project=project.name, sha=req.after, summary=summary, reason=reason)
         await vcs.post_comment(gh, ctx.records, repo=req.repo, repo_id=req.repo_id, number=where.number, body=body)
     return ApplyOutcome(Ending.NOOP if project.apply_on_merge else Ending.NOT_APPLIED)
@@ -256,14 +266,14 @@ async def _apply(
     gh: GitHub,
     req: PushRequest,
     project: Project,
-    where: Where,
-    planned: Decided,
+    where: ApplyConversation,
+    decided: Decided,
     tf: Terraform,
     dirs: pipeline.JobDirs,
     run_id: str,
 ) -> ApplyOutcome:
     apply_phases.write(ctx.records, run_id, Phase("applying"))
-    step = await asyncio.to_thread(pipeline.apply, tf, project, dirs, planned.planned)
+    step = await asyncio.to_thread(pipeline.apply, tf, project, dirs, decided.saved)
     ok = step.ok
     if ok:
         apply_store.set_applied(ctx.records, req.repo_id, project.identity, req.after)
@@ -271,24 +281,24 @@ async def _apply(
         blocked = apply_store.blocked_for_project(ctx.records, req.repo_id, project.identity)
         if blocked is not None and blocked.push.after == req.after:
             apply_store.clear_blocked(ctx.records, blocked)
-    approvers = sorted(planned.approved.approvers)
-    secrets = planned.plan.sensitive_values if planned.plan else ()
+    approvers = sorted(decided.approved.approvers)
+    secrets = decided.plan.sensitive_values if decided.plan else ()
     body = render_apply_result(
         project=project.name,
         dir=project.dir,
         sha=req.after,
         ok=ok,
         output=step.output + ("\nSaved plan is stale: state moved since the plan." if step.stale_plan else ""),
-        summary=summary_line(planned.plan) if planned.plan else "",
+        summary=summary_line(decided.plan) if decided.plan else "",
         approved_by=approvers,
-        mask_patterns=planned.mask_patterns,
+        mask_patterns=decided.mask_patterns,
         secrets=secrets,
     )
     outcome = ApplyOutcome(Ending.APPLIED if ok else Ending.FAILED)
     done = Phase("applied", outcome, body, close_issue=not where.is_pr and ok)
     apply_phases.write(ctx.records, run_id, done)  # what happened is kept before anything is said
     audit.record(ctx.redis, "applied" if ok else "apply-failed", repo=req.repo, sha=req.after, project=project.name)
-    _run_entry(ctx, req, project, where.number, planned, "applied" if ok else "apply failed", approvers)
+    _run_entry(ctx, req, project, where.number, decided, "applied" if ok else "apply failed", approvers)
     return await push_apply.settle(ctx, req, project, where, done, gh)
 
 
@@ -297,7 +307,7 @@ def _run_entry(
     req: PushRequest,
     project: Project,
     number: int | None,
-    planned: Decided,
+    decided: Decided,
     result: str,
     approvers: list[str] | None = None,
 ) -> None:
@@ -308,7 +318,7 @@ def _run_entry(
         number=number,
         project=project.name,
         sha=req.after,
-        summary=summary_line(planned.plan) if planned.plan else "plan failed",
+        summary=summary_line(decided.plan) if decided.plan else "plan failed",
         gate="success" if result == "applied" else "failure",
         approver=", ".join(approvers or []),
         result=result,

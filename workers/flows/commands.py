@@ -51,7 +51,7 @@ async def run(ctx: WorkerContext, req: CommandRequest) -> str:
     if outcome is None:
         return "ignored"
     for held in outcome.reapply:
-        fanout.applies(ctx.redis, held.push, [held.project], held.where(), ctx.settings.tf_timeout)
+        fanout.enqueue_applies(ctx.redis, held.push, [held.project], held.where(), ctx.settings.tf_timeout)
     if outcome.repush is not None:
         follow_ups.apply_again(ctx.redis, outcome.repush, req.comment_id or req.event_id)
     if outcome.redrift is not None:

@@ -15,7 +15,7 @@ async def plan_merge_group(ctx: WorkerContext, request: GroupRequest) -> list[st
     projects = await merge_queue.dispatch(ctx, request)
     if not projects:
         return []
-    return fanout.plans(
+    return fanout.enqueue_plans(
         ctx.redis,
         request.as_plan(),
         projects,
@@ -26,8 +26,8 @@ async def plan_merge_group(ctx: WorkerContext, request: GroupRequest) -> list[st
 
 
 async def publish_merge_group(ctx: WorkerContext, request: GroupRequest, job_ids: list[str]) -> None:
-    planners = plan_results.fetched(ctx.redis, job_ids)
+    planners = plan_results.fetch_jobs(ctx.redis, job_ids)
     if published_later(ctx, planners, Jobs.PUBLISH_MERGE_GROUP, {"request": request, "job_ids": job_ids}):
         return
-    results = [r for job in planners for _, r in plan_results.planned(job, request.as_plan())]
+    results = [r for job in planners for _, r in plan_results.results_of(job, request.as_plan())]
     await merge_queue.publish(ctx, request, results)

@@ -12,7 +12,7 @@ import json
 import logging
 from typing import Any
 
-from core.contract import APPLY_CONTEXT, CommandRequest, GroupRequest, PlanRequest, PushRequest, Where
+from core.contract import APPLY_CONTEXT, ApplyConversation, CommandRequest, GroupRequest, PlanRequest, PushRequest
 from core.render.apply_status import apply_status
 from core.render.lost import (
     apply_lost_status,
@@ -45,7 +45,7 @@ async def say(ctx: WorkerContext, job: str, kwargs: dict[str, Any], why: str) ->
         outcome = await _apply_dispatch(ctx, request, said)
     elif isinstance(request, CommandRequest):
         outcome = await _command(ctx, request, said)
-    elif isinstance(kwargs.get("push"), PushRequest) and isinstance(kwargs.get("where"), Where):
+    elif isinstance(kwargs.get("push"), PushRequest) and isinstance(kwargs.get("where"), ApplyConversation):
         outcome = await _apply_finish(ctx, kwargs["push"], said)
     else:
         outcome = "nothing owed"

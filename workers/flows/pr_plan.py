@@ -32,8 +32,7 @@ from workers.adapters.store import gates as gate_store
 from workers.adapters.terraform import pipeline
 from workers.adapters.terraform.sandbox import SandboxError
 from workers.context import WorkerContext
-from workers.flows import carry
-from workers.flows import code as plan_code
+from workers.flows import carry, commit_tree
 from workers.flows.discovery import discover, to_plan
 from workers.flows.gate_check import at_commit
 from workers.flows.pr_publish import bot_login, is_current, meta_key, publish
@@ -43,7 +42,7 @@ MERGEABILITY_WAITS = (1.0, 2.0, 4.0, 8.0, 15.0)  # seconds between asks while Gi
 
 
 @dataclass(frozen=True)
-class Dispatch:
+class PlansToMake:
     """What a PR's dispatch decided: the request as planned, the projects to plan, those carried forward."""
 
     request: PlanRequest
@@ -51,7 +50,7 @@ class Dispatch:
     carried: list[carry.Carried]
 
 
-async def dispatch(ctx: WorkerContext, req: PlanRequest) -> Dispatch | None:
+async def dispatch(ctx: WorkerContext, req: PlanRequest) -> PlansToMake | None:
     """Mark the SHA current, find the affected projects and which of them changed since the PR's last
     plan; None when there is nothing to plan."""
     if req.plans_test_merge:
@@ -102,7 +101,7 @@ async def dispatch(ctx: WorkerContext, req: PlanRequest) -> Dispatch | None:
         log.info(
             json.dumps({"repo": req.repo, "pr": req.pr, "sha": req.sha, "planned": len(fresh), "carried": len(kept)})
         )
-    return Dispatch(req, fresh, kept)
+    return PlansToMake(req, fresh, kept)
 
 
 @contextlib.asynccontextmanager
@@ -111,7 +110,7 @@ async def _fetched(ctx: WorkerContext, req: PlanRequest, code: str, token: str) 
     ends; leaving the block (a failure included) waits for git first, so its directory never goes
     from under it."""
     with contextlib.ExitStack() as held:
-        fetch = functools.partial(plan_code.for_discovery, ctx, req, code, token, held)
+        fetch = functools.partial(commit_tree.for_discovery, ctx, req, code, token, held)
         files = asyncio.get_running_loop().run_in_executor(None, fetch)  # started now, not at the next await
         try:
             yield files
@@ -228,13 +227,15 @@ async def plan_project(ctx: WorkerContext, req: PlanRequest, project: Project) -
         terraform = ctx.terraform(project.tool, "plan")
         token = await ctx.tokens.token(req.installation_id)
         scope, code = f"pr-{req.pr}", project.destroy_from or req.code_sha or req.sha
-        planned = await asyncio.to_thread(plan_code.plan, ctx, req, project, terraform, scope, code, token)
+        planned = await asyncio.to_thread(commit_tree.plan, ctx, req, project, terraform, scope, code, token)
         return pipeline.result(project, req.sha, terraform.tool, planned)
     except RateLimited:
         raise  # RQ runs the job again once GitHub allows (workers.jobs.reschedulable)
     except Exception as exc:  # any failure is reported on the PR, never swallowed
         log.warning(json.dumps({"repo": req.repo, "pr": req.pr, "project": project.name, "error": str(exc)}))
-        return pipeline.failure(project, req.sha, f"{type(exc).__name__}: {exc}", ours=isinstance(exc, SandboxError))
+        return pipeline.failure(
+            project, req.sha, f"{type(exc).__name__}: {exc}", plangate_fault=isinstance(exc, SandboxError)
+        )
 
 
 async def plan_and_publish(

@@ -8,7 +8,7 @@ The shapes, chosen in one place (`plan_pr`), cheapest first:
 - one project, nothing carried → its own job (`plan_alone`), which publishes too, one job hop fewer;
 - many (or one beside carried plans, its slot busy) → batches (`plan_batch`), then one `publish` job
   that waits for them all.
-A job that publishes its own plan leaves a backstop publish behind it, which publishes only if that
+A job that publishes its own plan leaves a fallback publish behind it, which publishes only if that
 job fails for good: the PR never stays pending.
 """
 
@@ -44,14 +44,14 @@ async def plan_pr(ctx: WorkerContext, request: PlanRequest) -> list[str] | Proje
         if here is not None:
             return here
         if not kept:  # one project → its own job
-            return [fanout.plan_alone(ctx.redis, req, projects[0], tf_timeout=tf_timeout)]
+            return [fanout.enqueue_plan_alone(ctx.redis, req, projects[0], tf_timeout=tf_timeout)]
     # many → batches, then one publish
-    return fanout.plans(
+    return fanout.enqueue_plans(
         ctx.redis, req, projects, tf_timeout=tf_timeout, publish=Jobs.PUBLISH_PLAN, publish_request=req, carried=kept
     )
 
 
-async def decide(ctx: WorkerContext, request: PlanRequest) -> pr_plan.Dispatch | None:
+async def decide(ctx: WorkerContext, request: PlanRequest) -> pr_plan.PlansToMake | None:
     """The projects to plan and the plans carried forward from earlier SHAs (pr_plan.dispatch); a
     carried plan whose job RQ no longer holds (older than a result's TTL) is made again. None: nothing
     to plan."""
@@ -77,7 +77,7 @@ async def _plan_here(
         if not mine:
             return None
         this.keep_result(redis_keys.PLAN_RESULT_TTL)  # kept as a plan job's, so the next push may carry it
-        fanout.backstop(ctx.redis, req, this.id, project, kept)
+        fanout.enqueue_fallback_publish(ctx.redis, req, this.id, project, kept)
         carried, made = carried_plans(ctx, req, kept)
         return await pr_plan.plan_and_publish(ctx, req, project, this.id, carried, made)
 
@@ -106,7 +106,7 @@ async def plan_batch(ctx: WorkerContext, req: PlanRequest, projects: list[Projec
 
     busy = await planned_unless_busy(await planned_unless_busy(projects))  # the busy ones tried once more
     tf_timeout = ctx.settings.tf_timeout
-    delegated = {p.identity: fanout.plan_job(ctx.redis, req, p, tf_timeout=tf_timeout) for p in busy}
+    delegated = {p.identity: fanout.enqueue_plan_job(ctx.redis, req, p, tf_timeout=tf_timeout) for p in busy}
     return BatchResult(results, delegated)
 
 
@@ -115,20 +115,20 @@ async def publish(
     req: PlanRequest,
     job_ids: list[str],
     carried: Sequence[Carried] = (),
-    backstop: bool = False,
+    fallback: bool = False,
     project: Project | None = None,
 ) -> None:
     """The PR's comment and statuses from its plan jobs `job_ids` and the plans `carried`. As the
-    `backstop` of a job that plans and publishes the PR's only `project`, only when that job did not
+    `fallback` of a job that plans and publishes the PR's only `project`, only when that job did not
     finish (it published itself if it did)."""
     conn = ctx.redis
-    if backstop and all(plan_results.finished(conn, i) for i in job_ids):
+    if fallback and all(plan_results.finished(conn, i) for i in job_ids):
         return
-    planners = plan_results.fetched(conn, job_ids)
+    planners = plan_results.fetch_jobs(conn, job_ids)
     again = {"request": req, "job_ids": job_ids, "carried": list(carried)}
     if published_later(ctx, planners, Jobs.PUBLISH_PLAN, again):
         return
-    planned = [made for job in planners for made in plan_results.planned(job, req, project)]
+    planned = [made for job in planners for made in plan_results.results_of(job, req, project)]
     results, made = gathered(ctx, req, planned, carried)
     await pr_publish.publish(ctx, req, results, made)
 
@@ -137,7 +137,7 @@ def published_later(ctx: WorkerContext, planners: list[PlanJob], publish: str, k
     """Are plans still to come (a batch handed them on)? Then `publish` runs again once they end."""
     waiting = plan_results.still_to_come(planners)
     if waiting:
-        fanout.publish_later(ctx.redis, waiting, publish, kwargs, after=this_job().id)
+        fanout.enqueue_publish_later(ctx.redis, waiting, publish, kwargs, after=this_job().id)
     return bool(waiting)
 
 

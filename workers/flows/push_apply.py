@@ -14,7 +14,7 @@ from dataclasses import dataclass
 
 from core.apply_outcome import ApplyOutcome, Ending
 from core.config import ConfigError, RepoConfig
-from core.contract import APPLY_CONTEXT, PushRequest, Where
+from core.contract import APPLY_CONTEXT, ApplyConversation, PushRequest
 from core.project_limit import over_limit
 from core.projects import Project
 from core.render.apply import render_apply_died
@@ -49,17 +49,17 @@ class MergedPR:
 
 
 @dataclass(frozen=True)
-class Dispatch:
+class AppliesToRun:
     projects: list[Project]
     pr: MergedPR | None
     replans: list[PlannedPR]  # open PRs planned against the code this push replaced: plan them on the merge
 
-    def where(self, req: PushRequest) -> Where:
+    def where(self, req: PushRequest) -> ApplyConversation:
         """Where the applies talk to humans (the merged PR, else an issue later) and who may not approve."""
         pr = self.pr
         if pr is None:
-            return Where(number=None, is_pr=False, authors=req.authors, approved_on=None)
-        return Where(number=pr.number, is_pr=True, authors=(pr.author,), approved_on=pr.head_sha)
+            return ApplyConversation(number=None, is_pr=False, authors=req.authors, approved_on=None)
+        return ApplyConversation(number=pr.number, is_pr=True, authors=(pr.author,), approved_on=pr.head_sha)
 
 
 async def run(ctx: WorkerContext, req: PushRequest) -> list[str]:
@@ -69,11 +69,11 @@ async def run(ctx: WorkerContext, req: PushRequest) -> list[str]:
     found = await dispatch(ctx, req)
     if found is None:
         return []
-    fanout.replans_on_merge(ctx.redis, req, found.replans)
-    return fanout.applies(ctx.redis, req, found.projects, found.where(req), ctx.settings.tf_timeout)
+    fanout.enqueue_replans(ctx.redis, req, found.replans)
+    return fanout.enqueue_applies(ctx.redis, req, found.projects, found.where(req), ctx.settings.tf_timeout)
 
 
-async def dispatch(ctx: WorkerContext, req: PushRequest) -> Dispatch | None:
+async def dispatch(ctx: WorkerContext, req: PushRequest) -> AppliesToRun | None:
     """Mark the SHA pending and find the affected projects and the merged PR; None: nothing to do."""
     async with installation_client(ctx.tokens, req.installation_id, ctx.settings.api_url) as gh:
         policy = await _apply_policy(gh, req)
@@ -104,7 +104,7 @@ async def dispatch(ctx: WorkerContext, req: PushRequest) -> Dispatch | None:
             return None
         await vcs.set_status(gh, req.repo, req.after, APPLY_CONTEXT, *apply_pending(len(projects)))
         replans = await _stale(ctx, gh, req, projects, pr) if policy.replan_on_base_change else []
-    return Dispatch(projects, pr, replans)
+    return AppliesToRun(projects, pr, replans)
 
 
 async def _apply_policy(gh: GitHub, req: PushRequest) -> RepoConfig | None:
@@ -174,7 +174,7 @@ def outcomes(ctx: WorkerContext, req: PushRequest) -> dict[str, ApplyOutcome]:
     return apply_outcomes.read(ctx.redis, req.repo_id, req.after)
 
 
-async def finish_runs(ctx: WorkerContext, req: PushRequest, job_ids: Sequence[str], where: Where) -> None:
+async def finish_runs(ctx: WorkerContext, req: PushRequest, job_ids: Sequence[str], where: ApplyConversation) -> None:
     """Runs that ended without reporting (killed on every try, or stopped by an outage) are settled from
     their recorded phase; then `plangate/apply` from every project's outcome at the SHA."""
     runs = follow_ups.apply_runs(ctx.redis, job_ids)
@@ -190,7 +190,7 @@ async def finish_runs(ctx: WorkerContext, req: PushRequest, job_ids: Sequence[st
 async def finish(
     ctx: WorkerContext,
     req: PushRequest,
-    where: Where,
+    where: ApplyConversation,
     unsettled: Sequence[tuple[Project, Phase | None, str]],
     projects: Sequence[str],
 ) -> None:
@@ -208,7 +208,7 @@ async def settle(
     ctx: WorkerContext,
     req: PushRequest,
     project: Project,
-    where: Where,
+    where: ApplyConversation,
     phase: Phase | None,
     gh: GitHub | None = None,
     *,

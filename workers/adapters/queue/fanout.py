@@ -13,7 +13,7 @@ from rq import Queue, Worker
 from rq.job import Dependency, Job, JobStatus
 from rq.utils import as_text
 
-from core.contract import PLANS_QUEUE, Jobs, PlanRequest, PushRequest, Where, job_id
+from core.contract import PLANS_QUEUE, ApplyConversation, Jobs, PlanRequest, PushRequest, job_id
 from core.projects import Project
 from core.trigger import Trigger, Why
 from plumbing.enqueue import enqueue_once
@@ -55,7 +55,7 @@ def batch_sizes(projects: int, workers: int) -> list[int]:
     return sizes
 
 
-def plans(
+def enqueue_plans(
     conn: redis.Redis,
     request: PlanRequest,
     projects: Sequence[Project],
@@ -74,7 +74,7 @@ def plans(
         batch = list(projects[start : start + size])
         start += size
         if size == 1:
-            ids.append(plan_job(conn, request, batch[0], tf_timeout=tf_timeout))
+            ids.append(enqueue_plan_job(conn, request, batch[0], tf_timeout=tf_timeout))
             continue
         ids.append(
             queue.enqueue(
@@ -88,7 +88,7 @@ def plans(
     return ids
 
 
-def plan_job(conn: redis.Redis, request: PlanRequest, project: Project, *, tf_timeout: float) -> str:
+def enqueue_plan_job(conn: redis.Redis, request: PlanRequest, project: Project, *, tf_timeout: float) -> str:
     """One project's plan job, under its project's RateLimit (it waits its turn if the slot is busy)."""
     return (
         Queue(PLANS_QUEUE, connection=conn)
@@ -103,7 +103,9 @@ def plan_job(conn: redis.Redis, request: PlanRequest, project: Project, *, tf_ti
     )
 
 
-def publish_later(conn: redis.Redis, waiting: list[str], publish: str, kwargs: dict[str, Any], *, after: str) -> None:
+def enqueue_publish_later(
+    conn: redis.Redis, waiting: list[str], publish: str, kwargs: dict[str, Any], *, after: str
+) -> None:
     """Publish job `after` found plans still to come (`waiting`, jobs its batches handed a busy project
     to): the same publish once they have ended, however often `after` runs."""
     _publish_after(Queue(PLANS_QUEUE, connection=conn), waiting, publish, kwargs, fixed_id=f"{after}-then")
@@ -147,7 +149,7 @@ def all_ended(queue: Queue, ids: list[str]) -> Dependency | None:
     return Dependency(jobs=ids, allow_failure=True, enqueue_at_front=True) if ids else None
 
 
-def plan_alone(conn: redis.Redis, request: PlanRequest, project: Project, *, tf_timeout: float) -> str:
+def enqueue_plan_alone(conn: redis.Redis, request: PlanRequest, project: Project, *, tf_timeout: float) -> str:
     """The PR's only plan, under its project's RateLimit, in a job that also publishes it: the job hop
     to a publish job costs more than the publish. A publish job still follows, off the PR's path, and
     publishes only if that job failed for good (its worker killed on every try): the PR never stays
@@ -160,11 +162,11 @@ def plan_alone(conn: redis.Redis, request: PlanRequest, project: Project, *, tf_
             tf_timeout=tf_timeout, rate_limit=project_rate_limit(request.repo_id, project)
         ),
     ).id
-    backstop(conn, request, planned)
+    enqueue_fallback_publish(conn, request, planned)
     return planned
 
 
-def backstop(
+def enqueue_fallback_publish(
     conn: redis.Redis,
     request: PlanRequest,
     planner: str,
@@ -176,21 +178,21 @@ def backstop(
     planner, however often it runs. `project`: what it plans, when its own arguments do not say;
     `carried`: the plans it publishes with its own."""
     queue = Queue(PLANS_QUEUE, connection=conn)
-    kwargs: dict[str, Any] = {"request": request, "job_ids": [planner], "backstop": True}
+    kwargs: dict[str, Any] = {"request": request, "job_ids": [planner], "fallback": True}
     if project is not None:
         kwargs["project"] = project
     if carried:
         kwargs["carried"] = list(carried)
-    _publish_after(queue, [planner], Jobs.PUBLISH_PLAN, kwargs, fixed_id=backstop_id(planner))
+    _publish_after(queue, [planner], Jobs.PUBLISH_PLAN, kwargs, fixed_id=fallback_publish_id(planner))
 
 
-def backstop_id(planner: str) -> str:
+def fallback_publish_id(planner: str) -> str:
     """The id of the publish that reports job `planner` if it fails for good."""
-    return f"{planner}-backstop"
+    return f"{planner}-fallback"
 
 
-def applies(
-    conn: redis.Redis, push: PushRequest, projects: Sequence[Project], where: Where, tf_timeout: float
+def enqueue_applies(
+    conn: redis.Redis, push: PushRequest, projects: Sequence[Project], where: ApplyConversation, tf_timeout: float
 ) -> list[str]:
     """Per project, in push order and one at a time (the project's RateLimit), re-run after a death
     as its recorded phase allows (workers.flows.apply_project); then the job that sets the combined
@@ -215,7 +217,7 @@ def applies(
     return ids
 
 
-def replans_on_merge(conn: redis.Redis, push: PushRequest, prs: Sequence[OpenPR]) -> None:
+def enqueue_replans(conn: redis.Redis, push: PushRequest, prs: Sequence[OpenPR]) -> None:
     """Plan each stale PR again, on GitHub's test merge with the code this push left on the branch."""
     queue = Queue(PLANS_QUEUE, connection=conn)
     for planned in prs:

@@ -23,11 +23,11 @@ PlanJob = Job  # a job that planned projects (or a dispatch that planned in plac
 
 
 def finished(conn: redis.Redis, job_id: str) -> bool:
-    """Did job `job_id` finish (a backstop publishes only for a planner that did not)?"""
+    """Did job `job_id` finish (a fallback publish reports only for a planner that did not)?"""
     return Job.fetch(job_id, connection=conn).get_status() == JobStatus.FINISHED
 
 
-def fetched(conn: redis.Redis, job_ids: list[str]) -> list[Job]:
+def fetch_jobs(conn: redis.Redis, job_ids: list[str]) -> list[Job]:
     """The plan jobs `job_ids`, read once for everything a publish asks of them (a job keeps its result
     once loaded); NoSuchJobError if one is gone."""
     jobs = Job.fetch_many(job_ids, connection=conn)
@@ -37,7 +37,7 @@ def fetched(conn: redis.Redis, job_ids: list[str]) -> list[Job]:
     return [job for job in jobs if job is not None]
 
 
-def planned(job: Job, request: PlanRequest, project: Project | None = None) -> list[tuple[str, ProjectResult]]:
+def results_of(job: Job, request: PlanRequest, project: Project | None = None) -> list[tuple[str, ProjectResult]]:
     """Each result of plan job `job`, with the id of the job that made it. `project`: what the job
     planned, when its arguments do not say (a dispatch that planned in place)."""
     projects = job.kwargs["projects"] if "projects" in job.kwargs else [project or job.kwargs["project"]]

@@ -12,7 +12,7 @@ from dataclasses import asdict, dataclass, fields, replace
 from typing import Any
 
 from core import redis_keys
-from core.contract import PushRequest, Where
+from core.contract import ApplyConversation, PushRequest
 from core.gated import Gated
 from core.projects import Project
 from core.render.marker import open_sealed, sealed_marker
@@ -38,8 +38,10 @@ class BlockedApply:
     comment_id: int | None = None
     blocked_at: str | None = None  # GitHub's time of the comment (or issue) saying so: approvals come after
 
-    def where(self) -> Where:
-        return Where(number=self.number, is_pr=self.is_pr, authors=self.authors, approved_on=self.approved_on)
+    def where(self) -> ApplyConversation:
+        return ApplyConversation(
+            number=self.number, is_pr=self.is_pr, authors=self.authors, approved_on=self.approved_on
+        )
 
     def to_json(self) -> str:
         return json.dumps(asdict(self))
@@ -65,7 +67,7 @@ class BlockedApply:
 def hold(
     push: PushRequest,
     project: Project,
-    where: Where,
+    where: ApplyConversation,
     number: int,
     is_pr: bool,
     gated: list[Gated],

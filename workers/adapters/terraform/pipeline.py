@@ -57,7 +57,7 @@ class JobDirs:
 
 
 @dataclass(frozen=True)
-class Planned:
+class SavedPlan:
     """What the plan steps produced: a parsed plan, or the error that stopped them."""
 
     plan: Plan | None
@@ -65,7 +65,7 @@ class Planned:
     error: str | None
     planfile: Path
     digest: str | None = None
-    ours: bool = False  # the failure is plangate's environment (the sandbox), not the repository's
+    plangate_fault: bool = False  # the failure is plangate's environment (the sandbox), not the repository's
     checkout_code_runs: tuple[CodeRun, ...] = ()  # the checkout's own: providers it brings (local_providers.py)
 
     @property
@@ -136,22 +136,22 @@ def for_project(tf: Terraform, project: Project, dirs: JobDirs) -> Terraform:
     return replace(tf, env=env, readable=(*tf.readable, dirs.shared), mounts=(*tf.mounts, (own, target)))
 
 
-def plan(tf: Terraform, project: Project, dirs: JobDirs) -> Planned:
+def plan(tf: Terraform, project: Project, dirs: JobDirs) -> SavedPlan:
     """init → plan -out → show -json: one project's plan at the checked-out SHA (its text is the plan's
     own output, or `show` when that cannot be read safely)."""
     planfile = dirs.planfile
     try:
         root = inside(dirs.src, project.dir)
         if not root.is_dir():
-            return Planned(None, "", f"project dir `{project.dir}` does not exist at this commit", planfile)
+            return SavedPlan(None, "", f"project dir `{project.dir}` does not exist at this commit", planfile)
         runs = checkout_code_runs(dirs.src, root, tf.env)  # before init writes .terraform
         tf = for_project(tf, project, dirs)
         init = tf.init(root)
         if not init.ok:
-            return Planned(None, init.output, init.failure(), planfile, checkout_code_runs=runs)
+            return SavedPlan(None, init.output, init.failure(), planfile, checkout_code_runs=runs)
         step = tf.plan(root, planfile, destroy=project.destroy_from is not None)
         if not step.ok:
-            return Planned(None, step.output, step.failure(), planfile, checkout_code_runs=runs)
+            return SavedPlan(None, step.output, step.failure(), planfile, checkout_code_runs=runs)
         text = None if step.result.truncated else rendered_plan(step.result.stdout.decode("utf-8", "replace"))
         if text is None:
             raw, text = tf.show_both(root, planfile)
@@ -161,13 +161,13 @@ def plan(tf: Terraform, project: Project, dirs: JobDirs) -> Planned:
             parsed = parse_plan(raw)
         own = dirs.own / "project" if dirs.shared is not None else root  # where this job's .terraform is
         parsed = bound_to_files(parsed, root, own, dirs.src)
-        return Planned(parsed, text, None, planfile, step.digest, checkout_code_runs=runs)
+        return SavedPlan(parsed, text, None, planfile, step.digest, checkout_code_runs=runs)
     except UnsafePathError as exc:
-        return Planned(None, "", f"project dir refused: {exc}", planfile)
+        return SavedPlan(None, "", f"project dir refused: {exc}", planfile)
     except SandboxError as exc:
-        return Planned(None, "", str(exc), planfile, ours=True)
+        return SavedPlan(None, "", str(exc), planfile, plangate_fault=True)
     except (TerraformError, PlanError) as exc:
-        return Planned(None, str(exc), str(exc), planfile)
+        return SavedPlan(None, str(exc), str(exc), planfile)
 
 
 @contextlib.contextmanager
@@ -183,13 +183,13 @@ def gc_paused() -> Iterator[None]:
             gc.enable()
 
 
-def apply(tf: Terraform, project: Project, dirs: JobDirs, planned: Planned) -> StepResult:
+def apply(tf: Terraform, project: Project, dirs: JobDirs, planned: SavedPlan) -> StepResult:
     """Apply exactly the plan file `plan` checked (the runner refuses one whose digest changed)."""
     tf = for_project(tf, project, dirs)
     return tf.apply(inside(dirs.src, project.dir), planned.planfile, planned.digest)
 
 
-def result(project: Project, sha: str, tool: str, planned: Planned) -> ProjectResult:
+def result(project: Project, sha: str, tool: str, planned: SavedPlan) -> ProjectResult:
     """The plan as the comment renderers take it."""
     return ProjectResult(
         name=project.name,
@@ -200,13 +200,13 @@ def result(project: Project, sha: str, tool: str, planned: Planned) -> ProjectRe
         plan=planned.plan,
         plan_text=planned.text if planned.plan is not None else "",
         error=planned.error,
-        ours=planned.ours,
+        plangate_fault=planned.plangate_fault,
         destroy_from=project.destroy_from,
         checkout_code_runs=planned.checkout_code_runs,
     )
 
 
-def failure(project: Project, sha: str, error: str, *, ours: bool = False) -> ProjectResult:
+def failure(project: Project, sha: str, error: str, *, plangate_fault: bool = False) -> ProjectResult:
     """A project that could not be planned at all (checkout failed, superseded, ...)."""
     return ProjectResult(
         name=project.name,
@@ -216,6 +216,6 @@ def failure(project: Project, sha: str, error: str, *, ours: bool = False) -> Pr
         sha=sha,
         plan=None,
         error=error,
-        ours=ours,
+        plangate_fault=plangate_fault,
         destroy_from=project.destroy_from,
     )

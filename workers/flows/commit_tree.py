@@ -30,7 +30,7 @@ def for_discovery(ctx: WorkerContext, req: PlanRequest, code: str, token: str, h
 
 def plan(
     ctx: WorkerContext, req: PlanRequest, project: Project, tf: Terraform, scope: str, code: str, token: str
-) -> pipeline.Planned:
+) -> pipeline.SavedPlan:
     """One project's plan of commit `code` (blocking: run it in a thread)."""
     if not ctx.sandbox.enabled:
         with pipeline.checked_out(ctx.checkouts, req.repo_id, scope, code, project.name, req.clone_url, token) as dirs:
