@@ -237,7 +237,7 @@ def test_a_merge_marks_and_replans_the_other_open_pr_on_the_same_project(
             return body if "this is the plan of the merge" in body else None
 
         body = stack.wait_for("the second PR planned on the merge", replanned)
-        # SavedPlan at its head, the second PR would now destroy x (its code lacks it); on the merge it does not.
+        # Planned at its head, the second PR would now destroy x (its code lacks it); on the merge it does not.
         assert "1 to add, 0 to change, 0 to destroy" in body and "terraform_data.x" not in body
         status(stack, repo, second.head_sha, "plangate/destroy", "success", "No destroys")
         path = f"/repos/{repo.full_name}/issues/comments/{comment.id}"

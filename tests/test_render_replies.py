@@ -215,7 +215,7 @@ def test_help_for_autodiscovery_and_self_approval() -> None:
     body = render_help("acme/infra", config, planned=["infra/dns", "."], sha=SHA)
     assert "people with write, maintain or admin permission on acme/infra" in body
     assert "Discovered automatically" in body
-    assert "SavedPlan in this pull request at abc1234: `infra/dns`, `.`." in body
+    assert "Planned in this pull request at abc1234: `infra/dns`, `.`." in body
     assert "may approve their own destroys (`allow_self_approval: true`). Never a bot." in body
 
 
