@@ -8,10 +8,13 @@ import functools
 import json
 import logging
 from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+from typing import Any
 
 from core import redis_keys
+from core.approvals import Coverage
 from core.contract import DESTROY_CONTEXT, PLAN_CONTEXT, PlanRequest
-from core.gated import plan_digest, published_digest
+from core.gated import Gated, plan_digest, published_digest
 from core.plan import summary_line
 from core.render.mask import mask
 from core.render.plan import render_plan_comments, render_planned_on_merge, render_too_many_files
@@ -44,7 +47,7 @@ def meta_key(req: PlanRequest) -> str:
     return redis_keys.plan_meta(req.repo_id, req.pr, req.sha)
 
 
-async def _comment_and_reports(
+async def _concurrently(
     comment: Awaitable[vcs.Published], report: Callable[[str], Awaitable[object]], shown: str | None, pull: str
 ) -> vcs.Published:
     """The plan comment and the reports that link to it, at once. An edit keeps the comment's URL,
@@ -77,6 +80,23 @@ def _planned_at(req: PlanRequest, result: ProjectResult) -> str:
     return result.carried_from or req.code_sha or req.sha
 
 
+@dataclass(frozen=True)
+class Judged:
+    """The gate on a PR's plans at this SHA: each project's gated changes, and how far the recorded
+    approvals reach (None when nothing is gated or a plan failed: there is nothing to approve yet)."""
+
+    gates: dict[str, dict[str, Gated]]
+    failed: list[str]  # identities whose plan failed
+    digest: str  # of every plan's gated changes, as the comment shows them
+    coverage: Coverage | None
+
+    @property
+    def waiting(self) -> str | None:
+        """The digest an approval must name, while approvals are still missing."""
+        cov = self.coverage
+        return self.digest if cov is not None and not cov.complete and not cov.never else None
+
+
 async def publish(
     ctx: WorkerContext, req: PlanRequest, results: list[ProjectResult], made: dict[str, tuple[str, str]] | None = None
 ) -> None:
@@ -87,81 +107,121 @@ async def publish(
         return
     found = ctx.records.get_json(meta_key(req))
     meta = found if isinstance(found, dict) else {}
-    notes = [render_too_many_files(vcs.MAX_PR_FILES)] if meta.get("changes_unknown") else []
-    if req.code_sha:
-        notes.append(render_planned_on_merge(req.sha, req.code_sha, req.default_branch))
-    note = "\n\n".join(notes)
-    failed = [r.identity for r in results if r.plan is None]
     async with installation_client(ctx.tokens, req.installation_id, ctx.settings.api_url) as gh:
         if "mask_patterns" in meta:
             patterns = [*ctx.settings.mask_patterns, *meta["mask_patterns"]]
         else:  # the dispatch's record is gone (Redis lost it, or the key that seals it changed): ask again
             patterns = await mask_patterns(gh, req.repo, req.default_branch, ctx.settings.mask_patterns)
-        gated = any(r.plan is not None and (r.plan.destroys or r.code_runs) for r in results)
-        policy = await gate_check.policy(gh, req.repo, req.default_branch) if gated else None
-        gates = gate_check.gates_of(results, policy)
         login = await bot_login(ctx)
-        digest = published_digest(
-            {r.identity: plan_digest(_planned_at(req, r), r.identity, gates[r.identity]) for r in results if r.plan}
-        )
-        cov = None
-        if not failed and any(gates.values()):
-            cov = await gate_check.coverage_at(
-                ctx.records,
-                gh,
-                repo=req.repo,
-                repo_id=req.repo_id,
-                number=req.pr,
-                sha=req.sha,
-                gates=gates,
-                bot_login=login,
-                rules=policy.destroy_rules if policy is not None else None,
-            )
+        judged = await _judge(ctx, gh, req, results, login)
+        cov = judged.coverage
         bodies = render_plan_comments(
             results,
             pr=req.pr,
             sha=req.sha,
             mask_patterns=patterns,
-            note=note,
+            note=_note(req, meta),
             notes=cov.notes if cov is not None else None,
-            gates=gates,
+            gates=judged.gates,
             voided=cov.voided if cov is not None else frozenset(),
         )
-        text = bodies[0].partition("\n")[2]  # the plan comment's first part, without its marker
         gate = destroy_status(results) if cov is None else approval_status(cov)
         gate = gate_check.at_commit(ctx.records, req.repo_id, req.sha, req.pr, gate)
-        waiting = digest if cov is not None and not cov.complete and not cov.never else None
+        published = await _comment_and_reports(ctx, gh, req, results, bodies, judged, login, gate)
+        _remember(ctx, req, results, made, meta, judged)
+    _record_runs(ctx, req, results, patterns, gate, published.url)
+    log.info(json.dumps({"repo": req.repo, "pr": req.pr, "sha": req.sha, "outcome": "published"}))
 
-        async def commented() -> vcs.Published:
-            published = await vcs.upsert_comments(
-                gh,
-                ctx.records,
-                repo=req.repo,
-                repo_id=req.repo_id,
-                number=req.pr,
-                login=login,
-                kind="plan",
-                bodies=bodies,
-            )
-            # Saved once the comment shows it: an approval is measured against when its author could see it.
-            record = gate_store.PlanRecord(gates=gates, failed=failed, published_at=published.at, digest=digest)
-            gate_store.save_plan(ctx.records, req.repo_id, req.pr, req.sha, record)
-            return published
 
-        reports = functools.partial(_report, gh, req, plan_status(results), gate, text, waiting)
-        published = await _comment_and_reports(
-            commented(), reports, vcs.known_url(ctx.records, req.repo_id, req.pr, "plan"), req.pull_url()
+def _note(req: PlanRequest, meta: dict[str, Any]) -> str:
+    """What the comment says above the plans: changed files GitHub could not list, a test-merge plan."""
+    notes = [render_too_many_files(vcs.MAX_PR_FILES)] if meta.get("changes_unknown") else []
+    if req.code_sha:
+        notes.append(render_planned_on_merge(req.sha, req.code_sha, req.default_branch))
+    return "\n\n".join(notes)
+
+
+async def _judge(ctx: WorkerContext, gh: GitHub, req: PlanRequest, results: list[ProjectResult], login: str) -> Judged:
+    """The gated changes under the default branch's destroy rules, and the approvals recorded for them."""
+    failed = [r.identity for r in results if r.plan is None]
+    gated = any(r.plan is not None and (r.plan.destroys or r.code_runs) for r in results)
+    policy = await gate_check.policy(gh, req.repo, req.default_branch) if gated else None
+    gates = gate_check.gates_of(results, policy)
+    digest = published_digest(
+        {r.identity: plan_digest(_planned_at(req, r), r.identity, gates[r.identity]) for r in results if r.plan}
+    )
+    cov = None
+    if not failed and any(gates.values()):
+        cov = await gate_check.coverage_at(
+            ctx.records,
+            gh,
+            repo=req.repo,
+            repo_id=req.repo_id,
+            number=req.pr,
+            sha=req.sha,
+            gates=gates,
+            bot_login=login,
+            rules=policy.destroy_rules if policy is not None else None,
         )
-        url = published.url
-        if made is not None:
-            ok = {r.identity for r in results if r.plan is not None}
-            carry.remember(ctx, req, meta.get("inputs", {}), {i: m for i, m in made.items() if i in ok})
-        planned = pr_plans.PlannedPR(req.pr, req.sha, req.author, req.fork, [r.identity for r in results])
-        pr_plans.remember(ctx.records, req.repo_id, planned)
-        if cov is not None and not cov.complete:
-            audit.record(
-                ctx.redis, "blocked", repo=req.repo, pr=req.pr, sha=req.sha, unapproved=len(cov.unapproved_pairs)
-            )
+    return Judged(gates, failed, digest, cov)
+
+
+async def _comment_and_reports(
+    ctx: WorkerContext,
+    gh: GitHub,
+    req: PlanRequest,
+    results: list[ProjectResult],
+    bodies: list[str],
+    judged: Judged,
+    login: str,
+    gate: tuple[State, str],
+) -> vcs.Published:
+    """The plan comment and both reports, at once; the gate's record of the plan is saved once the
+    comment shows it: an approval is measured against when its author could see it."""
+
+    async def commented() -> vcs.Published:
+        published = await vcs.upsert_comments(
+            gh, ctx.records, repo=req.repo, repo_id=req.repo_id, number=req.pr, login=login, kind="plan", bodies=bodies
+        )
+        record = gate_store.PlanRecord(
+            gates=judged.gates, failed=judged.failed, published_at=published.at, digest=judged.digest
+        )
+        gate_store.save_plan(ctx.records, req.repo_id, req.pr, req.sha, record)
+        return published
+
+    text = bodies[0].partition("\n")[2]  # the plan comment's first part, without its marker
+    reports = functools.partial(_report, gh, req, plan_status(results), gate, text, judged.waiting)
+    known = vcs.known_url(ctx.records, req.repo_id, req.pr, "plan")
+    return await _concurrently(commented(), reports, known, req.pull_url())
+
+
+def _remember(
+    ctx: WorkerContext,
+    req: PlanRequest,
+    results: list[ProjectResult],
+    made: dict[str, tuple[str, str]] | None,
+    meta: dict[str, Any],
+    judged: Judged,
+) -> None:
+    """What the next push may carry, which plans a push to main makes stale, and a blocked gate's audit."""
+    if made is not None:
+        ok = {r.identity for r in results if r.plan is not None}
+        carry.remember(ctx, req, meta.get("inputs", {}), {i: m for i, m in made.items() if i in ok})
+    planned = pr_plans.PlannedPR(req.pr, req.sha, req.author, req.fork, [r.identity for r in results])
+    pr_plans.remember(ctx.records, req.repo_id, planned)
+    cov = judged.coverage
+    if cov is not None and not cov.complete:
+        audit.record(ctx.redis, "blocked", repo=req.repo, pr=req.pr, sha=req.sha, unapproved=len(cov.unapproved_pairs))
+
+
+def _record_runs(
+    ctx: WorkerContext,
+    req: PlanRequest,
+    results: list[ProjectResult],
+    patterns: list[str],
+    gate: tuple[State, str],
+    url: str | None,
+) -> None:
     for r in results:
         shown = mask(r.error or "", (), patterns)[:200]  # masked whole first: a cut could split a match
         summary = summary_line(r.plan) if r.plan is not None else f"plan failed: {shown}"
@@ -177,4 +237,3 @@ async def publish(
             gate_description=gate[1],
             url=url,
         )
-    log.info(json.dumps({"repo": req.repo, "pr": req.pr, "sha": req.sha, "outcome": "published"}))
