@@ -12,15 +12,12 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
-from dataclasses import dataclass
 
 from core.apply_outcome import ApplyOutcome, Ending
 from core.apply_outcome import held as held_outcome
-from core.config import RepoConfig
 from core.contract import ApplyConversation, PushRequest
-from core.gate import Apply, Block, Decision, decide_apply, unreadable
-from core.gated import Gated, plan_gates
-from core.plan import Plan, summary_line
+from core.gate import Apply, Block
+from core.plan import summary_line
 from core.projects import Project
 from core.render.apply import (
     render_apply_result,
@@ -31,9 +28,8 @@ from core.render.apply import (
 from plumbing.runlog import record_run
 from workers.adapters.github import GitHub, vcs
 from workers.adapters.github.auth import installation_client
-from workers.adapters.github.authors import Authors, applied, of_pull, of_push, record_unapplied, unapplied
+from workers.adapters.github.authors import applied
 from workers.adapters.github.client import outage
-from workers.adapters.github.pulls import get_pull
 from workers.adapters.github.repo_config import base_config, policy_ref
 from workers.adapters.store import applies as apply_store
 from workers.adapters.store import apply_phases, audit
@@ -41,30 +37,11 @@ from workers.adapters.store.apply_phases import Phase
 from workers.adapters.terraform import pipeline
 from workers.adapters.terraform.steps import Terraform
 from workers.context import WorkerContext
-from workers.flows import push_apply, superseded
-from workers.flows.apply_approvals import Standing, standing
+from workers.flows import apply_decision, push_apply, superseded
+from workers.flows.apply_decision import Decided
 from workers.flows.push_apply import record_outcome
 
 log = logging.getLogger("plangate.apply")
-
-
-@dataclass(frozen=True)
-class Decided:
-    """The fresh plan at the pushed SHA, its gated changes and the gate's decision on them."""
-
-    saved: pipeline.SavedPlan
-    gates: dict[str, Gated]
-    decision: Decision
-    mask_patterns: list[str]
-    approved: Standing
-
-    @property
-    def plan(self) -> Plan | None:
-        return self.saved.plan
-
-    @property
-    def text(self) -> str:
-        return self.saved.text
 
 
 async def run(ctx: WorkerContext, req: PushRequest, project: Project, where: ApplyConversation, run_id: str) -> str:
@@ -109,7 +86,7 @@ async def _run(
         scope, name, code = "push", project.name, project.destroy_from or req.after
         with pipeline.checked_out(ctx.checkouts, req.repo_id, scope, code, name, req.clone_url, token) as dirs:
             saved = await asyncio.to_thread(pipeline.plan, plan_tf, project, dirs)
-            decided = await _decide(ctx, gh, req, project, where, policy, saved, patterns)
+            decided = await apply_decision.decide(ctx, gh, req, project, where, policy, saved, patterns)
             if not project.apply_on_merge:
                 return await _report_only(ctx, gh, req, project, where, decided, "apply_on_merge is false")
             if isinstance(decided.decision, Block):
@@ -117,71 +94,6 @@ async def _run(
             if not isinstance(decided.decision, Apply):
                 return await _report_only(ctx, gh, req, project, where, decided, decided.decision.reason)
             return await _apply(ctx, gh, req, project, where, decided, tf, dirs, run_id)
-
-
-async def _decide(
-    ctx: WorkerContext,
-    gh: GitHub,
-    req: PushRequest,
-    project: Project,
-    where: ApplyConversation,
-    policy: RepoConfig,
-    saved: pipeline.SavedPlan,
-    patterns: list[str],
-) -> Decided:
-    """The gate on the plan just made: its gated changes against the approvals that still stand for them."""
-    if saved.plan is None:
-        return Decided(saved, {}, unreadable(saved.error or "no plan"), patterns, Standing(frozenset(), ()))
-    gate_code = policy.gates_code(project.name, project.workspace, project.dir)
-    gates = plan_gates(saved.plan, saved.code_runs, gate_code=gate_code)
-    approved = await _approved(ctx, gh, req, project, where, policy, gates)
-    return Decided(saved, gates, decide_apply(saved.plan, approved.keys, gates), patterns, approved)
-
-
-async def _approved(
-    ctx: WorkerContext,
-    gh: GitHub,
-    req: PushRequest,
-    project: Project,
-    where: ApplyConversation,
-    policy: RepoConfig,
-    gates: dict[str, Gated],
-) -> Standing:
-    """Gated keys approved on the merged PR's last head or on this blocked apply, for these very objects,
-    by people who still qualify; nothing when there is nothing to approve (no request spent)."""
-    if not gates:
-        return Standing(frozenset(), ())
-    login = await vcs.bot_login(ctx.records, ctx.app_id, ctx.private_key, ctx.settings.api_url)
-    own = await _authors(ctx, gh, req, where, policy)
-    authors = own.merged(unapplied(ctx.records, req.repo_id, project.identity))
-    if project.apply_on_merge:  # a report-only project is never applied: its authors are not held over
-        record_unapplied(ctx.records, req.repo_id, project.identity, own)  # until an apply of it succeeds
-    return await standing(
-        ctx.records,
-        gh,
-        repo=req.repo,
-        repo_id=req.repo_id,
-        number=where.number,
-        shas=tuple(s for s in dict.fromkeys((where.approved_on, req.after)) if s),
-        identity=project.identity,
-        gates=gates,
-        bot_login=login,
-        authors=authors,
-        policy=policy.destroy_approvers,
-        rules=policy.destroy_rules,
-    )
-
-
-async def _authors(
-    ctx: WorkerContext, gh: GitHub, req: PushRequest, where: ApplyConversation, policy: RepoConfig
-) -> Authors:
-    """The merged PR's authors as GitHub shows them now (opener, pushers, committers); a direct push's
-    pusher and committers."""
-    if not where.is_pr or where.number is None:
-        return of_push(where.authors)
-    pull = await get_pull(gh, req.repo, where.number)
-    trusted = policy.destroy_approvers.trusted_bots
-    return await of_pull(gh, ctx.records, repo=req.repo, repo_id=req.repo_id, pull=pull, trusted_bots=trusted)
 
 
 async def _block(

@@ -1,0 +1,104 @@
+"""The gate's decision on an apply's fresh plan at the pushed SHA: its gated changes, the approvals that
+still stand for them (re-checked against GitHub and the policy as it was before the push), and what
+the gate decides."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from core.config import RepoConfig
+from core.contract import ApplyConversation, PushRequest
+from core.gate import Decision, decide_apply, unreadable
+from core.gated import Gated, plan_gates
+from core.plan import Plan
+from core.projects import Project
+from workers.adapters.github import GitHub, vcs
+from workers.adapters.github.authors import Authors, of_pull, of_push, record_unapplied, unapplied
+from workers.adapters.github.pulls import get_pull
+from workers.adapters.terraform import pipeline
+from workers.context import WorkerContext
+from workers.flows.apply_approvals import Standing, standing
+
+
+@dataclass(frozen=True)
+class Decided:
+    """The fresh plan at the pushed SHA, its gated changes and the gate's decision on them."""
+
+    saved: pipeline.SavedPlan
+    gates: dict[str, Gated]
+    decision: Decision
+    mask_patterns: list[str]
+    approved: Standing
+
+    @property
+    def plan(self) -> Plan | None:
+        return self.saved.plan
+
+    @property
+    def text(self) -> str:
+        return self.saved.text
+
+
+async def decide(
+    ctx: WorkerContext,
+    gh: GitHub,
+    req: PushRequest,
+    project: Project,
+    where: ApplyConversation,
+    policy: RepoConfig,
+    saved: pipeline.SavedPlan,
+    patterns: list[str],
+) -> Decided:
+    """The gate on the plan just made: its gated changes against the approvals that still stand for them."""
+    if saved.plan is None:
+        return Decided(saved, {}, unreadable(saved.error or "no plan"), patterns, Standing(frozenset(), ()))
+    gate_code = policy.gates_code(project.name, project.workspace, project.dir)
+    gates = plan_gates(saved.plan, saved.code_runs, gate_code=gate_code)
+    approved = await _approved(ctx, gh, req, project, where, policy, gates)
+    return Decided(saved, gates, decide_apply(saved.plan, approved.keys, gates), patterns, approved)
+
+
+async def _approved(
+    ctx: WorkerContext,
+    gh: GitHub,
+    req: PushRequest,
+    project: Project,
+    where: ApplyConversation,
+    policy: RepoConfig,
+    gates: dict[str, Gated],
+) -> Standing:
+    """Gated keys approved on the merged PR's last head or on this blocked apply, for these very objects,
+    by people who still qualify; nothing when there is nothing to approve (no request spent)."""
+    if not gates:
+        return Standing(frozenset(), ())
+    login = await vcs.bot_login(ctx.records, ctx.app_id, ctx.private_key, ctx.settings.api_url)
+    own = await _authors(ctx, gh, req, where, policy)
+    authors = own.merged(unapplied(ctx.records, req.repo_id, project.identity))
+    if project.apply_on_merge:  # a report-only project is never applied: its authors are not held over
+        record_unapplied(ctx.records, req.repo_id, project.identity, own)  # until an apply of it succeeds
+    return await standing(
+        ctx.records,
+        gh,
+        repo=req.repo,
+        repo_id=req.repo_id,
+        number=where.number,
+        shas=tuple(s for s in dict.fromkeys((where.approved_on, req.after)) if s),
+        identity=project.identity,
+        gates=gates,
+        bot_login=login,
+        authors=authors,
+        policy=policy.destroy_approvers,
+        rules=policy.destroy_rules,
+    )
+
+
+async def _authors(
+    ctx: WorkerContext, gh: GitHub, req: PushRequest, where: ApplyConversation, policy: RepoConfig
+) -> Authors:
+    """The merged PR's authors as GitHub shows them now (opener, pushers, committers); a direct push's
+    pusher and committers."""
+    if not where.is_pr or where.number is None:
+        return of_push(where.authors)
+    pull = await get_pull(gh, req.repo, where.number)
+    trusted = policy.destroy_approvers.trusted_bots
+    return await of_pull(gh, ctx.records, repo=req.repo, repo_id=req.repo_id, pull=pull, trusted_bots=trusted)
