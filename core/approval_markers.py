@@ -4,12 +4,64 @@ dismissed review leaves, so a rebuilt list never counts an approval that was tak
 
 from __future__ import annotations
 
+import base64
+import binascii
+import json
+import zlib
 from collections.abc import Collection, Iterable, Mapping
 from dataclasses import replace
 from typing import Any
 
-from core.approvals import Approval, approval_from_marker, context
+from core.approvals import MARKER_VERSION, Approval, Seen, context
 from core.render.marker import open_sealed, sealed_marker
+
+# Inflating a compressed marker (core.approvals) stops here.
+_MAX_INFLATED = 16 * 1024 * 1024
+
+
+def _inflate(text: object) -> object:
+    if not isinstance(text, str):
+        return None
+    try:
+        raw = base64.b64decode(text, validate=True)
+        inflater = zlib.decompressobj()
+        data = inflater.decompress(raw, _MAX_INFLATED)
+        if inflater.unconsumed_tail or not inflater.eof:
+            return None
+        return json.loads(data)
+    except (binascii.Error, zlib.error, ValueError, RecursionError):
+        return None
+
+
+def _seen_of(fields: Mapping[str, Any]) -> frozenset[Seen] | None:
+    """The approved changes (plain or compressed) when well-formed, else None."""
+    if ("changes" in fields) == ("changes_z" in fields):
+        return None
+    raw = fields["changes"] if "changes" in fields else _inflate(fields["changes_z"])
+    if not isinstance(raw, dict) or not raw:
+        return None
+    seen: set[Seen] = set()
+    for project, changes in raw.items():
+        if not project or not isinstance(changes, dict) or not changes:
+            return None
+        for key, obj in changes.items():
+            if not key or not isinstance(obj, str):
+                return None
+            seen.add((project, key, obj))
+    return frozenset(seen)
+
+
+def approval_from_marker(body: object, *, key: bytes, repo_id: int, number: int, sha: str) -> Approval | None:
+    """The approval in a comment body for `sha`; None unless a sealed marker opens the body, verifies for
+    this repository's `number`, and is of `sha`."""
+    fields = open_sealed(body, "approval", key, context(repo_id, number))
+    if fields is None or fields.get("v") != MARKER_VERSION or fields.get("sha") != sha or not sha:
+        return None
+    approver, plan = fields.get("approver"), fields.get("plan")
+    if not isinstance(approver, str) or not approver or not isinstance(plan, str):
+        return None
+    seen = _seen_of(fields)
+    return Approval(approver, sha, seen, plan) if seen else None
 
 
 def answered_approval(body: object, *, key: bytes, repo_id: int, number: int) -> tuple[int, str, str] | None:

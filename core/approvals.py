@@ -11,14 +11,13 @@ GitHub is the system of record, so each approval is also written as a hidden mar
 reply comment. Anyone with write access can edit the bot's comments, so the marker is sealed
 (core.render.marker.sealed_marker): a MAC over the repository, the PR or issue, the SHA, the plan's
 digest, the approver, every approved change with its object, and the comment it answers, keyed by a
-secret only the workers hold. `approvals_from_comments` rebuilds approvals only from markers that
-verify; no verifying marker means no approval.
+secret only the workers hold. core.approval_markers reads them back, and only from markers that
+verify: no verifying marker means no approval.
 """
 
 from __future__ import annotations
 
 import base64
-import binascii
 import json
 import zlib
 from collections.abc import Iterable, Mapping, Sequence
@@ -27,7 +26,7 @@ from typing import Any
 
 from core.gated import Gates
 from core.projects import identity_name
-from core.render.marker import open_sealed, sealed_marker
+from core.render.marker import sealed_marker
 from core.render.text import code
 
 Pair = tuple[str, str]  # (project identity, gated key as in core.gated)
@@ -42,8 +41,7 @@ OBJECT_LEN = 32
 MAX_MARKER = 50_000
 _SEAL = 65  # " " and a 64-hex MAC
 # Changes are stored as plain JSON when they fit, else zlib-compressed (terraform addresses share long
-# prefixes, so thousands of them compress well). Inflating stops here.
-_MAX_INFLATED = 16 * 1024 * 1024
+# prefixes, so thousands of them compress well).
 MARKER_VERSION = 3  # 3: sealed, each change with its object (1 and 2 were unsealed and count for nothing)
 
 
@@ -232,51 +230,6 @@ def approval_marker(approval: Approval, *, key: bytes, repo_id: int, number: int
     """The sealed `plangate:approval` marker: approver, SHA, plan digest, every change with its object,
     and the command it answers, bound to this repository's PR or issue `number`."""
     return sealed_marker("approval", key, context(repo_id, number), **_fields(approval, reply_to))
-
-
-def _inflate(text: object) -> object:
-    if not isinstance(text, str):
-        return None
-    try:
-        raw = base64.b64decode(text, validate=True)
-        inflater = zlib.decompressobj()
-        data = inflater.decompress(raw, _MAX_INFLATED)
-        if inflater.unconsumed_tail or not inflater.eof:
-            return None
-        return json.loads(data)
-    except (binascii.Error, zlib.error, ValueError, RecursionError):
-        return None
-
-
-def _seen_of(fields: Mapping[str, Any]) -> frozenset[Seen] | None:
-    """The approved changes (plain or compressed) when well-formed, else None."""
-    if ("changes" in fields) == ("changes_z" in fields):
-        return None
-    raw = fields["changes"] if "changes" in fields else _inflate(fields["changes_z"])
-    if not isinstance(raw, dict) or not raw:
-        return None
-    seen: set[Seen] = set()
-    for project, changes in raw.items():
-        if not project or not isinstance(changes, dict) or not changes:
-            return None
-        for key, obj in changes.items():
-            if not key or not isinstance(obj, str):
-                return None
-            seen.add((project, key, obj))
-    return frozenset(seen)
-
-
-def approval_from_marker(body: object, *, key: bytes, repo_id: int, number: int, sha: str) -> Approval | None:
-    """The approval in a comment body for `sha`; None unless a sealed marker opens the body, verifies for
-    this repository's `number`, and is of `sha`."""
-    fields = open_sealed(body, "approval", key, context(repo_id, number))
-    if fields is None or fields.get("v") != MARKER_VERSION or fields.get("sha") != sha or not sha:
-        return None
-    approver, plan = fields.get("approver"), fields.get("plan")
-    if not isinstance(approver, str) or not approver or not isinstance(plan, str):
-        return None
-    seen = _seen_of(fields)
-    return Approval(approver, sha, seen, plan) if seen else None
 
 
 def to_json(approvals: Iterable[Approval]) -> str:

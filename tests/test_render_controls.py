@@ -7,7 +7,8 @@ import json
 from hypothesis import given
 from hypothesis import strategies as st
 
-from core.approvals import Approval, approval_from_marker, approval_marker
+from core.approval_markers import approval_from_marker
+from core.approvals import Approval, approval_marker
 from core.render.backstop import Backstop
 from core.render.controls import printable
 from core.render.marker import open_sealed, parse_marker, sealed_marker
