@@ -141,7 +141,8 @@ def cmd_cron(args: argparse.Namespace) -> int:
     from rq import Queue
     from rq.cron import CronScheduler
 
-    from core.contract import PLANS_QUEUE
+    from core.contract import PLANS_QUEUE, Jobs
+    from plumbing.job_options import OPTIONS
     from plumbing.redis_client import connect
     from plumbing.settings import forget_secrets
     from workers import maintenance
@@ -159,7 +160,8 @@ def cmd_cron(args: argparse.Namespace) -> int:
             scheduler.register(maintenance.sweep_workdirs, PLANS_QUEUE, cron="17 * * * *", name="sweep-workdirs")
             scheduler.register(jobs.refresh_drift_targets, PLANS_QUEUE, cron="7 * * * *", name="drift-targets")
             scheduler.register(jobs.drift_tick, PLANS_QUEUE, cron="* * * * *", name="drift-tick")
-            Queue(PLANS_QUEUE, connection=conn).enqueue(jobs.refresh_drift_targets)  # know the targets now
+            refresh = OPTIONS[Jobs.REFRESH_DRIFT_TARGETS].enqueue_args()
+            Queue(PLANS_QUEUE, connection=conn).enqueue(jobs.refresh_drift_targets, **refresh)  # know the targets now
             scheduler.start()  # type: ignore[no-untyped-call]
             return 0
         except (redis.ConnectionError, redis.TimeoutError) as exc:

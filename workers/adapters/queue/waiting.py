@@ -11,6 +11,8 @@ from rq import Queue
 from rq.exceptions import DuplicateJobError, NoSuchJobError
 from rq.job import Job, JobStatus
 
+from plumbing.job_options import OPTIONS
+
 Cancelled = Literal["cancelled", "started", "missing"]
 
 
@@ -30,9 +32,11 @@ def cancel_if_queued(conn: redis.Redis, job_id: str) -> Cancelled:
 def schedule_once(
     conn: redis.Redis, queue: str, func: str, kwargs: dict[str, Any], *, job_id: str, delay: timedelta
 ) -> bool:
-    """`func(**kwargs)` on `queue` after `delay`, unless a job `job_id` exists already (then False)."""
+    """`func(**kwargs)` on `queue` after `delay`, with the options of its kind, unless a job `job_id`
+    exists already (then False)."""
+    options = OPTIONS[func].enqueue_args()
     try:
-        Queue(queue, connection=conn).enqueue_in(delay, func, kwargs=kwargs, job_id=job_id, unique=True)
+        Queue(queue, connection=conn).enqueue_in(delay, func, kwargs=kwargs, job_id=job_id, unique=True, **options)
     except DuplicateJobError:
         return False
     return True
