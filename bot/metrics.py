@@ -74,8 +74,8 @@ class GitHubHealth(Collector):
             left.add_metric([installation], value)
         yield left
         jobs = CounterMetricFamily(
-            "plangate_jobs", "Jobs re-run after a dead worker (recovered), lost to one (abandoned), or deferred "
-            "by a rate limit", labels=["outcome"],
+            "plangate_jobs", "Jobs re-run after a dead worker (recovered), lost to one (abandoned), deferred "
+            "by a rate limit, or unreadable (a payload from a version this one cannot read)", labels=["outcome"],
         )  # fmt: skip
         for outcome, value in _read(self._conn, redis_keys.JOBS):
             jobs.add_metric([outcome], value)

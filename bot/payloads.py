@@ -39,6 +39,7 @@ class _Pull(Struct, omit_defaults=True):
     head: _Ref
     user: _Login
     base: _Ref | UnsetType = UNSET
+    closed_at: str | UnsetType | None = UNSET  # `closed`: tells a second close of a reopened PR apart
 
 
 class _Repo(Struct, omit_defaults=True):

@@ -8,11 +8,14 @@ only (ids, names, SHAs), never a token or a client.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass, fields
 from typing import Any, Final
 
 from core.trigger import PUSHED, Trigger, Why
+
+_UNSAFE = re.compile(r"[^A-Za-z0-9_-]")
 
 
 class Jobs:
@@ -75,8 +78,10 @@ CONTEXTS = (PLAN_CONTEXT, DESTROY_CONTEXT, APPLY_CONTEXT)
 
 
 def job_id(kind: str, repo_id: int, *parts: object) -> str:
-    """Deterministic: a redelivered or duplicate event maps to the job that already exists."""
-    return "-".join([kind, str(repo_id), *(str(p) for p in parts)])
+    """Deterministic: a redelivered or duplicate event maps to the job that already exists. RQ takes
+    only letters, digits, `_` and `-` in an id (it cuts one at a `:`), so anything else in a part (a
+    timestamp's colons, a ref's slashes) becomes `_`."""
+    return _UNSAFE.sub("_", "-".join([kind, str(repo_id), *(str(p) for p in parts)]))
 
 
 @dataclass(frozen=True)

@@ -26,6 +26,7 @@ from redis.asyncio.connection import AbstractConnection as AsyncConnection
 from redis.commands.core import Script
 from redis.exceptions import NoScriptError, RedisError, ResponseError
 from rq import Queue
+from rq.job import validate_job_id
 from rq.utils import now
 
 from plumbing import rq_internals
@@ -143,6 +144,7 @@ class JobWrite:
 def prepare(queue: Queue, func: str, job_id: str, request: Any, options: Options | None = None) -> JobWrite:
     """The write that enqueues `func(request=...)` as `job_id` unless that id exists (no I/O), with
     the options of its kind (plumbing.job_options) unless `options` says otherwise."""
+    validate_job_id(job_id)  # RQ's own enqueue refuses such an id; a worker would drop it unseen
     chosen = OPTIONS[func] if options is None else options
     kind = (queue.serializer, queue.name, func, chosen)  # the same on every connection
     template = _templates.get(kind)

@@ -6,6 +6,7 @@ from __future__ import annotations
 import hashlib
 import json
 import time
+import zlib
 from dataclasses import replace
 from http import HTTPStatus
 
@@ -16,6 +17,7 @@ from hypothesis import strategies as st
 from rq import Queue, Retry
 from rq.job import Job
 
+from core import redis_keys
 from core.apply_outcome import ApplyOutcome
 from core.contract import ApplyConversation, Jobs, PushRequest
 from core.gated import Gated
@@ -141,6 +143,18 @@ def test_no_last_word_for_jobs_others_report_for(redis_conn: redis.Redis) -> Non
     Queue("plangate-plans", connection=redis_conn).enqueue("tests.jobs.echo.echo", job_id=f"{in_place.id}-fallback")
     watchdog.owed(redis_conn, in_place, KILLED)  # it planned in place: the publish it left reports
     assert Queue("plangate-commands", connection=redis_conn).job_ids == []
+
+
+def test_a_payload_this_version_cannot_read_is_counted_not_crashed_on(redis_conn: redis.Redis) -> None:
+    """A job enqueued by another version whose classes this one lacks: no last word can name its PR,
+    but the failure callback must not fail too; the job is counted for the operator."""
+    job = _failed_job(redis_conn, Jobs.APPLY_PROJECT, 0, push="p")
+    redis_conn.hset(Job.key_for(job.id), "data", zlib.compress(b"\x80\x05not a pickle"))
+    unread = Job.fetch(job.id, connection=redis_conn)
+    unread.retries_left = 0
+    watchdog.owed(redis_conn, unread, KILLED)
+    assert Queue("plangate-commands", connection=redis_conn).job_ids == []
+    assert redis_conn.hget(redis_keys.JOBS, "unreadable") == b"1"
 
 
 def test_the_failure_callback_names_what_stopped_the_job(redis_conn: redis.Redis) -> None:

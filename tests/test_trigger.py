@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from core.contract import GroupRequest, PlanRequest
+from core.contract import GroupRequest, PlanRequest, job_id
 from core.trigger import PUSHED, Trigger, Why
 
 
@@ -25,3 +25,12 @@ def test_a_merge_group_and_a_test_merge_are_named_by_their_trigger() -> None:
         1, 2, "o/r", "https://x/o/r.git", "main", pr=3, sha="s", author="a", trigger=Trigger(Why.BASE_MOVED, "b")
     )
     assert moved.plans_test_merge and not moved.is_merge_group
+
+
+def test_a_job_id_holds_only_what_rq_takes() -> None:
+    """RQ cuts an id at a `:` and its worker then drops the job unseen: a timestamp or a ref is made safe."""
+    assert job_id("closed", 1, 2, "2024-05-01T12:34:56Z") == "closed-1-2-2024-05-01T12_34_56Z"
+    assert job_id("plan", 1, 2, "abc", Trigger(Why.MERGE_GROUP, "gh-readonly-queue/main/pr-1")) == (
+        "plan-1-2-abc-merge-group-gh-readonly-queue_main_pr-1"
+    )
+    assert job_id("plan", 1, 2, "abc", Trigger(Why.COMMAND, "42")) == "plan-1-2-abc-comment-42"

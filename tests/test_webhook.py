@@ -137,14 +137,14 @@ def test_closed_pr_has_a_job_cancel_its_queued_plan(client: TestClient, redis_co
     opened = load("pull_request.opened.json")
     post(client, "pull_request", opened)
     (plan,) = queued(redis_conn)[PLANS_QUEUE]
-    closed = dict(opened, action="closed")
+    pull = dict(opened["pull_request"], state="closed", closed_at="2024-05-01T12:34:56Z")  # as GitHub sends it
+    closed = dict(opened, action="closed", pull_request=pull)
     status, answer = post(client, "pull_request", closed)
     assert (status, answer["outcome"]) == (202, "enqueued")
-    (job,) = Queue(COMMANDS_QUEUE, connection=redis_conn).jobs  # taken before any plan
-    pull = opened["pull_request"]
-    assert job.func_name == Jobs.PULL_CLOSED
+    (job,) = Queue(COMMANDS_QUEUE, connection=redis_conn).jobs  # taken before any plan, its id RQ's kind
+    assert job.func_name == Jobs.PULL_CLOSED and ":" not in job.id
     assert job.kwargs["request"] == PullClosed(
-        opened["repository"]["id"], pull["number"], pull["head"]["sha"], plan, str(pull.get("closed_at") or "")
+        opened["repository"]["id"], pull["number"], pull["head"]["sha"], plan, "2024-05-01T12:34:56Z"
     )
     assert post(client, "pull_request", closed)[1]["outcome"] == "duplicate"  # a redelivery: tidied once
 

@@ -8,10 +8,13 @@ left, or rescheduled through an outage by workers.rescheduling) owes nothing yet
 
 from __future__ import annotations
 
+import json
+import logging
 from typing import Any
 
 import redis
 from rq import Queue
+from rq.exceptions import DeserializationError
 from rq.job import Job
 
 from core.contract import COMMANDS_QUEUE, LAST_WORD_JOBS, Jobs
@@ -20,6 +23,8 @@ from plumbing.job_options import GAVE_UP, OPTIONS
 from workers.adapters.github.client import outage
 from workers.adapters.github.metrics import Recorder
 from workers.adapters.queue.fanout import fallback_publish_id, not_ended
+
+log = logging.getLogger("plangate.watchdog")
 
 
 def failed(job: Job, connection: redis.Redis, kind: type, value: BaseException | None, traceback: Any) -> None:
@@ -37,7 +42,13 @@ def failed(job: Job, connection: redis.Redis, kind: type, value: BaseException |
 
 def owed(connection: redis.Redis, job: Job, why: str) -> None:
     """Enqueue the last word of `job` (once, however often this is called) unless it will run again."""
-    if job.retries_left or job.func_name not in LAST_WORD_JOBS:
+    try:
+        func, kwargs = job.func_name, dict(job.kwargs)
+    except DeserializationError:  # enqueued by a version whose payload this one cannot read
+        log.error(json.dumps({"job": job.id, "last_word": "payload unreadable"}))
+        Recorder(connection).job("unreadable")
+        return
+    if job.retries_left or func not in LAST_WORD_JOBS:
         return
     if connection.exists(Job.key_for(fallback_publish_id(job.id))):
         return  # the job planned in place and left a publish behind, which reports its death
@@ -46,7 +57,7 @@ def owed(connection: redis.Redis, job: Job, why: str) -> None:
         return
     Queue(COMMANDS_QUEUE, connection=connection).enqueue(
         Jobs.LAST_WORD,
-        kwargs={"job": job.func_name, "kwargs": dict(job.kwargs), "why": why},
+        kwargs={"job": func, "kwargs": kwargs, "why": why},
         job_id=fixed,
         **OPTIONS[Jobs.LAST_WORD].enqueue_args(),
     )
