@@ -15,7 +15,7 @@ from typing import Any
 from core.plan_code import CodeRun as CodeRun
 from core.plan_code import code_runs
 from core.plan_json import PlanError as PlanError
-from core.plan_json import any_marked, digest, load_document, masked, sensitive_of
+from core.plan_json import any_marked, digest, hashed, load_document, masked, sensitive_of
 from core.plan_lean import LeanChange, LeanEntry, LeanPlan, read_lean
 
 # Action classes a resource change is sorted into. "unknown" fails closed: it counts as a destroy.
@@ -62,6 +62,7 @@ class ResourceChange:
     replace_paths: tuple[str, ...] = ()
     sensitive_values: tuple[str, ...] = field(default=(), compare=False)  # plain values to mask
     object_digest: str = ""  # the real object acted on (object_digest()): what an approval is bound to
+    change_digest: str = ""  # a create, update or read: what it would do (change_digest()), for change_rules
 
     @property
     def is_destroy(self) -> bool:
@@ -237,6 +238,9 @@ def _change(entry: Any, where: str) -> ResourceChange:
         replace_paths=_replace_paths(change.get("replace_paths"), where),
         sensitive_values=sensitive_of(values),
         object_digest=object_digest(entry.get("provider_name"), rtype, values),
+        change_digest=change_digest(entry.get("provider_name"), rtype, actions, change)
+        if KNOWN_ACTIONS.get(actions) in ("create", "update", "read")
+        else "",
     )
 
 
@@ -268,6 +272,14 @@ def object_digest(provider: Any, rtype: Any, change: dict[str, Any]) -> str:
     if change.get("before_identity") is not None:
         facts["before_identity"] = change["before_identity"]
     return digest(facts)
+
+
+def change_digest(provider: Any, rtype: Any, actions: tuple[str, ...], change: dict[str, Any] | LeanChange) -> str:
+    """32 hex naming what a create, update or read does: its actions and both sides as terraform wrote
+    them (sensitive values as their digests, so a changed secret is another change)."""
+    sides = {side: hashed(change.get(side), change.get(f"{side}_sensitive")) for side in ("before", "after")}
+    facts = {"provider_name": provider, "type": rtype, "actions": list(actions), **sides}
+    return digest({**facts, "after_unknown": change.get("after_unknown")})
 
 
 def _path_text(path: list[Any]) -> str:

@@ -122,6 +122,20 @@ def masked(value: Any, marks: Any) -> Any:
     return value
 
 
+def hashed(value: Any, marks: Any) -> Any:
+    """`value` with everything `marks` calls sensitive replaced by its digest: a change of a secret changes
+    what contains it, yet the secret itself is never part of what is hashed with the rest."""
+    if marks is True:
+        return {"sensitive": digest(value)}
+    if not marks:
+        return value
+    if isinstance(marks, dict) and isinstance(value, dict):
+        return {key: hashed(sub, marks.get(key)) for key, sub in value.items()}
+    if isinstance(marks, list) and isinstance(value, list):
+        return [hashed(sub, marks[i] if i < len(marks) else None) for i, sub in enumerate(value)]
+    return value
+
+
 def sensitive_of(change: Values) -> tuple[str, ...]:
     """Every plain value either side of a change marks sensitive, to be masked wherever it is shown."""
     found: dict[str, None] = {}

@@ -9,7 +9,8 @@ from dataclasses import dataclass
 from core.config import RepoConfig
 from core.contract import ApplyConversation, PushRequest
 from core.gate import Decision, decide_apply, unreadable
-from core.gated import Gated, plan_gates
+from core.change_rules import project_gates, with_limits
+from core.gated import Gated
 from core.plan import Plan
 from core.projects import Project
 from workers.adapters.github import GitHub, vcs
@@ -53,7 +54,10 @@ async def decide(
     if saved.plan is None:
         return Decided(saved, {}, unreadable(saved.error or "no plan"), patterns, Standing(frozenset(), ()))
     gate_code = policy.gates_code(project.name, project.workspace, project.dir)
-    gates = plan_gates(saved.plan, saved.code_runs, gate_code=gate_code)
+    judged = project_gates(saved.plan, saved.code_runs, gate_code=gate_code, rules=policy.rules)
+    # Limits on this project alone: the other projects' plans are not seen here (core.change_rules).
+    changed = [project.identity] if saved.plan.has_changes else []
+    gates = with_limits({project.identity: judged}, changed, policy.change_limits)[project.identity]
     approved = await _approved(ctx, gh, req, project, where, policy, gates)
     return Decided(saved, gates, decide_apply(saved.plan, approved.keys, gates), patterns, approved)
 
@@ -88,7 +92,7 @@ async def _approved(
         bot_login=login,
         authors=authors,
         policy=policy.destroy_approvers,
-        rules=policy.destroy_rules,
+        rules=policy.rules,
     )
 
 

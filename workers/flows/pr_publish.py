@@ -161,7 +161,7 @@ async def _judge(ctx: WorkerContext, gh: GitHub, req: PlanRequest, results: list
             sha=req.sha,
             gates=gates,
             bot_login=login,
-            rules=policy.destroy_rules if policy is not None else None,
+            rules=policy.rules if policy is not None else None,
         )
     return Judged(gates, failed, digest, cov)
 

@@ -17,7 +17,7 @@ from urllib.parse import quote
 from gidgethub import BadRequest
 from gidgethub.abc import GitHubAPI
 
-from core.config import DestroyApprovers, DestroyRule
+from core.config import DestroyApprovers, Rule
 from workers.adapters.github.authors import Authors
 
 log = logging.getLogger("plangate.permissions")
@@ -145,9 +145,9 @@ async def may_plan(gh: GitHubAPI, repo: str, login: str, user_type: str) -> Perm
 
 
 async def rule_eligibility(
-    gh: GitHubAPI, logins: Iterable[str], rules: Sequence[DestroyRule]
+    gh: GitHubAPI, logins: Iterable[str], rules: Sequence[Rule]
 ) -> dict[str, frozenset[int]]:
-    """login → the narrowed destroy rules (by index) the person counts for: listed in the rule's users,
+    """login → the narrowed rules (by index: destroy rules, change rules, the limits) the person counts for: listed in the rule's users,
     or a member of one of its teams. An API error counts as not a member (fail closed)."""
     out: dict[str, frozenset[int]] = {}
     for login in dict.fromkeys(logins):
