@@ -6,10 +6,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from core.change_rules import project_gates, with_limits
 from core.config import RepoConfig
 from core.contract import ApplyConversation, PushRequest
 from core.gate import Decision, decide_apply, unreadable
-from core.change_rules import project_gates, with_limits
 from core.gated import Gated
 from core.plan import Plan
 from core.projects import Project

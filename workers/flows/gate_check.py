@@ -8,9 +8,9 @@ import logging
 from collections.abc import Awaitable, Iterable
 
 from core.approvals import Approval, Coverage
+from core.change_rules import project_gates, with_limits
 from core.config import ConfigError, RepoConfig, Rule
 from core.contract import CommandRequest
-from core.change_rules import project_gates, with_limits
 from core.destroy_rules import rule_coverage
 from core.gated import Gated, Gates
 from core.render.status import State, held_by_others

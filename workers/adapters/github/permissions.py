@@ -144,11 +144,9 @@ async def may_plan(gh: GitHubAPI, repo: str, login: str, user_type: str) -> Perm
     return Permission(False, f"{_role_text(role, repo, login)}; /plan needs write or higher")
 
 
-async def rule_eligibility(
-    gh: GitHubAPI, logins: Iterable[str], rules: Sequence[Rule]
-) -> dict[str, frozenset[int]]:
-    """login → the narrowed rules (by index: destroy rules, change rules, the limits) the person counts for: listed in the rule's users,
-    or a member of one of its teams. An API error counts as not a member (fail closed)."""
+async def rule_eligibility(gh: GitHubAPI, logins: Iterable[str], rules: Sequence[Rule]) -> dict[str, frozenset[int]]:
+    """login → the narrowed rules (by index in RepoConfig.rules) the person counts for: listed in the
+    rule's users, or a member of one of its teams. An API error counts as not a member (fail closed)."""
     out: dict[str, frozenset[int]] = {}
     for login in dict.fromkeys(logins):
         ok: set[int] = set()
