@@ -24,7 +24,7 @@ CODE_PREFIX = "run "  # every code run's key starts so; a terraform address neve
 LIMIT_PREFIX = "limit "  # a limit's key ("limit max_destroys"); no address starts so either
 CHANGE_ACTIONS = ("create", "update", "read")  # a non-destroy change's key is "ACTION ADDRESS"
 Kind = Literal["destroy", "code", "change", "limit"]
-KINDS: tuple[Kind, ...] = ("destroy", "change", "code", "limit")
+KINDS: tuple[Kind, ...] = ("destroy", "change", "limit", "code")
 
 
 @dataclass(frozen=True)

@@ -16,7 +16,7 @@ from typing import Any
 from core.approvals import Approval, Coverage
 from core.commands import NearMiss
 from core.config import RepoConfig
-from core.gated import is_code_key
+from core.gated import KINDS, kind_of
 from core.projects import identity_label
 from core.render.marker import marker
 from core.render.status import State, describe
@@ -57,13 +57,33 @@ def _count(n: int) -> str:
     return f"{n:,} destroy" if n == 1 else f"{n:,} destroys"
 
 
+_NOUNS = {
+    "destroy": ("destroy", "destroys"),
+    "change": ("gated change (change_rules)", "gated changes (change_rules)"),
+    "limit": ("passed limit (change_limits)", "passed limits (change_limits)"),
+    "code": ("change that runs code at apply", "changes that run code at apply"),
+}
+
+
 def _gated(keys: Sequence[str] | frozenset[str]) -> str:
-    """ "2 destroys", "1 destroy and 1 change that runs code at apply"…"""
-    code = sum(1 for k in keys if is_code_key(k))
-    runs = f"{code:,} change{'s' if code != 1 else ''} that run{'s' if code == 1 else ''} code at apply"
-    if not code:
-        return _count(len(keys))
-    return runs if code == len(keys) else f"{_count(len(keys) - code)} and {runs}"
+    """ "2 destroys", "1 destroy and 1 change that runs code at apply", "1 destroy, 2 gated changes
+    (change_rules) and 1 passed limit (change_limits)"…: what `keys` are, by kind."""
+    found = [kind_of(k) for k in keys]
+    parts = [f"{n:,} {_NOUNS[kind][n != 1]}" for kind in KINDS if (n := found.count(kind))]
+    if not parts:
+        return _count(0)
+    return parts[0] if len(parts) == 1 else f"{', '.join(parts[:-1])} and {parts[-1]}"
+
+
+def _item(key: str) -> str:
+    """A list item for one approved key, named by its kind (a destroy as the plan comment names it)."""
+    kind = kind_of(key)
+    if kind == "change":
+        action, _, address = key.partition(" ")
+        return f"- {action} {_span(address)}"
+    if kind == "limit":
+        return f"- limit {_span(key.partition(' ')[2])}"
+    return destroy_item(key)
 
 
 def _listing(addresses: dict[str, list[str]], budget: int) -> str:
@@ -74,14 +94,15 @@ def _listing(addresses: dict[str, list[str]], budget: int) -> str:
     used = shown = 0
     for project, keys in addresses.items():
         label = one_line(identity_label(project))
-        block = [*([""] if lines else []), f"**{label}** ({_count(len(keys))}):"] if several else []
+        keys = sorted(keys, key=lambda k: KINDS.index(kind_of(k)))
+        block = [*([""] if lines else []), f"**{label}** ({_gated(keys)}):"] if several else []
         cost = sum(len(line) + 1 for line in block)
         if used + cost > budget:
             break
         lines.extend(block)
         used += cost
         for key in keys:
-            item = destroy_item(key)
+            item = _item(key)
             if used + len(item) + 1 > budget:
                 break
             lines.append(item)
@@ -95,10 +116,15 @@ def _listing(addresses: dict[str, list[str]], budget: int) -> str:
     return "\n".join(lines)
 
 
+def _what(cov: Coverage) -> str:
+    only_destroys = all(kind_of(k) == "destroy" for _, k in cov.approved_pairs)
+    return "destroy" if only_destroys else "gated change"
+
+
 def _still_open(cov: Coverage, sha: str) -> str:
     if cov.complete:
         return (
-            f"Every destroy at {sha[:7]} is now approved. Merging applies exactly these; "
+            f"Every {_what(cov)} at {sha[:7]} is now approved. Merging applies exactly these; "
             "a new push needs a new approval."
         )
     projects = sorted({p for p, _ in cov.unapproved_pairs})
@@ -115,13 +141,13 @@ def _still_open(cov: Coverage, sha: str) -> str:
         (pair, note) for pair, note in cov.notes.items() if pair in cov.unapproved_pairs and pair not in cov.never
     )
     if waiting:
-        text += "\n\nUnder the default branch's `destroy_rules`:\n" + "\n".join(
+        text += "\n\nUnder the default branch's rules:\n" + "\n".join(
             f"- {code(key, 300)}: {one_line(note, 200)}" for (_, key), note in waiting[:20]
         )
     if cov.never:
         text += (
-            f"\n\n{_count(len(cov.never))} no approval can unlock (a `never` rule in the default branch's "
-            "`destroy_rules`): change the rule on the default branch first."
+            f"\n\n{_gated([k for _, k in cov.never])} no approval can unlock (a `never` rule in the default "
+            "branch's `destroy_rules` or `change_rules`): change the rule on the default branch first."
         )
     return text
 
@@ -261,8 +287,11 @@ def approval_status(cov: Coverage) -> tuple[State, str]:
     if cov.total == 0:
         return "success", "No destroys"
     keys = [k for _, k in cov.approved_pairs | cov.unapproved_pairs]
-    code = sum(1 for k in keys if is_code_key(k))
-    parts = [f"{len(keys) - code:,} to destroy"] if code < len(keys) else []
+    found = [kind_of(k) for k in keys]
+    code = found.count("code")
+    parts = [f"{n:,} to destroy"] if (n := found.count("destroy")) else []
+    parts += [f"{n:,} gated change{'s' if n != 1 else ''}"] if (n := found.count("change")) else []
+    parts += [f"{n:,} limit{'s' if n != 1 else ''} passed"] if (n := found.count("limit")) else []
     parts += [f"{code:,} run{'s' if code == 1 else ''} code at apply"] if code else []
     gated = ", ".join(parts)
     if cov.never:
