@@ -130,7 +130,10 @@ def test_change_and_destroy_rules_both_apply_and_actions_select() -> None:
     assert found["terraform_data.db"].missing == 1  # destroy rule met, change rule needs a third
     assert found[updated.key].missing == 1  # narrowed to sre: a and b do not count
     assert explain(found[updated.key], rules) == "change_rules[1]: needs 1 more approval"
-    done = {n.pair[1]: n for n in needs(gates, [*people, Approval("sre", SHA, people[0].seen)], rules, {"sre": {2}})}
+    done = {
+        n.pair[1]: n
+        for n in needs(gates, [*people, Approval("sre", SHA, people[0].seen)], rules, {"sre": frozenset({2})})
+    }
     assert all(n.satisfied for n in done.values())
     vault = {P: {"terraform_data.vault": Gated("terraform_data.vault", "o", action="delete")}}
     (never,) = needs(vault, [Approval("a", SHA, frozenset({(P, "terraform_data.vault", "o")}))], rules, {})
