@@ -1,0 +1,96 @@
+"""Change rules and limits end to end: an update a rule gates, and a plan past max_destroys."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from standin.stack import running_stack
+from tests.e2e import applied_state, comment_and_wait, status
+from tests.tfproject import main_tf, state_addresses
+
+pytestmark = pytest.mark.e2e
+
+UPDATES = """version: 1
+change_rules:
+  - match: ["type:terraform_data"]
+    actions: [update]
+"""
+
+LIMITS = """version: 1
+destroy_rules:
+  - match: ["terraform_data.*"]
+    approvals: 1
+change_limits:
+  max_destroys: 1
+  approvals: 2
+"""
+
+
+def _inputs(state: Path) -> dict[str, str]:
+    resources = json.loads(state.read_text())["resources"]
+    return {
+        r["name"]: r["instances"][0]["attributes"]["input"]["value"] for r in resources if r["type"] == "terraform_data"
+    }
+
+
+def test_a_change_rule_on_updates_needs_an_approval_for_an_update(tmp_path: Path, redis_url: str) -> None:
+    state = applied_state(tmp_path, {"keep": "a", "other": "b"})
+    with running_stack(tmp_path, redis_url) as stack:
+        gh = stack.gh
+        files = {"infra/main.tf": main_tf(state, {"keep": "a", "other": "b"}), ".plangate.yml": UPDATES}
+        repo = gh.create_repo("acme", "infra", files)
+        for login in ("alice", "bob"):
+            gh.set_permission(repo, login, "write")
+
+        # Merged without an approval: the apply is held, nothing changes.
+        unapproved = gh.open_pr(
+            repo, "other", "alice", "Change other", {"infra/main.tf": main_tf(state, {"keep": "a", "other": "b2"})}
+        )
+        status(stack, repo, unapproved.head_sha, "plangate/destroy", "failure", "1 gated change")
+        plan = next(c.body for c in gh.comments_on(repo, unapproved.number) if "plangate:plan" in c.body)
+        assert "Gated changes (change_rules)" in plan and "`update terraform_data.other`" in plan
+        merged = gh.merge_pr(unapproved, merged_by="bob")
+        status(stack, repo, merged, "plangate/apply", "failure", "blocked")
+        blocked = next(c.body for c in gh.comments_on(repo, unapproved.number) if "Apply blocked" in c.body)
+        assert "1 gated change (change_rules)" in blocked and "update terraform_data.other" in blocked
+        assert _inputs(state) == {"keep": "a", "other": "b"}
+
+        # Approved on the PR: the same update is applied on merge.
+        pr = gh.open_pr(
+            repo, "keep", "alice", "Change keep", {"infra/main.tf": main_tf(state, {"keep": "a2", "other": "b"})}
+        )
+        status(stack, repo, pr.head_sha, "plangate/destroy", "failure", "1 gated change")
+        reply = comment_and_wait(stack, repo, pr.number, "bob", "/approve-destroy")
+        assert "Approved by @bob: 1 gated change (change_rules)" in reply and "- update `terraform_data.keep`" in reply
+        status(stack, repo, pr.head_sha, "plangate/destroy", "success", "approved by @bob")
+        merged = gh.merge_pr(pr, merged_by="bob")
+        status(stack, repo, merged, "plangate/apply", "success")
+        assert _inputs(state)["keep"] == "a2"
+
+
+def test_max_destroys_gates_two_destroys_even_when_a_rule_would_allow_them(tmp_path: Path, redis_url: str) -> None:
+    state = applied_state(tmp_path, {"keep": "a", "one": "b", "two": "c"})
+    with running_stack(tmp_path, redis_url) as stack:
+        gh = stack.gh
+        files = {"infra/main.tf": main_tf(state, {"keep": "a", "one": "b", "two": "c"}), ".plangate.yml": LIMITS}
+        repo = gh.create_repo("acme", "infra", files)
+        for login in ("alice", "bob", "carol"):
+            gh.set_permission(repo, login, "write")
+        pr = gh.open_pr(repo, "drop", "alice", "Drop two", {"infra/main.tf": main_tf(state, {"keep": "a"})})
+        status(stack, repo, pr.head_sha, "plangate/destroy", "failure", "2 to destroy, 1 limit passed")
+        plan = next(c.body for c in gh.comments_on(repo, pr.number) if "plangate:plan" in c.body)
+        assert "Limits passed (change_limits)" in plan and "2 to destroy in 1 project, over max_destroys: 1" in plan
+
+        first = comment_and_wait(stack, repo, pr.number, "bob", "/approve-destroy")
+        assert "Approved by @bob: 2 destroys and 1 passed limit (change_limits)" in first
+        assert "change_limits: needs 1 more approval" in first  # the destroys are approved, the limit is not
+        status(stack, repo, pr.head_sha, "plangate/destroy", "failure", "(2 approved)")
+        second = comment_and_wait(stack, repo, pr.number, "carol", "/approve-destroy")
+        assert "Every gated change at" in second
+        status(stack, repo, pr.head_sha, "plangate/destroy", "success", "approved by @bob and @carol")
+        merged = gh.merge_pr(pr, merged_by="bob")
+        status(stack, repo, merged, "plangate/apply", "success")
+        assert state_addresses(state) == {"terraform_data.keep"}
