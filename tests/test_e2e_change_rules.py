@@ -57,10 +57,14 @@ def test_a_change_rule_on_updates_needs_an_approval_for_an_update(tmp_path: Path
         blocked = next(c.body for c in gh.comments_on(repo, unapproved.number) if "Apply blocked" in c.body)
         assert "1 gated change (change_rules)" in blocked and "update terraform_data.other" in blocked
         assert _inputs(state) == {"keep": "a", "other": "b"}
+        held = comment_and_wait(stack, repo, unapproved.number, "bob", "/approve-destroy")
+        assert "1 gated change (change_rules)" in held
+        status(stack, repo, merged, "plangate/apply", "success")
+        assert _inputs(state) == {"keep": "a", "other": "b2"}
 
         # Approved on the PR: the same update is applied on merge.
         pr = gh.open_pr(
-            repo, "keep", "alice", "Change keep", {"infra/main.tf": main_tf(state, {"keep": "a2", "other": "b"})}
+            repo, "keep", "alice", "Change keep", {"infra/main.tf": main_tf(state, {"keep": "a2", "other": "b2"})}
         )
         status(stack, repo, pr.head_sha, "plangate/destroy", "failure", "1 gated change")
         reply = comment_and_wait(stack, repo, pr.number, "bob", "/approve-destroy")
