@@ -21,8 +21,9 @@ say; a change rule naming delete or replace adds to what a destroy needs, like a
 A limit is gated in each project that counts towards it, bound to what that project contributed (its
 destroys with their objects, or the project itself): an approval stands while those stay the same, and
 a project that joins the count brings a limit of its own to approve. A plan is judged as a whole where
-every project of it is seen (the PR's plan, an approval, the button, a merge group); a merge-time apply
-sees one project, so there the limits are judged on that project alone.
+every project of it is seen (the PR's plan, an approval, the button, a merge group). A merge-time apply
+sees one project: there a limit is gated when that project alone is past it, or when the merged PR's
+published plan gated it in that project (its record in Redis; without one, the project alone decides).
 """
 
 from __future__ import annotations
@@ -60,22 +61,38 @@ def with_limits(
     out = {project: dict(keys) for project, keys in gates.items()}
     if limits is None:
         return out
-    destroys = {p: sorted((k, g.object) for k, g in keys.items() if g.kind == "destroy") for p, keys in out.items()}
-    total = sum(len(d) for d in destroys.values())
+    total = sum(len(_destroys(keys)) for keys in out.values())
     if limits.max_destroys is not None and total > limits.max_destroys:
-        spread = sum(1 for d in destroys.values() if d)
+        spread = sum(1 for keys in out.values() if _destroys(keys))
         what = f"{total} to destroy in {spread} {_noun(spread, 'project')}, over max_destroys: {limits.max_destroys}"
-        for project, counted in destroys.items():
-            if counted:
-                obj = digest(["max_destroys", limits.max_destroys, project, counted])
-                out[project][MAX_DESTROYS] = Gated(MAX_DESTROYS, obj, what=what)
+        for project, keys in out.items():
+            found = limit_gate(MAX_DESTROYS, limits, project, keys, what)
+            out[project].update({found.key: found} if found else {})
     projects = sorted(p for p in dict.fromkeys(changed) if p in out)
     if limits.max_projects is not None and len(projects) > limits.max_projects:
         what = f"{len(projects)} projects with changes, over max_projects: {limits.max_projects}"
         for project in projects:
-            obj = digest(["max_projects", limits.max_projects, project])
-            out[project][MAX_PROJECTS] = Gated(MAX_PROJECTS, obj, what=what)
+            found = limit_gate(MAX_PROJECTS, limits, project, out[project], what)
+            out[project].update({found.key: found} if found else {})
     return out
+
+
+def limit_gate(key: str, limits: ChangeLimits, project: str, gates: Mapping[str, Gated], what: str) -> Gated | None:
+    """The limit `key` gated in `project`, bound to what the project counts towards it (its destroys with
+    their objects; for max_projects, the project): None when it counts nothing towards max_destroys.
+    Whether the plan is past the limit is the caller's judgement (`with_limits`, or the PR's record)."""
+    if key == MAX_DESTROYS:
+        counted = _destroys(gates)
+        if not counted or limits.max_destroys is None:
+            return None
+        return Gated(key, digest(["max_destroys", limits.max_destroys, project, counted]), what=what)
+    if key == MAX_PROJECTS and limits.max_projects is not None:
+        return Gated(key, digest(["max_projects", limits.max_projects, project]), what=what)
+    return None
+
+
+def _destroys(gates: Mapping[str, Gated]) -> list[tuple[str, str]]:
+    return sorted((k, g.object) for k, g in gates.items() if g.kind == "destroy")
 
 
 def _noun(n: int, word: str) -> str:

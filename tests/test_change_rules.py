@@ -10,7 +10,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from core.approvals import Approval, approval_for
-from core.change_rules import MAX_DESTROYS, MAX_PROJECTS, change_gates, project_gates, with_limits
+from core.change_rules import MAX_DESTROYS, MAX_PROJECTS, change_gates, limit_gate, project_gates, with_limits
 from core.config import ChangeLimits, ChangeRule, DestroyRule, RepoConfig
 from core.destroy_rules import data_type, explain, label, matches, needs, rule_coverage
 from core.gate import Apply, Block, decide_apply
@@ -220,3 +220,16 @@ def test_records_keep_the_action_and_older_ones_read_without_it() -> None:
     gates = {"update t.a": Gated("update t.a", "o", action="update"), "t.b": Gated("t.b", "p", action="replace")}
     assert from_plain(json.loads(json.dumps(to_plain(gates)))) == gates
     assert from_plain({"t.b": ["p", None, None]}) == {"t.b": Gated("t.b", "p")}
+
+
+def test_a_limit_gated_from_the_prs_record_is_bound_as_the_pr_bound_it() -> None:
+    limits = ChangeLimits(max_destroys=1, max_projects=1)
+    gates = {P: _destroys("t.a"), Q: _destroys("t.b")}
+    published = with_limits(gates, [P, Q], limits)
+    alone = limit_gate(MAX_DESTROYS, limits, P, gates[P], "from the record")
+    assert alone is not None and alone.object == published[P][MAX_DESTROYS].object and alone.what == "from the record"
+    projects = limit_gate(MAX_PROJECTS, limits, P, {}, "w")
+    assert projects is not None and projects.object == published[P][MAX_PROJECTS].object
+    assert limit_gate(MAX_DESTROYS, limits, P, {}, "w") is None  # no destroy here counts any more
+    assert limit_gate("limit max_other", limits, P, gates[P], "w") is None
+    assert limit_gate(MAX_PROJECTS, ChangeLimits(max_destroys=1), P, gates[P], "w") is None

@@ -9,7 +9,7 @@ import pytest
 
 from standin.stack import running_stack
 from tests.e2e import applied_state, comment_and_wait, status
-from tests.tfproject import main_tf, state_addresses
+from tests.tfproject import apply_directly, main_tf, state_addresses
 
 pytestmark = pytest.mark.e2e
 
@@ -98,3 +98,30 @@ def test_max_destroys_gates_two_destroys_even_when_a_rule_would_allow_them(tmp_p
         merged = gh.merge_pr(pr, merged_by="bob")
         status(stack, repo, merged, "plangate/apply", "success")
         assert state_addresses(state) == {"terraform_data.keep"}
+
+
+def test_a_limit_only_other_projects_pass_still_holds_each_projects_apply(tmp_path: Path, redis_url: str) -> None:
+    states = {}
+    for name in ("net", "app"):
+        states[name] = tmp_path / "state" / name / "terraform.tfstate"
+        apply_directly(tmp_path / "applied" / name, main_tf(states[name], {"keep": "a", "doomed": "b"}))
+    limits = "version: 1\nchange_limits:\n  max_destroys: 1\n  approvers: {users: [carol]}\n"
+    with running_stack(tmp_path, redis_url) as stack:
+        gh = stack.gh
+        files = {f"{n}/main.tf": main_tf(s, {"keep": "a", "doomed": "b"}) for n, s in states.items()}
+        repo = gh.create_repo("acme", "infra", {**files, ".plangate.yml": limits})
+        for login in ("alice", "bob", "carol"):
+            gh.set_permission(repo, login, "write")
+        dropped = {f"{n}/main.tf": main_tf(s, {"keep": "a"}) for n, s in states.items()}
+        pr = gh.open_pr(repo, "drop", "alice", "Drop one in each", dropped)
+        status(stack, repo, pr.head_sha, "plangate/destroy", "failure", "2 to destroy, 2 limits passed")
+        first = comment_and_wait(stack, repo, pr.number, "bob", "/approve-destroy")
+        assert "change_limits: needs 1 more approval" in first  # bob is not among the limit's approvers
+        status(stack, repo, pr.head_sha, "plangate/destroy", "failure", "(2 approved)")
+        # Merged anyway: each project's apply sees one destroy, within the limit, yet the PR was past it.
+        merged = gh.merge_pr(pr, merged_by="bob")
+        status(stack, repo, merged, "plangate/apply", "failure", "blocked")
+        assert all("terraform_data.doomed" in state_addresses(s) for s in states.values())
+        comment_and_wait(stack, repo, pr.number, "carol", "/approve-destroy")
+        status(stack, repo, merged, "plangate/apply", "success")
+        assert all(state_addresses(s) == {"terraform_data.keep"} for s in states.values())

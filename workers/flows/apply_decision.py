@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from core.change_rules import project_gates, with_limits
+from core.change_rules import limit_gate, project_gates, with_limits
 from core.config import RepoConfig
 from core.contract import ApplyConversation, PushRequest
 from core.gate import Decision, decide_apply, unreadable
@@ -16,6 +16,7 @@ from core.projects import Project
 from workers.adapters.github import GitHub, vcs
 from workers.adapters.github.authors import Authors, of_pull, of_push, record_unapplied, unapplied
 from workers.adapters.github.pulls import get_pull
+from workers.adapters.store import gates as gate_store
 from workers.adapters.terraform import pipeline
 from workers.context import WorkerContext
 from workers.flows.apply_approvals import Standing, standing
@@ -55,11 +56,37 @@ async def decide(
         return Decided(saved, {}, unreadable(saved.error or "no plan"), patterns, Standing(frozenset(), ()))
     gate_code = policy.gates_code(project.name, project.workspace, project.dir)
     judged = project_gates(saved.plan, saved.code_runs, gate_code=gate_code, rules=policy.rules)
-    # Limits on this project alone: the other projects' plans are not seen here (core.change_rules).
     changed = [project.identity] if saved.plan.has_changes else []
     gates = with_limits({project.identity: judged}, changed, policy.change_limits)[project.identity]
+    gates.update(_limits_of_the_pr(ctx, req, project, where, policy, gates) if changed else {})
     approved = await _approved(ctx, gh, req, project, where, policy, gates)
     return Decided(saved, gates, decide_apply(saved.plan, approved.keys, gates), patterns, approved)
+
+
+def _limits_of_the_pr(
+    ctx: WorkerContext,
+    req: PushRequest,
+    project: Project,
+    where: ApplyConversation,
+    policy: RepoConfig,
+    gates: dict[str, Gated],
+) -> dict[str, Gated]:
+    """The limits the merged PR's published plan was past in this project, bound to this plan: this job
+    sees one project, so a limit only the PR's other projects took it past is known from the PR's record
+    alone (core.change_rules). No record (Redis lost it, a direct push): the project alone decided."""
+    if policy.change_limits is None or not where.is_pr or where.number is None or not where.approved_on:
+        return {}
+    record = gate_store.load_plan(ctx.records, req.repo_id, where.number, where.approved_on)
+    published = record.gates.get(project.identity, {}) if record is not None else {}
+    out: dict[str, Gated] = {}
+    for key, gated in published.items():
+        found = (
+            limit_gate(key, policy.change_limits, project.identity, gates, gated.what)
+            if gated.kind == "limit"
+            else None
+        )
+        out.update({key: found} if found is not None and key not in gates else {})
+    return out
 
 
 async def _approved(
