@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from standin.stack import running_stack
-from tests.e2e import applied_state, comment_and_wait, status
+from tests.e2e import answered, applied_state, comment_and_wait, replies, status
 from tests.tfproject import apply_directly, main_tf, state_addresses
 
 pytestmark = pytest.mark.e2e
@@ -125,3 +125,32 @@ def test_a_limit_only_other_projects_pass_still_holds_each_projects_apply(tmp_pa
         comment_and_wait(stack, repo, pr.number, "carol", "/approve-destroy")
         status(stack, repo, merged, "plangate/apply", "success")
         assert all(state_addresses(s) == {"terraform_data.keep"} for s in states.values())
+
+
+def test_the_button_and_merge_groups_weigh_gated_changes(tmp_path: Path, redis_url: str) -> None:
+    state = applied_state(tmp_path, {"keep": "a", "other": "b"})
+    other = 'resource "terraform_data" "other" {\n  input = "b"\n}\n'
+    with running_stack(tmp_path, redis_url) as stack:
+        gh = stack.gh
+        files = {"infra/main.tf": main_tf(state, {"keep": "a"}), "infra/other.tf": other, ".plangate.yml": UPDATES}
+        repo = gh.create_repo("acme", "infra", files)
+        gh.set_permission(repo, "bob", "write")
+        approved = gh.open_pr(repo, "keep", "alice", "Change keep", {"infra/main.tf": main_tf(state, {"keep": "a2"})})
+        status(stack, repo, approved.head_sha, "plangate/destroy", "failure", "1 gated change")
+        run = gh.check_runs(repo, approved.head_sha)["plangate/destroy"]
+        assert run.conclusion == "action_required" and run.summary and "update terraform_data.keep" in run.summary
+        (identifier,) = [a["identifier"] for a in run.actions]
+        before = len(replies(stack, repo, approved.number))
+        gh.request_check_run_action(run, "bob", identifier)
+        reply = answered(stack, repo, approved.number, before + 1, "the reply to bob's press")[before]
+        assert "Approved by @bob: 1 gated change (change_rules)" in reply
+        status(stack, repo, approved.head_sha, "plangate/destroy", "success", "approved by @bob")
+        changed = other.replace('"b"', '"b2"')
+        unapproved = gh.open_pr(repo, "other", "alice", "Change other", {"infra/other.tf": changed})
+        status(stack, repo, unapproved.head_sha, "plangate/destroy", "failure", "1 gated change")
+
+        alone = gh.queue_merge_group(repo, [approved])
+        status(stack, repo, alone.head_sha, "plangate/destroy", "success")
+        gh.merge_group_done(alone, "dequeued")
+        both = gh.queue_merge_group(repo, [approved, unapproved])
+        assert "2 gated changes (1 approved)" in status(stack, repo, both.head_sha, "plangate/destroy", "failure")
