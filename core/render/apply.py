@@ -15,9 +15,9 @@ from core.gate import Block
 from core.gated import Gated, counts, destroy_key, kind_of
 from core.plan import Plan, ResourceChange
 from core.render.destroys import action_label, reason_label
+from core.render.items import destroy_item
 from core.render.marker import marker
 from core.render.mask import Masker, fit_masked
-from core.render.replies import destroy_item
 from core.render.text import code, code_block, collapsed, diff_lines, one_line, plain_lines
 
 GITHUB_LIMIT = 65_536

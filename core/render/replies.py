@@ -18,6 +18,7 @@ from core.commands import NearMiss
 from core.config import RepoConfig
 from core.gated import KINDS, kind_of
 from core.projects import identity_label
+from core.render.items import gated_item, gated_phrase
 from core.render.marker import marker
 from core.render.status import State, describe
 from core.render.text import ELLIPSIS, code, one_line
@@ -32,58 +33,8 @@ def reply_marker(command: str, outcome: str, reply_to: int | None, **fields: Any
     return marker("reply", command=command, outcome=outcome, **fields)
 
 
-def _span(text: str) -> str:
-    """Inline code that shows an address exactly (spaces kept), even with backticks inside."""
-    text = text.replace("\r", " ").replace("\n", " ")
-    longest, run = 0, 0
-    for ch in text:
-        run = run + 1 if ch == "`" else 0
-        longest = max(longest, run)
-    ticks = "`" * (longest + 1)
-    edge = text.startswith("`") or text.endswith("`") or (text.startswith(" ") and text.endswith(" "))
-    pad = " " if edge else ""  # CommonMark strips exactly one such space from each side
-    return f"{ticks}{pad}{text}{pad}{ticks}"
-
-
-def destroy_item(key: str) -> str:
-    """A list item for one destroy key; a deposed object is named the way the plan comment names it."""
-    address, sep, deposed = key.rpartition(" (deposed ")
-    if sep and deposed.endswith(")") and address:
-        return f"- {_span(address)} (deposed object {_span(deposed[:-1])})"
-    return f"- {_span(key)}"
-
-
 def _count(n: int) -> str:
     return f"{n:,} destroy" if n == 1 else f"{n:,} destroys"
-
-
-_NOUNS = {
-    "destroy": ("destroy", "destroys"),
-    "change": ("gated change (change_rules)", "gated changes (change_rules)"),
-    "limit": ("passed limit (change_limits)", "passed limits (change_limits)"),
-    "code": ("change that runs code at apply", "changes that run code at apply"),
-}
-
-
-def _gated(keys: Sequence[str] | frozenset[str]) -> str:
-    """ "2 destroys", "1 destroy and 1 change that runs code at apply", "1 destroy, 2 gated changes
-    (change_rules) and 1 passed limit (change_limits)"…: what `keys` are, by kind."""
-    found = [kind_of(k) for k in keys]
-    parts = [f"{n:,} {_NOUNS[kind][n != 1]}" for kind in KINDS if (n := found.count(kind))]
-    if not parts:
-        return _count(0)
-    return parts[0] if len(parts) == 1 else f"{', '.join(parts[:-1])} and {parts[-1]}"
-
-
-def _item(key: str) -> str:
-    """A list item for one approved key, named by its kind (a destroy as the plan comment names it)."""
-    kind = kind_of(key)
-    if kind == "change":
-        action, _, address = key.partition(" ")
-        return f"- {action} {_span(address)}"
-    if kind == "limit":
-        return f"- limit {_span(key.partition(' ')[2])}"
-    return destroy_item(key)
 
 
 def _listing(addresses: dict[str, list[str]], budget: int) -> str:
@@ -95,14 +46,14 @@ def _listing(addresses: dict[str, list[str]], budget: int) -> str:
     for project, keys in addresses.items():
         label = one_line(identity_label(project))
         keys = sorted(keys, key=lambda k: KINDS.index(kind_of(k)))
-        block = [*([""] if lines else []), f"**{label}** ({_gated(keys)}):"] if several else []
+        block = [*([""] if lines else []), f"**{label}** ({gated_phrase(keys)}):"] if several else []
         cost = sum(len(line) + 1 for line in block)
         if used + cost > budget:
             break
         lines.extend(block)
         used += cost
         for key in keys:
-            item = _item(key)
+            item = gated_item(key)
             if used + len(item) + 1 > budget:
                 break
             lines.append(item)
@@ -129,12 +80,12 @@ def _still_open(cov: Coverage, sha: str) -> str:
         )
     projects = sorted({p for p, _ in cov.unapproved_pairs})
     text = (
-        f"Still not approved at {sha[:7]}: {_gated([k for _, k in cov.unapproved_pairs])} in "
+        f"Still not approved at {sha[:7]}: {gated_phrase([k for _, k in cov.unapproved_pairs])} in "
         f"{_project_names(projects)} (comment /approve-destroy, or /approve-destroy PROJECT)."
     )
     if cov.voided:
         text += (
-            f"\n\n{_gated([k for _, k in cov.voided])} approved before no longer covered: what they destroy "
+            f"\n\n{gated_phrase([k for _, k in cov.voided])} approved before no longer covered: what they destroy "
             "(or the code they run) changed since that approval."
         )
     waiting = sorted(
@@ -146,7 +97,7 @@ def _still_open(cov: Coverage, sha: str) -> str:
         )
     if cov.never:
         text += (
-            f"\n\n{_gated([k for _, k in cov.never])} no approval can unlock (a `never` rule in the default "
+            f"\n\n{gated_phrase([k for _, k in cov.never])} no approval can unlock (a `never` rule in the default "
             "branch's `destroy_rules` or `change_rules`): change the rule on the default branch first."
         )
     return text
@@ -162,7 +113,7 @@ def render_approved(approval: Approval, cov: Coverage | None = None, *, marker: 
     approval; `marker`: the approval's sealed marker (core.approvals.approval_marker), which opens the body."""
     addresses = approval.addresses()
     head = (
-        f"Approved by @{one_line(approval.approver, 100)}: {_gated([k for _, k in approval.pairs])} in "
+        f"Approved by @{one_line(approval.approver, 100)}: {gated_phrase([k for _, k in approval.pairs])} in "
         f"{_project_names(list(addresses))} at {approval.sha[:7]}:"
     )
     tail = _still_open(cov, approval.sha) if cov is not None else ""
@@ -270,7 +221,8 @@ def render_help(
         "",
         "| command | what it does |",
         "|---|---|",
-        "| `/approve-destroy` | approve every destroy in the latest plan of the head commit |",
+        "| `/approve-destroy` | approve every gated change (destroys, what rules gate) in the latest plan of the "
+        "head commit |",
         "| `/approve-destroy PROJECT ...` | approve only the destroys of the named projects |",
         "| `/plan [PROJECT ...]` | plan again (write permission or higher) |",
         "| `/help` | this message |",
@@ -299,7 +251,7 @@ def approval_status(cov: Coverage) -> tuple[State, str]:
     if cov.complete:
         names = [f"@{one_line(a, 60)}" for a in cov.approvers]
         who = names[0] if len(names) == 1 else f"{', '.join(names[:-1])} and {names[-1]}"
-        return "success", describe(f"{_gated(keys)} approved by {who}")
+        return "success", describe(f"{gated_phrase(keys)} approved by {who}")
     done = f" ({len(cov.approved_pairs):,} approved)" if cov.approved_pairs else ""
     return "failure", describe(f"{gated}{done} — comment /approve-destroy")
 
