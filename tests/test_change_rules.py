@@ -16,6 +16,10 @@ from core.destroy_rules import data_type, explain, label, matches, needs, rule_c
 from core.gate import Apply, Block, decide_apply
 from core.gated import Gated, counts, from_plain, kind_of, to_plain
 from core.plan import Plan, parse_plan
+from core.render.apply import render_blocked
+from core.render.destroys import changes_section
+from core.render.items import gated_item, gated_phrase
+from core.render.replies import approval_status, render_approved
 
 SHA = "a" * 40
 P, Q = "infra@default:infra", "net@default:net"
@@ -233,3 +237,67 @@ def test_a_limit_gated_from_the_prs_record_is_bound_as_the_pr_bound_it() -> None
     assert limit_gate(MAX_DESTROYS, limits, P, {}, "w") is None  # no destroy here counts any more
     assert limit_gate("limit max_other", limits, P, gates[P], "w") is None
     assert limit_gate(MAX_PROJECTS, ChangeLimits(max_destroys=1), P, gates[P], "w") is None
+
+
+def test_the_plan_comment_lists_gated_changes_and_limits_under_their_own_heading() -> None:
+    gates = {
+        P: {
+            "t.a": Gated("t.a", "o", action="delete"),
+            "update t.b": Gated("update t.b", "o", action="update"),
+            MAX_DESTROYS: Gated(MAX_DESTROYS, "o", what="2 to destroy in 1 project, over max_destroys: 1"),
+        },
+        Q: {},
+    }
+    notes = {(P, "update t.b"): "change_rules[0]: needs 1 more approval"}
+    text = changes_section(gates, str, 10_000, notes)
+    assert "**Gated changes (change_rules)** (1):" in text and "**Limits passed (change_limits)** (1):" in text
+    assert "> - `update t.b` · `infra` · *change_rules[0]: needs 1 more approval*" in text
+    assert "> - 2 to destroy in 1 project, over max_destroys: 1 · `infra`" in text
+    assert "t.a" not in text.replace("update t.b", "")  # destroys have their own section
+    assert changes_section({P: {"t.a": Gated("t.a", "o")}, Q: {}}, str, 10_000) == ""
+    assert "SECRET" not in changes_section({P: {"update SECRET.x": Gated("update SECRET.x", "o")}}, mask, 10_000)
+
+
+def mask(text: str) -> str:
+    return text.replace("SECRET", "***")
+
+
+def test_replies_and_statuses_say_what_was_approved_by_kind() -> None:
+    keys = ["t.a", "t.b", "update t.c", "create t.d", MAX_DESTROYS, "run x"]
+    assert gated_phrase(keys) == (
+        "2 destroys, 2 gated changes (change_rules), 1 passed limit (change_limits)"
+        " and 1 change that runs code at apply"
+    )
+    assert gated_phrase(["update t.c"]) == "1 gated change (change_rules)" and gated_phrase(["t.a"]) == "1 destroy"
+    assert gated_item("update t.c") == "- update `t.c`" and gated_item(MAX_PROJECTS) == "- limit `max_projects`"
+    assert gated_item("t.a (deposed 0a)") == "- `t.a` (deposed object `0a`)"
+    gates = {P: {k: Gated(k, "o") for k in keys}}
+    approval = _approve("bob", gates)
+    reply = render_approved(
+        approval, rule_coverage(gates, [approval], sha=SHA, rules=(), eligible={}), marker="<!-- m -->"
+    )
+    assert "Approved by @bob: 2 destroys, 2 gated changes (change_rules)" in reply
+    assert "- update `t.c`" in reply and "- limit `max_destroys`" in reply
+    assert "Every gated change at aaaaaaa is now approved" in reply
+    open_cov = rule_coverage(gates, [], sha=SHA, rules=(), eligible={})
+    assert approval_status(open_cov) == (
+        "failure",
+        "2 to destroy, 2 gated changes, 1 limit passed, 1 runs code at apply — comment /approve-destroy",
+    )
+
+
+def test_a_blocked_apply_names_gated_changes_and_limits() -> None:
+    gates = {
+        "update t.b": Gated("update t.b", "o", action="update"),
+        MAX_DESTROYS: Gated(MAX_DESTROYS, "o", what="3 to destroy in 2 projects, over max_destroys: 1"),
+    }
+    block = Block(("not approved",), tuple(gates))
+    body = render_blocked(
+        project="infra", dir="infra", sha=SHA, block=block, plan=None, plan_text="", pr=7, approved_on=None, gates=gates
+    )
+    assert "1 gated change (change_rules) and 1 limit passed (change_limits) — not approved" in body
+    assert "Gated changes (change_rules), not approved (1):\n- `update t.b`" in body
+    assert (
+        "Limits passed (change_limits), not approved (1):\n- 3 to destroy in 2 projects, over max_destroys: 1" in body
+    )
+    assert "Not approved (" not in body  # no destroy is listed as one
