@@ -115,6 +115,11 @@ def apply_outcomes(repo_id: int, sha: str) -> str:
     return f"plangate:apply-outcomes:{repo_id}:{sha}"
 
 
+def failed_applies(repo_id: int) -> str:
+    """The repository's projects whose last apply on the apply branch failed, by identity."""
+    return f"plangate:failed-applies:{repo_id}"
+
+
 def drift_issue(repo_id: int, project: str) -> str:
     return f"plangate:drift-issue:{repo_id}:{project}"
 
