@@ -107,7 +107,9 @@ async def _failed(
         await vcs.post_comment(gh, ctx.records, repo=req.repo, repo_id=req.repo_id, number=number, body=again)
     earlier = known.authors if known is not None else ()
     authors = tuple(dict.fromkeys([*earlier, *req.authors, *where.authors]))
-    failed_applies.record(ctx.redis, req.repo_id, FailedApply(project, req.after, number, _branch(req), authors))
+    url = f"{req.clone_url.removesuffix('.git')}/issues/{number}"
+    found = FailedApply(project, req.after, number, _branch(req), authors, req.repo, url)
+    failed_applies.record(ctx.redis, req.repo_id, found)
     audit.record(ctx.redis, "apply-failed-issue", repo=req.repo, sha=req.after, project=project.name, number=number)
     if known is None or known.number != number:
         await _rebanner(ctx, gh, req, project)

@@ -23,6 +23,8 @@ class FailedApply:
     number: int  # the issue that reports it
     branch: str  # the apply branch, as the banner names it
     authors: tuple[str, ...] = ()  # the failed push's own authors: never approvers of the apply that fixes it
+    repo: str = ""  # owner/name and the issue's page, for the status page
+    url: str = ""
 
     def to_json(self) -> str:
         return json.dumps(asdict(self))
@@ -36,6 +38,8 @@ class FailedApply:
             number=int(data["number"]),
             branch=str(data["branch"]),
             authors=tuple(str(a) for a in data.get("authors", ())),
+            repo=str(data.get("repo", "")),
+            url=str(data.get("url", "")),
         )
 
 
