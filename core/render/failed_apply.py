@@ -89,14 +89,15 @@ def render_failed_issue(failure: Failure, mask_patterns: Sequence[str] = ()) -> 
         "is not fully applied. " + _WHY.get(failure.ending, _WHY[Ending.FAILED]),
         "",
     ]
-    done = applied_before(failure.detail)
+    detail = _ANSI.sub("", failure.detail)
+    done = applied_before(detail)
     if done:
         lines += [f"Applied before it failed ({len(done):,}):"]
         lines += [f"- {code(address, MAX_LINE)} {what}" for address, what in done[:MAX_APPLIED]]
         lines += [f"- … and {len(done) - MAX_APPLIED:,} more"] if len(done) > MAX_APPLIED else []
     else:
         lines += ["terraform reported no resource applied before it failed."]
-    output = [one_line(line, MAX_LINE) if len(line) > MAX_LINE else line for line in plain_lines(failure.detail)]
+    output = [one_line(line, MAX_LINE) if len(line) > MAX_LINE else line for line in plain_lines(detail)]
     if output:
         tail = output[-OUTPUT_LINES:]
         lines += ["", f"Last {len(tail)} of {len(output)} lines:" if len(tail) < len(output) else "Output:"]
