@@ -89,16 +89,19 @@ def test_a_failed_apply_stays_red_until_apply_in_its_issue_succeeds(
         assert "works only in the issue" in comment_and_wait(stack, repo, later.number, "bob", "/apply")
 
         flag.touch()  # the fix: the script succeeds from now on
-        started = comment_and_wait(stack, repo, issue.number, "alice", "/apply")
+        gh.set_permission(repo, "carol", "write")
+        started = comment_and_wait(stack, repo, issue.number, "bob", "/apply")
         assert f"/apply: planning `app` at {unrelated[:7]}" in started
         # the hook failed while it was created: terraform replaces the tainted object, a destroy
         status(stack, repo, unrelated, "plangate/apply", "failure", "blocked: 1 to destroy")
         assert "terraform_data.hook" in state_addresses(state) and not _closed(stack, repo, issue.number)
 
         next_second()
-        refused = comment_and_wait(stack, repo, issue.number, "alice", "/approve-destroy")
-        assert "refused" in refused  # she asked for this apply: she may not approve it
-        assert "Approved by @bob" in comment_and_wait(stack, repo, issue.number, "bob", "/approve-destroy")
+        # neither the author of the change that failed nor whoever asked for this apply may approve it
+        assert "refused" in comment_and_wait(stack, repo, issue.number, "alice", "/approve-destroy")
+        assert "refused" in comment_and_wait(stack, repo, issue.number, "bob", "/approve-destroy")
+        assert "terraform_data.hook" in state_addresses(state)
+        assert "Approved by @carol" in comment_and_wait(stack, repo, issue.number, "carol", "/approve-destroy")
         status(stack, repo, unrelated, "plangate/apply", "success")
         stack.wait_for("the failed-apply issue closed", lambda: _closed(stack, repo, issue.number))
         assert any("succeeded" in b for b in bot_bodies(stack, repo, issue.number))

@@ -33,6 +33,8 @@ from core.render.failed_apply import (
 )
 from core.render.status import State
 from workers.adapters.github import GitHub, comments, issues, vcs
+from workers.adapters.github.authors import Authors, of_pull, of_push, record_unapplied
+from workers.adapters.github.pulls import get_pull
 from workers.adapters.queue import follow_ups
 from workers.adapters.store import audit, drift_issues, failed_applies, pr_plans, written
 from workers.adapters.store.failed_applies import FailedApply
@@ -105,14 +107,25 @@ async def _failed(
         await vcs.edit_issue(gh, ctx.records, repo=req.repo, repo_id=req.repo_id, number=number, data=data)
         again = render_failed_again(project.name, req.after)
         await vcs.post_comment(gh, ctx.records, repo=req.repo, repo_id=req.repo_id, number=number, body=again)
+    own = await _authors(ctx, gh, req, where)
+    record_unapplied(ctx.records, req.repo_id, project.identity, own)  # until an apply of it succeeds
     earlier = known.authors if known is not None else ()
-    authors = tuple(dict.fromkeys([*earlier, *req.authors, *where.authors]))
+    authors = tuple(dict.fromkeys([*earlier, *own.logins]))
     url = f"{req.clone_url.removesuffix('.git')}/issues/{number}"
     found = FailedApply(project, req.after, number, _branch(req), authors, req.repo, url)
     failed_applies.record(ctx.redis, req.repo_id, found)
     audit.record(ctx.redis, "apply-failed-issue", repo=req.repo, sha=req.after, project=project.name, number=number)
     if known is None or known.number != number:
         await _rebanner(ctx, gh, req, project)
+
+
+async def _authors(ctx: WorkerContext, gh: GitHub, req: PushRequest, where: ApplyConversation) -> Authors:
+    """Who made the change that failed: a merged PR's authors as GitHub shows them (opener, pushers,
+    committers), a direct push's pusher and committers. None of them may approve the apply that fixes it."""
+    if not where.is_pr or where.number is None:
+        return of_push([*req.authors, *where.authors])
+    pull = await get_pull(gh, req.repo, where.number)
+    return await of_pull(gh, ctx.records, repo=req.repo, repo_id=req.repo_id, pull=pull)
 
 
 async def _find_issue(ctx: WorkerContext, gh: GitHub, repo: str, project: str) -> int | None:
