@@ -248,6 +248,8 @@ def render_help(
         "| `/approve-destroy PROJECT ...` | approve only the destroys of the named projects |",
         "| `/plan [PROJECT ...]` | plan again (write permission or higher) |",
         "| `/help` | this message |",
+        "| `/apply` | in plangate's failed-apply or drift issue: plan the apply branch's head afresh and apply it "
+        "through the gate (write permission or higher) |",
         "",
     ]
     return "\n".join(parts)

@@ -40,7 +40,7 @@ from workers.adapters.store import applies as apply_store
 from workers.adapters.store import audit, drift_issues
 from workers.adapters.store import gates as gate_store
 from workers.context import WorkerContext
-from workers.flows import held_applies, restore
+from workers.flows import apply_command, held_applies, restore
 from workers.flows.gate_check import at_commit, covered, may_approve_against
 from workers.flows.outcome import Outcome
 
@@ -99,6 +99,8 @@ async def _decide(ctx: WorkerContext, gh: GitHub, req: CommandRequest) -> Outcom
     if req.near_miss is not None:
         written, suggestion, reason = req.near_miss
         return Outcome(render_near_miss(NearMiss(written, suggestion, reason), reply_to=req.comment_id), "confused")
+    if req.command == "apply":
+        return await apply_command.decide(ctx, gh, req)
     held = apply_store.blocked_on(ctx.records, req.repo_id, req.number)
     pull: dict[str, Any] | None = None
     if not held and req.command in ("approve-destroy", "plan"):  # applies are held on merged PRs and issues
