@@ -12,6 +12,7 @@ import json
 from dataclasses import dataclass, field
 from typing import Any
 
+from core.drift_diff import AttributeChange, attribute_changes
 from core.plan_code import CodeRun as CodeRun
 from core.plan_code import code_runs
 from core.plan_json import PlanError as PlanError
@@ -62,6 +63,8 @@ class ResourceChange:
     replace_paths: tuple[str, ...] = ()
     sensitive_values: tuple[str, ...] = field(default=(), compare=False)  # plain values to mask
     object_digest: str = ""  # the real object acted on (object_digest()): what an approval is bound to
+    # For a `resource_drift` entry only: the attributes reality changed (core/drift_diff.py, secrets hidden)
+    attributes: tuple[AttributeChange, ...] = field(default=(), compare=False)
 
     @property
     def is_destroy(self) -> bool:
@@ -162,7 +165,7 @@ def parse_plan(data: bytes | str) -> Plan:
         raise PlanError("this JSON has no planned changes: is it a state file instead of a saved plan?")
     entries = _list(doc, "resource_changes")
     changes = tuple(_change(e, f"resource_changes[{i}]") for i, e in enumerate(entries))
-    drift = tuple(_change(e, f"resource_drift[{i}]") for i, e in enumerate(_list(doc, "resource_drift")))
+    drift = tuple(_change(e, f"resource_drift[{i}]", diff=True) for i, e in enumerate(_list(doc, "resource_drift")))
     unknown = dict.fromkeys(json.dumps(list(c.actions)) for c in changes if c.action_class == "unknown")
     terraform_version = doc.get("terraform_version")
     return Plan(
@@ -214,7 +217,9 @@ def _change_object(change: Any, where: str) -> tuple[dict[str, Any] | LeanChange
     return change, tuple(actions)
 
 
-def _change(entry: Any, where: str) -> ResourceChange:
+def _change(entry: Any, where: str, *, diff: bool = False) -> ResourceChange:
+    """One entry, classified; `diff`: with its changed attributes (drift only: a PR's plan never shows
+    them, and decoding every change's `after` would cost a large plan's parse dearly)."""
     if not isinstance(entry, dict | LeanEntry):
         raise PlanError(f"{where} must be an object")
     address = entry.get("address")
@@ -237,6 +242,7 @@ def _change(entry: Any, where: str) -> ResourceChange:
         replace_paths=_replace_paths(change.get("replace_paths"), where),
         sensitive_values=sensitive_of(values),
         object_digest=object_digest(entry.get("provider_name"), rtype, values),
+        attributes=attribute_changes(change) if diff else (),
     )
 
 

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import json
 import re
+from collections.abc import Mapping
 from datetime import UTC, datetime, timedelta, timezone
 from pathlib import Path
 
@@ -12,6 +14,7 @@ from hypothesis import strategies as st
 
 from core.plan import KNOWN_ACTIONS, Plan, ResourceChange, parse_plan, summary_line
 from core.render.drift import (
+    ATTRIBUTES_SHOWN,
     GITHUB_LIMIT,
     drift_issue_title,
     has_drift,
@@ -293,3 +296,64 @@ def test_fixture_plans_without_drift_or_changes() -> None:
     assert not has_drift(plan)
     drifted = parse_plan((FIXTURES / "opentofu" / "equivalence" / "drift_refresh_only.plan.json").read_bytes())
     assert has_drift(drifted) and not drifted.changes
+
+
+def _drift_entry(
+    address: str, before: Mapping[str, object], after: Mapping[str, object], **marks: object
+) -> dict[str, object]:
+    change = {"actions": ["update"], "before": before, "after": after, **marks}
+    return {"address": address, "mode": "managed", "type": "terraform_data", "change": change}
+
+
+def test_each_drifted_resource_lists_its_changed_attributes_before_and_after() -> None:
+    entry = _drift_entry(
+        "terraform_data.x",
+        {"id": "1", "input": "a", "tags": {"env": "prod"}, "token": "tok-old-secret"},
+        {"id": "1", "input": "b", "tags": {"env": "staging"}, "token": "tok-new-secret"},
+        before_sensitive={"token": True},
+        after_sensitive={"token": True},
+    )
+    plan = parse_plan(json.dumps({"format_version": "1.2", "resource_drift": [entry]}))
+    body = report(plan)
+    assert '- `terraform_data.x` — updated outside Terraform\n  - `input`: `"a"` → `"b"`\n' in body
+    assert '  - `tags.env`: `"prod"` → `"staging"`' in body
+    assert f"  - `token`: `{MASK}` → `{MASK}`" in body
+    assert "tok-old-secret" not in body and "tok-new-secret" not in body
+    assert "/accept-drift" in body
+
+
+def test_a_sensitive_value_is_masked_even_where_another_attribute_shows_it_plainly() -> None:
+    entry = _drift_entry(
+        "terraform_data.x",
+        {"password": "pw-before-1234", "note": "x"},
+        {"password": "pw-after-5678", "note": "pw-after-5678"},
+        after_sensitive={"password": True},
+    )
+    body = report(parse_plan(json.dumps({"format_version": "1.2", "resource_drift": [entry]})), mask_patterns=())
+    assert "pw-after-5678" not in body and "pw-before-1234" not in body
+    assert f'  - `note`: `"x"` → `"{MASK}"`' in body
+
+
+def test_a_resource_with_many_changed_attributes_lists_the_first_and_counts_the_rest() -> None:
+    before = {f"a{i:03}": "x" for i in range(ATTRIBUTES_SHOWN + 7)}
+    after = {key: "y" for key in before}
+    plan = parse_plan(
+        json.dumps({"format_version": "1.2", "resource_drift": [_drift_entry("terraform_data.x", before, after)]})
+    )
+    body = report(plan)
+    assert body.count('`"x"` → `"y"`') == ATTRIBUTES_SHOWN
+    assert "  - _… and 7 more attributes_" in body
+
+
+@settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(n=st.integers(1, 400), width=st.integers(1, 3000))
+def test_attribute_lists_keep_the_body_within_githubs_limit(n: int, width: int) -> None:
+    entries = [
+        _drift_entry(f"terraform_data.r{i}", {"input": "a" * width, "n": i}, {"input": "b" * width, "n": i + 1})
+        for i in range(n)
+    ]
+    body = report(parse_plan(json.dumps({"format_version": "1.2", "resource_drift": entries})))
+    assert len(body) <= GITHUB_LIMIT and fences_balanced(body)
+    listed = body.count("updated outside Terraform")
+    cut = MORE.search(body)
+    assert listed + (int(cut.group(1).replace(",", "")) if cut else 0) == n
