@@ -41,6 +41,7 @@ class Jobs:
     DRIFT_TICK: Final = "workers.jobs.drift_tick"
     DRIFT_CHECK: Final = "workers.jobs.drift_check"
     DRIFT_PROJECT: Final = "workers.jobs.drift_project"
+    ACCEPT_DRIFT: Final = "workers.jobs.accept_drift"
     LAST_WORD: Final = "workers.jobs.last_word"
     RECOVER_LOST_WORK: Final = "workers.jobs.recover_lost_work"
     PULL_CLOSED: Final = "workers.jobs.pull_closed"

@@ -136,9 +136,10 @@ def for_project(tf: Terraform, project: Project, dirs: JobDirs) -> Terraform:
     return replace(tf, env=env, readable=(*tf.readable, dirs.shared), mounts=(*tf.mounts, (own, target)))
 
 
-def plan(tf: Terraform, project: Project, dirs: JobDirs) -> SavedPlan:
+def plan(tf: Terraform, project: Project, dirs: JobDirs, *, refresh_only: bool = False) -> SavedPlan:
     """init → plan -out → show -json: one project's plan at the checked-out SHA (its text is the plan's
-    own output, or `show` when that cannot be read safely)."""
+    own output, or `show` when that cannot be read safely). `refresh_only`: `plan -refresh-only`
+    (`/accept-drift`), which its caller still checks before applying it."""
     planfile = dirs.planfile
     try:
         root = inside(dirs.src, project.dir)
@@ -149,7 +150,7 @@ def plan(tf: Terraform, project: Project, dirs: JobDirs) -> SavedPlan:
         init = tf.init(root)
         if not init.ok:
             return SavedPlan(None, init.output, init.failure(), planfile, checkout_code_runs=runs)
-        step = tf.plan(root, planfile, destroy=project.destroy_from is not None)
+        step = tf.plan(root, planfile, destroy=project.destroy_from is not None, refresh_only=refresh_only)
         if not step.ok:
             return SavedPlan(None, step.output, step.failure(), planfile, checkout_code_runs=runs)
         text = None if step.result.truncated else rendered_plan(step.result.stdout.decode("utf-8", "replace"))
