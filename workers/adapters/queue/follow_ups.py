@@ -9,7 +9,6 @@ from dataclasses import dataclass
 
 import redis
 from rq import Queue
-from rq.exceptions import DuplicateJobError
 from rq.job import Job, JobStatus
 
 from core.contract import PLANS_QUEUE, CommandRequest, Jobs, PlanRequest, PushRequest, job_id
@@ -58,17 +57,17 @@ def drift_projects(
 def accept_drift(
     conn: redis.Redis, request: CommandRequest, target: DriftTarget, project: Project, tf_timeout: float
 ) -> bool:
-    """`/accept-drift` in the drift issue of `project`, once per command comment, in the project's slot;
-    False when that comment's job exists already (a redelivered command)."""
+    """`/accept-drift` in the drift issue of `project`, in the project's slot, under an id naming the command's
+    comment; False when that job exists already. The command job that calls this runs once per comment
+    (it is never retried), and RQ takes no `unique=True` with a RateLimit, so looking first is enough."""
     options = OPTIONS[Jobs.ACCEPT_DRIFT].enqueue_args(
         tf_timeout=tf_timeout, rate_limit=project_rate_limit(target.repo_id, project)
     )
     run_id = job_id("accept-drift", request.repo_id, request.number, request.comment_id)
-    kwargs = {"request": request, "target": target, "project": project}
-    try:
-        _plans(conn).enqueue(Jobs.ACCEPT_DRIFT, kwargs=kwargs, job_id=run_id, unique=True, **options)
-    except DuplicateJobError:
+    if Job.exists(run_id, connection=conn):
         return False
+    kwargs = {"request": request, "target": target, "project": project}
+    _plans(conn).enqueue(Jobs.ACCEPT_DRIFT, kwargs=kwargs, job_id=run_id, **options)
     return True
 
 
