@@ -13,6 +13,7 @@ from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
 from core.plan import KNOWN_ACTIONS, Plan, ResourceChange, parse_plan, summary_line
+from core.render.accept_drift import render_accept_result, render_accepting
 from core.render.drift import (
     ATTRIBUTES_SHOWN,
     GITHUB_LIMIT,
@@ -357,3 +358,70 @@ def test_attribute_lists_keep_the_body_within_githubs_limit(n: int, width: int) 
     listed = body.count("updated outside Terraform")
     cut = MORE.search(body)
     assert listed + (int(cut.group(1).replace(",", "")) if cut else 0) == n
+
+
+def _accepted_plan(n: int = 1, width: int = 1) -> Plan:
+    entries = [
+        _drift_entry(
+            f"terraform_data.r{i}",
+            {"input": "a" * width, "key": "k3y-before-secret"},
+            {"input": "b" * width, "key": "k3y-after-secret"},
+            before_sensitive={"key": True},
+            after_sensitive={"key": True},
+        )
+        for i in range(n)
+    ]
+    return parse_plan(json.dumps({"format_version": "1.2", "resource_drift": entries}))
+
+
+def test_the_accept_reply_lists_what_was_accepted_masked_and_answers_the_command() -> None:
+    body = render_accept_result(project="app", sha=SHA, result="accepted", plan=_accepted_plan(), reply_to=77)
+    assert parse_marker(body) == (
+        "reply",
+        {"command": "accept-drift", "outcome": "accepted", "reply_to": 77, "sha": SHA},
+    )
+    assert "Drift accepted in `app` at 0123456" in body and "No infrastructure was changed" in body
+    assert "**Accepted: changed outside Terraform (1)**" in body
+    assert '  - `input`: `"a"` → `"b"`' in body and f"  - `key`: `{MASK}` → `{MASK}`" in body
+    assert "secret" not in body
+    assert "closes when the next drift check" in body
+
+
+@pytest.mark.parametrize(
+    ("result", "says"),
+    [
+        ("nothing", "Nothing to accept in `app`"),
+        ("refused", "Not accepted in `app` at 0123456: it would act. Nothing was applied."),
+        ("failed", "Accepting drift in `app` at 0123456 failed: it would act."),
+        ("lost", "was lost during `terraform apply`"),
+    ],
+)
+def test_each_outcome_says_what_happened(result: str, says: str) -> None:
+    body = render_accept_result(project="app", sha=SHA, result=result, plan=_accepted_plan(), reason="it would act")  # type: ignore[arg-type]
+    assert says in body and "Drift accepted" not in body
+    assert ("**Accepted:" in body) is False
+    assert ("**Found: changed outside Terraform (1)**" in body) == (result in ("refused", "failed", "lost"))
+
+
+def test_a_failed_accept_quotes_the_last_lines_of_output_masked() -> None:
+    output = "\n".join(f"line {i}" for i in range(100)) + "\nError: k3y-after-secret leaked"
+    body = render_accept_result(
+        project="app", sha=SHA, result="failed", plan=_accepted_plan(), reason="apply failed", output=output
+    )
+    assert "Last 40 lines of output:" in body and "line 99" in body and "line 59\n" not in body
+    assert f"Error: {MASK} leaked" in body
+
+
+def test_the_accepting_reply_names_who_asked_and_what_runs() -> None:
+    body = render_accepting(project="app", branch="main", login="bob", reply_to=5)
+    assert parse_marker(body) == ("reply", {"command": "accept-drift", "outcome": "accepting", "reply_to": 5})
+    assert "/accept-drift by @bob" in body and "`terraform plan -refresh-only` of `app`" in body
+
+
+@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(n=st.integers(1, 300), width=st.integers(1, 4000), limit=st.integers(MIN_LIMIT, GITHUB_LIMIT))
+def test_accept_replies_fit_the_limit_and_count_what_they_leave_out(n: int, width: int, limit: int) -> None:
+    body = render_accept_result(project="app", sha=SHA, result="accepted", plan=_accepted_plan(n, width), limit=limit)
+    assert len(body) <= limit and fences_balanced(body)
+    cut = MORE.search(body)
+    assert body.count("updated outside Terraform") + (int(cut.group(1).replace(",", "")) if cut else 0) == n
