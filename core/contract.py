@@ -68,6 +68,9 @@ LAST_WORD_JOBS = frozenset(
         Jobs.APPLY_PUSH,
         Jobs.FINISH_APPLY,
         Jobs.HANDLE_COMMAND,
+        # A reply in the drift issue. It fails for good only before `terraform apply`: a death during that
+        # is reported by its own re-run (workers.flows.accept_drift), which ends without applying.
+        Jobs.ACCEPT_DRIFT,
     }
 )
 JOB_FAILED = "workers.watchdog.failed"
