@@ -186,3 +186,25 @@ def test_a_sensitive_value_is_never_shown(case: tuple[Any, Any, Any, Any]) -> No
     for key in set(b_marks) | set(a_marks):
         if before[key] != after[key]:
             assert [(a.before, a.after) for a in found if a.path.startswith(_path((key,)))] == [(SENSITIVE, SENSITIVE)]
+
+
+def test_the_lean_and_the_whole_document_readings_find_the_same_attributes() -> None:
+    entry = {
+        "address": "terraform_data.x",
+        "mode": "managed",
+        "type": "terraform_data",
+        "change": {
+            "actions": ["update"],
+            "before": {"input": "a", "tags": {"env": "prod"}, "secret": "s3cr3t"},
+            "after": {"input": "b", "tags": {"env": "dev"}, "secret": "s3cr3t-2", "arn": None},
+            "after_unknown": {"arn": True},
+            "before_sensitive": {"secret": True},
+            "after_sensitive": {"secret": True},
+        },
+    }
+    text = json.dumps({"format_version": "1.2", "resource_drift": [entry]})
+    lean = parse_plan(text.encode())
+    whole = parse_plan(text.encode("utf-16"))  # only the whole-document path reads UTF-16
+    assert lean.drift[0].attributes == whole.drift[0].attributes == attribute_changes(entry["change"])
+    assert [a.path for a in lean.drift[0].attributes] == ["input", "tags.env", "secret", "arn"]
+    assert lean.drift[0].attributes[-1] == AttributeChange("arn", ABSENT, UNKNOWN)
