@@ -63,9 +63,9 @@ def main_tf(state: Path, objects: dict[str, Path]) -> str:
 
 
 def apply_directly(workdir: Path, text: str, env: dict[str, str]) -> None:
-    """What main looked like after its last apply."""
+    """What main looked like after its last apply (HOME there: the provider caches its TLS key in it)."""
     workdir.mkdir(parents=True, exist_ok=True)
     (workdir / "main.tf").write_text(text)
-    run_env = {**os.environ, "TF_IN_AUTOMATION": "1", "CHECKPOINT_DISABLE": "1", **env}
+    run_env = {**os.environ, "TF_IN_AUTOMATION": "1", "CHECKPOINT_DISABLE": "1", "HOME": str(workdir), **env}
     for args in (["init", "-input=false"], ["apply", "-input=false", "-auto-approve"]):
         subprocess.run([tool(), *args], cwd=workdir, env=run_env, check=True, capture_output=True)
