@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 import pytest
@@ -99,6 +99,12 @@ def test_accept_drift_needs_the_right_to_approve_destroys(issue: Issue) -> None:
     assert allowed.accept is not None
     target, project = allowed.accept
     assert (target.project, project) == (issue.project.name, issue.project)
+
+
+def test_a_project_plangate_never_applies_is_never_written_by_accepting_drift(issue: Issue) -> None:
+    drift_issues.watch(issue.world.ctx.redis, issue.target, replace(issue.project, apply_on_merge=False), issue.number)
+    outcome = issue.decide(issue.request("bob"))
+    assert outcome.accept is None and "`apply_on_merge: false`" in outcome.reply
 
 
 def test_a_run_whose_worker_died_during_apply_is_reported_and_never_applied_again(issue: Issue) -> None:

@@ -87,6 +87,9 @@ async def decide(ctx: WorkerContext, gh: GitHub, req: CommandRequest) -> Outcome
             render_not_allowed(req.commenter, allowed.reason, command=COMMAND, reply_to=req.comment_id), "-1"
         )
     project = Project(**watched["project"])
+    if not project.apply_on_merge:
+        reason = f"`{project.name}` has `apply_on_merge: false`: plangate never writes its state"
+        return Outcome(render_refusal(reason, command=COMMAND, reply_to=req.comment_id), "confused")
     target = replace(DriftTarget.from_plain(watched["target"]), project=project.name)
     audit.record(ctx.redis, "accept-drift-allowed", project=project.name, **where)
     reply = render_accepting(
