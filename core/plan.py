@@ -63,7 +63,8 @@ class ResourceChange:
     replace_paths: tuple[str, ...] = ()
     sensitive_values: tuple[str, ...] = field(default=(), compare=False)  # plain values to mask
     object_digest: str = ""  # the real object acted on (object_digest()): what an approval is bound to
-    # For a `resource_drift` entry only: the attributes reality changed (core/drift_diff.py, secrets hidden)
+    # For an update in `resource_drift` only: the attributes reality changed (core/drift_diff.py, secrets
+    # hidden); an object deleted outside Terraform is named, not listed attribute by attribute
     attributes: tuple[AttributeChange, ...] = field(default=(), compare=False)
 
     @property
@@ -242,7 +243,7 @@ def _change(entry: Any, where: str, *, diff: bool = False) -> ResourceChange:
         replace_paths=_replace_paths(change.get("replace_paths"), where),
         sensitive_values=sensitive_of(values),
         object_digest=object_digest(entry.get("provider_name"), rtype, values),
-        attributes=attribute_changes(change) if diff else (),
+        attributes=attribute_changes(change) if diff and KNOWN_ACTIONS.get(actions) == "update" else (),
     )
 
 

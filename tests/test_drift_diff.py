@@ -208,3 +208,20 @@ def test_the_lean_and_the_whole_document_readings_find_the_same_attributes() -> 
     assert lean.drift[0].attributes == whole.drift[0].attributes == attribute_changes(entry["change"])
     assert [a.path for a in lean.drift[0].attributes] == ["input", "tags.env", "secret", "arn"]
     assert lean.drift[0].attributes[-1] == AttributeChange("arn", ABSENT, UNKNOWN)
+
+
+def test_an_object_deleted_outside_terraform_is_named_not_listed_attribute_by_attribute() -> None:
+    entry = {
+        "address": "terraform_data.gone",
+        "mode": "managed",
+        "type": "terraform_data",
+        "change": {
+            "actions": ["delete"],
+            "before": {"input": "a", "pw": "hunter22"},
+            "after": None,
+            "before_sensitive": {"pw": True},
+            "after_sensitive": False,
+        },
+    }
+    plan = parse_plan(json.dumps({"format_version": "1.2", "resource_drift": [entry]}))
+    assert plan.drift[0].action_class == "delete" and plan.drift[0].attributes == ()
