@@ -89,6 +89,7 @@ def test_accept_drift_is_refused_to_who_may_not_approve_destroys_and_never_appli
         queue.enqueue(Jobs.DRIFT_CHECK, kwargs={"target": DriftTarget.from_plain(target)})
         assert _checked(stack, redis_conn, 1) == "drift"
         issue = _issue(stack, repo)
+        assert '- `terraform_data.keep` — update in place\n  - `input`: `"edited"` → `"a"`' in (issue.body or "")
         assert "/accept-drift" not in (issue.body or ""), "no drift outside Terraform: nothing to offer accepting"
 
         reply, reactions = comment_and_wait_closed(stack, repo, issue.number, "rita", "/accept-drift")

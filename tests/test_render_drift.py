@@ -425,3 +425,16 @@ def test_accept_replies_fit_the_limit_and_count_what_they_leave_out(n: int, widt
     assert len(body) <= limit and fences_balanced(body)
     cut = MORE.search(body)
     assert body.count("updated outside Terraform") + (int(cut.group(1).replace(",", "")) if cut else 0) == n
+
+
+def test_a_planned_update_lists_its_attributes_state_to_code_when_the_check_asks_for_them() -> None:
+    entry = _drift_entry(
+        "terraform_data.x", {"input": "edited", "pw": "pw-old-1234"}, {"input": "a", "pw": "pw-new-1234"}
+    )
+    entry["change"]["before_sensitive"] = entry["change"]["after_sensitive"] = {"pw": True}  # type: ignore[index]
+    doc = json.dumps({"format_version": "1.2", "resource_changes": [entry]})
+    body = report(parse_plan(doc, attributes=True))
+    assert '- `terraform_data.x` — update in place\n  - `input`: `"edited"` → `"a"`\n' in body
+    assert f"  - `pw`: `{MASK}` → `{MASK}`" in body and "pw-old" not in body and "pw-new" not in body
+    assert "/accept-drift" not in body, "state and code disagreeing is not drift to accept"
+    assert parse_plan(doc).changes[0].attributes == (), "a PR's plan keeps none"

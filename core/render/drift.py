@@ -6,7 +6,8 @@ not run (`render_drift_failed`) and closed with `render_drift_resolved`. Each bo
 hidden marker (`drift`, `drift-check-failed`, `drift-resolved`) with the project and SHA, is
 masked like a plan comment (the marker line excepted) and stays under GitHub's 65,536 characters;
 a list that does not fit says exactly how many entries it left out. Each resource changed outside
-Terraform lists its changed attributes, before → after (`drift_item`, core/drift_diff.py).
+Terraform lists its changed attributes, before → after (`drift_item`, core/drift_diff.py), and so
+does each update a plan would make (state → code).
 
 What counts as drift (`has_drift`): a resource changed outside Terraform (`resource_drift`,
 except no-op entries, which only record a move), or any change a plan would make to a resource:
@@ -83,12 +84,7 @@ def drift_item(change: ResourceChange) -> str:
     `ATTRIBUTES_SHOWN`, and how many more): values as core/drift_diff.py shows them."""
     what = _OUTSIDE.get(change.action_class, ", ".join(change.actions))
     deposed = f" (deposed object {code(change.deposed)})" if change.deposed else ""
-    lines = [f"- {code(change.address)}{deposed} — {what} outside Terraform"]
-    shown = change.attributes[:ATTRIBUTES_SHOWN]
-    lines += [f"  - {code(a.path, 300)}: {code(a.before)} → {code(a.after)}" for a in shown]
-    if len(change.attributes) > len(shown):
-        lines.append(f"  - _… and {len(change.attributes) - len(shown):,} more attributes_")
-    return "\n".join(lines)
+    return "\n".join([f"- {code(change.address)}{deposed} — {what} outside Terraform", *_attribute_lines(change)])
 
 
 def _destroy_item(change: ResourceChange) -> str:
@@ -120,7 +116,16 @@ def _change_words(change: ResourceChange) -> str:
 
 
 def _change_item(change: ResourceChange) -> str:
-    return f"- {code(change.address)} — {_change_words(change)}"
+    return "\n".join([f"- {code(change.address)} — {_change_words(change)}", *_attribute_lines(change)])
+
+
+def _attribute_lines(change: ResourceChange) -> list[str]:
+    """One line per changed attribute, before → after (at most `ATTRIBUTES_SHOWN`, then how many more)."""
+    shown = change.attributes[:ATTRIBUTES_SHOWN]
+    lines = [f"  - {code(a.path, 300)}: {code(a.before)} → {code(a.after)}" for a in shown]
+    if len(change.attributes) > len(shown):
+        lines.append(f"  - _… and {len(change.attributes) - len(shown):,} more attributes_")
+    return lines
 
 
 def _share(needs: Sequence[int], budget: int) -> list[int]:
