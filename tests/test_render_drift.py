@@ -438,3 +438,9 @@ def test_a_planned_update_lists_its_attributes_state_to_code_when_the_check_asks
     assert f"  - `pw`: `{MASK}` → `{MASK}`" in body and "pw-old" not in body and "pw-new" not in body
     assert "/accept-drift" not in body, "state and code disagreeing is not drift to accept"
     assert parse_plan(doc).changes[0].attributes == (), "a PR's plan keeps none"
+
+
+def test_a_reply_that_knows_no_commit_says_where_and_marks_none() -> None:
+    body = render_accept_result(project="app", sha="the head of main", result="lost")
+    assert parse_marker(body) == ("reply", {"command": "accept-drift", "outcome": "lost"})
+    assert "accepting drift in `app` at the head of main was lost" in body

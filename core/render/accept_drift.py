@@ -71,7 +71,8 @@ def render_accept_result(
     reply_to: int | None = None,
     limit: int = GITHUB_LIMIT,
 ) -> str:
-    """The outcome: the accepted (or, refused or failed, the found) drift, each attribute before → after."""
+    """The outcome: the accepted (or, refused or failed, the found) drift, each attribute before → after.
+    `sha`: the commit planned, or words for where it would have been when the run stopped before knowing."""
     m = Masker(plan.sensitive_values if plan is not None else (), mask_patterns)
     at = sha[:7] if _SHA.fullmatch(sha) else one_line(sha, 200)
     headline = _HEADLINES[result].format(project=code(project, 200), sha=at, reason=one_line(reason, 2_000))
@@ -81,7 +82,7 @@ def render_accept_result(
     items = [drift_item(c) for c in found]
     tail = plain_lines(output)[-OUTPUT_LINES:] if output.strip() and result in ("failed", "refused") else []
     after = _AFTER[result]
-    head = reply_marker(COMMAND, result, reply_to, sha=sha)
+    head = reply_marker(COMMAND, result, reply_to, **({"sha": sha} if _SHA.fullmatch(sha) else {}))
 
     def build(budget: int) -> str:
         parts = [headline]

@@ -119,7 +119,8 @@ async def run(ctx: WorkerContext, req: CommandRequest, target: DriftTarget, proj
         elif now is not None and now.name == "applying":
             phase = _lost(ctx, req, target, project, run_id)
         else:
-            phase = _done(ctx, run_id, "failed", project, "", reason=f"{type(exc).__name__}: {exc}", req=req)
+            at, reason = f"the head of {target.default_branch}", f"{type(exc).__name__}: {exc}"
+            phase = _done(ctx, run_id, "failed", project, at, reason=reason, req=req)
     return await _settle(ctx, req, target, run_id, phase)
 
 
@@ -143,10 +144,9 @@ async def _accept(ctx: WorkerContext, req: CommandRequest, target: DriftTarget, 
         refusal = refresh_only_refusal(saved.plan, saved.code_runs)
         if refusal is not None:
             audit.record(ctx.redis, "accept-drift-unsafe", repo=req.repo, project=project.name, reason=refusal)
-            done = _done(
+            return _done(
                 ctx, run_id, "refused", project, sha, reason=refusal, plan=saved.plan, patterns=patterns, req=req
             )
-            return done
         if not drifted(saved.plan):
             return _done(ctx, run_id, "nothing", project, sha, plan=saved.plan, patterns=patterns, req=req)
         apply_phases.write(ctx.records, run_id, Phase("applying"))
