@@ -12,6 +12,7 @@ import json
 from dataclasses import dataclass, field
 from typing import Any
 
+from core.drift_diff import AttributeChange, attribute_changes
 from core.plan_code import CodeRun as CodeRun
 from core.plan_code import code_runs
 from core.plan_json import PlanError as PlanError
@@ -62,6 +63,9 @@ class ResourceChange:
     replace_paths: tuple[str, ...] = ()
     sensitive_values: tuple[str, ...] = field(default=(), compare=False)  # plain values to mask
     object_digest: str = ""  # the real object acted on (object_digest()): what an approval is bound to
+    # For an update: the attributes that change (core/drift_diff.py, secrets hidden), in `resource_drift`
+    # always, in `resource_changes` when asked for (parse_plan); a deleted or created object is only named
+    attributes: tuple[AttributeChange, ...] = field(default=(), compare=False)
 
     @property
     def is_destroy(self) -> bool:
@@ -148,9 +152,11 @@ def summary_line(plan: Plan) -> str:
     return f"Plan: {line}."
 
 
-def parse_plan(data: bytes | str) -> Plan:
+def parse_plan(data: bytes | str, *, attributes: bool = False) -> Plan:
     """Read `terraform show -json` / `tofu show -json` output; raise PlanError when it cannot be trusted.
-    Read lean (core/plan_lean.py) when it can be, else as one whole document: the same Plan either way."""
+    Read lean (core/plan_lean.py) when it can be, else as one whole document: the same Plan either way.
+    Drifted updates always carry their changed attributes; `attributes`: planned updates too (a drift
+    check shows what a plan would change, attribute by attribute; a PR's plan does not)."""
     lean = read_lean(data)
     doc = lean if lean is not None else load_document(data)
     version = doc.get("format_version", doc.get("plan_format_version"))
@@ -161,8 +167,8 @@ def parse_plan(data: bytes | str) -> Plan:
     if not any(key in doc for key in _PLAN_KEYS):
         raise PlanError("this JSON has no planned changes: is it a state file instead of a saved plan?")
     entries = _list(doc, "resource_changes")
-    changes = tuple(_change(e, f"resource_changes[{i}]") for i, e in enumerate(entries))
-    drift = tuple(_change(e, f"resource_drift[{i}]") for i, e in enumerate(_list(doc, "resource_drift")))
+    changes = tuple(_change(e, f"resource_changes[{i}]", diff=attributes) for i, e in enumerate(entries))
+    drift = tuple(_change(e, f"resource_drift[{i}]", diff=True) for i, e in enumerate(_list(doc, "resource_drift")))
     unknown = dict.fromkeys(json.dumps(list(c.actions)) for c in changes if c.action_class == "unknown")
     terraform_version = doc.get("terraform_version")
     return Plan(
@@ -214,7 +220,9 @@ def _change_object(change: Any, where: str) -> tuple[dict[str, Any] | LeanChange
     return change, tuple(actions)
 
 
-def _change(entry: Any, where: str) -> ResourceChange:
+def _change(entry: Any, where: str, *, diff: bool = False) -> ResourceChange:
+    """One entry, classified; `diff`: with its changed attributes when it is an update (a PR's plan never
+    shows them, and decoding every change's `after` would cost a large plan's parse dearly)."""
     if not isinstance(entry, dict | LeanEntry):
         raise PlanError(f"{where} must be an object")
     address = entry.get("address")
@@ -237,6 +245,7 @@ def _change(entry: Any, where: str) -> ResourceChange:
         replace_paths=_replace_paths(change.get("replace_paths"), where),
         sensitive_values=sensitive_of(values),
         object_digest=object_digest(entry.get("provider_name"), rtype, values),
+        attributes=attribute_changes(change) if diff and KNOWN_ACTIONS.get(actions) == "update" else (),
     )
 
 

@@ -55,6 +55,7 @@ class LeanChange(_Lean):
     after: Raw = _ABSENT
     before_sensitive: Raw = _ABSENT
     after_sensitive: Raw = _ABSENT
+    after_unknown: Raw = _ABSENT
     before_identity: Raw = _ABSENT
 
 
