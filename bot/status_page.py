@@ -27,7 +27,18 @@ from starlette.templating import Jinja2Templates
 from bot import status_reads
 from bot.gate_states import GateState, gate_states
 from bot.status_auth import EVERYTHING, Access, page_access
-from bot.status_view import DriftRow, GateRow, Moment, RateLimit, RunRow, StatusView, Verdict, Viewer, WorkerRow
+from bot.status_view import (
+    DriftRow,
+    FailedRow,
+    GateRow,
+    Moment,
+    RateLimit,
+    RunRow,
+    StatusView,
+    Verdict,
+    Viewer,
+    WorkerRow,
+)
 from bot.urls import public_base_url
 
 _TEMPLATES = Jinja2Templates(directory=Path(__file__).parent / "templates")
@@ -64,6 +75,7 @@ def render_status_page(
     signout_url: str = "/auth/signout",
     sandboxes: Mapping[str, str] | None = None,
     rate_limited: Mapping[str, tuple[str, float]] | None = None,
+    failed: Sequence[Mapping[str, Any]] = (),
 ) -> str:
     """The whole document. Pure: the same inputs give the same page. `runs` newest first (as runlog stores them).
 
@@ -79,6 +91,7 @@ def render_status_page(
         rate_limited=[
             RateLimit(name, kind, max(1, round(left))) for name, (kind, left) in sorted((rate_limited or {}).items())
         ],
+        failed=[_failed_row(f) for f in failed],
         gates=[_gate_row(g, now) for g in gate_states(runs)],
         drift=_drift_rows(runs, now),
         runs=[_run_row(r, now) for r in runs],
@@ -105,6 +118,17 @@ def _gate_row(g: GateState, now: float) -> GateRow:
         gate=_verdict(g.state, g.description),
         projects=", ".join(g.projects),
         updated=_moment(g.at, now),
+    )
+
+
+def _failed_row(f: Mapping[str, Any]) -> FailedRow:
+    project = f.get("project")
+    return FailedRow(
+        repo=_text(f.get("repo")),
+        project=_text(project.get("name") if isinstance(project, Mapping) else None),
+        sha=_text(f.get("sha")),
+        issue=_number(f.get("number")),
+        url=_link(f.get("url")),
     )
 
 
@@ -195,6 +219,7 @@ def _snapshot(conn: redis.Redis, access: Access, signout_url: str) -> str:
         signout_url=signout_url,
         sandboxes=seen.sandboxes,
         rate_limited=seen.rate_limited,
+        failed=seen.failed,
     )
 
 

@@ -4,6 +4,7 @@ runs them in the thread pool."""
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass
 from typing import Any
 
@@ -22,6 +23,7 @@ class Seen:
     workers: list[dict[str, Any]]
     sandboxes: dict[str, str]
     rate_limited: dict[str, tuple[str, float]]
+    failed: list[dict[str, Any]]
 
 
 def read(conn: redis.Redis, repos: frozenset[str] | None, shown: int) -> Seen:
@@ -37,6 +39,7 @@ def read(conn: redis.Redis, repos: frozenset[str] | None, shown: int) -> Seen:
         workers=read_workers(conn),
         sandboxes=read_sandboxes(conn),
         rate_limited=read_rate_limited(conn) if repos is None else {},
+        failed=read_failed(conn, repos),
     )
 
 
@@ -77,3 +80,15 @@ def read_sandboxes(conn: redis.Redis) -> dict[str, str]:
         if isinstance(value, bytes):
             found[name.removeprefix(redis_keys.SANDBOX_PREFIX)] = value.decode()
     return found
+
+
+def read_failed(conn: redis.Redis, repos: frozenset[str] | None) -> list[dict[str, Any]]:
+    """The projects whose last apply on their apply branch failed (workers.adapters.store.failed_applies),
+    as plain values, in the repositories the reader may see."""
+    found = []
+    for key in conn.scan_iter(match=f"{redis_keys.FAILED_APPLIES_PREFIX}*", count=100):
+        for text in conn.hgetall(key).values():
+            record = json.loads(text)
+            if repos is None or str(record.get("repo", "")).lower() in repos:
+                found.append(record)
+    return sorted(found, key=lambda r: (str(r.get("repo", "")), str((r.get("project") or {}).get("name", ""))))

@@ -35,6 +35,17 @@ class GateRow:
 
 
 @dataclass(frozen=True)
+class FailedRow:
+    """A project whose last apply on its apply branch failed, and the issue that says so."""
+
+    repo: str
+    project: str
+    sha: str
+    issue: str
+    url: str
+
+
+@dataclass(frozen=True)
 class DriftRow:
     repo: str
     project: str
@@ -98,6 +109,8 @@ class StatusView:
     """Workers that opted out of the sandbox: the first thing anyone sees."""
     sandbox_kinds: list[str]
     rate_limited: list[RateLimit]
+    failed: list[FailedRow]
+    """Projects whose last apply failed: listed first, main and reality differ there."""
     gates: list[GateRow]
     drift: list[DriftRow]
     runs: list[RunRow]

@@ -18,8 +18,9 @@ import re
 import unicodedata
 from dataclasses import dataclass
 
-COMMANDS = ("approve-destroy", "plan", "help")
-NO_ARGS = frozenset({"help"})
+COMMANDS = ("approve-destroy", "plan", "help", "apply", "accept-drift")
+# `/apply` and `/accept-drift` act on the one project their issue reports
+NO_ARGS = frozenset({"help", "apply", "accept-drift"})
 PROJECT_NAME = re.compile(r"[A-Za-z0-9._/-]+")
 # 7 to 40 lower-case hex digits name a commit, never a project (GitHub's short SHAs are 7+).
 SHA_PREFIX = re.compile(r"[0-9a-f]{7,40}")

@@ -41,6 +41,7 @@ class Jobs:
     DRIFT_TICK: Final = "workers.jobs.drift_tick"
     DRIFT_CHECK: Final = "workers.jobs.drift_check"
     DRIFT_PROJECT: Final = "workers.jobs.drift_project"
+    ACCEPT_DRIFT: Final = "workers.jobs.accept_drift"
     LAST_WORD: Final = "workers.jobs.last_word"
     RECOVER_LOST_WORK: Final = "workers.jobs.recover_lost_work"
     PULL_CLOSED: Final = "workers.jobs.pull_closed"
@@ -67,6 +68,9 @@ LAST_WORD_JOBS = frozenset(
         Jobs.APPLY_PUSH,
         Jobs.FINISH_APPLY,
         Jobs.HANDLE_COMMAND,
+        # A reply in the drift issue. It fails for good only before `terraform apply`: a death during that
+        # is reported by its own re-run (workers.flows.accept_drift), which ends without applying.
+        Jobs.ACCEPT_DRIFT,
     }
 )
 JOB_FAILED = "workers.watchdog.failed"

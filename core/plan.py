@@ -12,10 +12,11 @@ import json
 from dataclasses import dataclass, field
 from typing import Any
 
+from core.drift_diff import AttributeChange, attribute_changes
 from core.plan_code import CodeRun as CodeRun
 from core.plan_code import code_runs
 from core.plan_json import PlanError as PlanError
-from core.plan_json import any_marked, digest, hashed, load_document, masked, sensitive_of
+from core.plan_json import any_marked, change_digest, digest, load_document, masked, sensitive_of
 from core.plan_lean import LeanChange, LeanEntry, LeanPlan, read_lean
 
 # Action classes a resource change is sorted into. "unknown" fails closed: it counts as a destroy.
@@ -63,6 +64,9 @@ class ResourceChange:
     sensitive_values: tuple[str, ...] = field(default=(), compare=False)  # plain values to mask
     object_digest: str = ""  # the real object acted on (object_digest()): what an approval is bound to
     change_digest: str = ""  # a create, update or read: what it would do (change_digest()), for change_rules
+    # For an update: the attributes that change (core/drift_diff.py, secrets hidden), in `resource_drift`
+    # always, in `resource_changes` when asked for (parse_plan); a deleted or created object is only named
+    attributes: tuple[AttributeChange, ...] = field(default=(), compare=False)
 
     @property
     def is_destroy(self) -> bool:
@@ -149,9 +153,11 @@ def summary_line(plan: Plan) -> str:
     return f"Plan: {line}."
 
 
-def parse_plan(data: bytes | str) -> Plan:
+def parse_plan(data: bytes | str, *, attributes: bool = False) -> Plan:
     """Read `terraform show -json` / `tofu show -json` output; raise PlanError when it cannot be trusted.
-    Read lean (core/plan_lean.py) when it can be, else as one whole document: the same Plan either way."""
+    Read lean (core/plan_lean.py) when it can be, else as one whole document: the same Plan either way.
+    Drifted updates always carry their changed attributes; `attributes`: planned updates too (a drift
+    check shows what a plan would change, attribute by attribute; a PR's plan does not)."""
     lean = read_lean(data)
     doc = lean if lean is not None else load_document(data)
     version = doc.get("format_version", doc.get("plan_format_version"))
@@ -162,8 +168,8 @@ def parse_plan(data: bytes | str) -> Plan:
     if not any(key in doc for key in _PLAN_KEYS):
         raise PlanError("this JSON has no planned changes: is it a state file instead of a saved plan?")
     entries = _list(doc, "resource_changes")
-    changes = tuple(_change(e, f"resource_changes[{i}]") for i, e in enumerate(entries))
-    drift = tuple(_change(e, f"resource_drift[{i}]") for i, e in enumerate(_list(doc, "resource_drift")))
+    changes = tuple(_change(e, f"resource_changes[{i}]", diff=attributes) for i, e in enumerate(entries))
+    drift = tuple(_change(e, f"resource_drift[{i}]", diff=True) for i, e in enumerate(_list(doc, "resource_drift")))
     unknown = dict.fromkeys(json.dumps(list(c.actions)) for c in changes if c.action_class == "unknown")
     terraform_version = doc.get("terraform_version")
     return Plan(
@@ -215,7 +221,9 @@ def _change_object(change: Any, where: str) -> tuple[dict[str, Any] | LeanChange
     return change, tuple(actions)
 
 
-def _change(entry: Any, where: str) -> ResourceChange:
+def _change(entry: Any, where: str, *, diff: bool = False) -> ResourceChange:
+    """One entry, classified; `diff`: with its changed attributes when it is an update (a PR's plan never
+    shows them, and decoding every change's `after` would cost a large plan's parse dearly)."""
     if not isinstance(entry, dict | LeanEntry):
         raise PlanError(f"{where} must be an object")
     address = entry.get("address")
@@ -241,6 +249,7 @@ def _change(entry: Any, where: str) -> ResourceChange:
         change_digest=change_digest(entry.get("provider_name"), rtype, actions, change)
         if KNOWN_ACTIONS.get(actions) in ("create", "update", "read")
         else "",
+        attributes=attribute_changes(change) if diff and KNOWN_ACTIONS.get(actions) == "update" else (),
     )
 
 
@@ -272,14 +281,6 @@ def object_digest(provider: Any, rtype: Any, change: dict[str, Any]) -> str:
     if change.get("before_identity") is not None:
         facts["before_identity"] = change["before_identity"]
     return digest(facts)
-
-
-def change_digest(provider: Any, rtype: Any, actions: tuple[str, ...], change: dict[str, Any] | LeanChange) -> str:
-    """32 hex naming what a create, update or read does: its actions and both sides as terraform wrote
-    them (sensitive values as their digests, so a changed secret is another change)."""
-    sides = {side: hashed(change.get(side), change.get(f"{side}_sensitive")) for side in ("before", "after")}
-    facts = {"provider_name": provider, "type": rtype, "actions": list(actions), **sides}
-    return digest({**facts, "after_unknown": change.get("after_unknown")})
 
 
 def _path_text(path: list[Any]) -> str:

@@ -122,18 +122,13 @@ def masked(value: Any, marks: Any) -> Any:
     return value
 
 
-def hashed(value: Any, marks: Any) -> Any:
-    """`value` with everything `marks` calls sensitive replaced by its digest: a change of a secret changes
-    what contains it, yet the secret itself is never part of what is hashed with the rest."""
-    if marks is True:
-        return {"sensitive": digest(value)}
-    if not marks:
-        return value
-    if isinstance(marks, dict) and isinstance(value, dict):
-        return {key: hashed(sub, marks.get(key)) for key, sub in value.items()}
-    if isinstance(marks, list) and isinstance(value, list):
-        return [hashed(sub, marks[i] if i < len(marks) else None) for i, sub in enumerate(value)]
-    return value
+def change_digest(provider: Any, rtype: Any, actions: tuple[str, ...], change: Values) -> str:
+    """32 hex naming what a create, update or read does: its actions and both sides as terraform wrote
+    them, which values are unknown until apply, and which are sensitive, masked like an object's (their
+    digests are published): the reviewer never sees a secret, so a change of it alone is the same change."""
+    sides = {side: masked(change.get(side), change.get(f"{side}_sensitive")) for side in ("before", "after")}
+    facts = {"provider_name": provider, "type": rtype, "actions": list(actions), **sides}
+    return digest({**facts, "after_unknown": change.get("after_unknown")})
 
 
 def sensitive_of(change: Values) -> tuple[str, ...]:

@@ -31,6 +31,7 @@ DRIFT_TARGETS = "plangate:drift-targets"
 BOT_LOGIN = "plangate:bot-login"
 RATE_LIMITED_PREFIX = "plangate:rate-limited:"  # + installation → kind, expiring with the wait
 SANDBOX_PREFIX = "plangate:sandbox:"  # + worker → how it runs terraform
+FAILED_APPLIES_PREFIX = "plangate:failed-applies:"  # + repo id → the projects whose last apply failed
 SESSION_PREFIX = "plangate:status-session:"  # + session id → the signed-in person's view
 
 
@@ -113,6 +114,11 @@ def apply_phase(run_id: str) -> str:
 
 def apply_outcomes(repo_id: int, sha: str) -> str:
     return f"plangate:apply-outcomes:{repo_id}:{sha}"
+
+
+def failed_applies(repo_id: int) -> str:
+    """The repository's projects whose last apply on the apply branch failed, by identity."""
+    return f"{FAILED_APPLIES_PREFIX}{repo_id}"
 
 
 def drift_issue(repo_id: int, project: str) -> str:

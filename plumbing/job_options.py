@@ -90,6 +90,8 @@ OPTIONS: dict[str, Options] = {
     Jobs.FINISH_APPLY: Options(600),
     Jobs.DRIFT_CHECK: Options(600, retry=None, on_failure=None),  # the next tick checks again
     Jobs.DRIFT_PROJECT: Options(tf_steps=4, per_project=True),
+    # `/accept-drift`: re-run when its worker dies, as its recorded phase allows (never a second apply).
+    Jobs.ACCEPT_DRIFT: Options(tf_steps=5, result_ttl=DAY, failure_ttl=7 * DAY, per_project=True),
     # Said once, on the commands queue, when a job that owes a report failed for good (workers.watchdog).
     Jobs.LAST_WORD: Options(600, retry=SAY_AGAIN, on_failure=None),
 }

@@ -154,8 +154,9 @@ _LOG_FORMAT = "%H%x1f%T%x1f%P%x1f%an%x1f%ae%x1f%aI%x1f%cn%x1f%ce%x1f%cI%x1f%B"
 
 
 def log(repo: Path, base: str, head: str) -> list[CommitInfo]:
-    """The commits reachable from `head` but not from `base`, oldest first (a PR's commits)."""
-    out = git(repo, "log", "-z", "--reverse", f"--format={_LOG_FORMAT}", f"{base}..{head}")
+    """The commits reachable from `head` but not from `base` (every one for no `base`), oldest first
+    (a PR's commits)."""
+    out = git(repo, "log", "-z", "--reverse", f"--format={_LOG_FORMAT}", f"{base}..{head}" if base else head)
     commits = []
     for record in filter(None, out.split("\0")):
         sha, tree, parents, an, ae, ad, cn, ce, cd, message = record.split("\x1f", 9)

@@ -97,6 +97,22 @@ def pull_commits(request: Request) -> Response:
     return page_response(request, items)
 
 
+def get_commit(request: Request) -> Response:
+    """One commit, with the logins its author and committer map to."""
+    repo = repo_access(request)
+    if isinstance(repo, JSONResponse):
+        return repo
+    state = state_of(request)
+    sha = gitops.rev(repo.path, request.path_params["sha"])
+    if sha is None:
+        return error(422, f"No commit found for SHA: {request.path_params['sha']}")
+    parent = gitops.rev(repo.path, f"{sha}^")
+    found = [c for c in gitops.log(repo.path, parent or "", sha) if c.sha == sha]
+    if not found:
+        return not_found()
+    return JSONResponse(commit_shapes.commit(state, repo, found[0], base_of(request)))
+
+
 def commit_pulls(request: Request) -> Response:
     """PRs whose head is the commit, that merged as it, or whose commits contain it."""
     repo = repo_access(request)
@@ -272,6 +288,7 @@ routes = [
     Route("/repos/{owner}/{repo}/pulls/{number:int}/files", pull_files, methods=["GET"]),
     Route("/repos/{owner}/{repo}/pulls/{number:int}/commits", pull_commits, methods=["GET"]),
     Route("/repos/{owner}/{repo}/commits/{sha}/pulls", commit_pulls, methods=["GET"]),
+    Route("/repos/{owner}/{repo}/commits/{sha}", get_commit, methods=["GET"]),
     Route("/repos/{owner}/{repo}/compare/{spec:path}", compare, methods=["GET"]),
     Route("/repos/{owner}/{repo}/statuses/{sha}", create_status, methods=["POST"]),
     Route("/repos/{owner}/{repo}/commits/{ref:path}/status", combined_status, methods=["GET"]),

@@ -173,3 +173,18 @@ def test_the_authors_of_a_change_not_yet_applied_stay_authors_until_an_apply_suc
     assert unapplied(records, 1, "other@default:other").why == {}
     applied(records, 1, "infra@default:infra")
     assert unapplied(records, 1, "infra@default:infra").why == {}
+
+
+def test_a_change_whose_authors_could_not_be_proven_keeps_clearing_nobody_until_applied(
+    redis_conn: redis.Redis,
+) -> None:
+    """A merged PR with more commits than GitHub lists failed to apply: the apply that fixes it (a new
+    push, `/apply`) must not clear anyone of authoring it either."""
+    records = Records(redis_conn, rsa_pem())
+    why = "this pull request has 300 commits and GitHub lists only 250"
+    record_unapplied(records, 1, "infra@default:infra", Authors({"alice": "opened this pull request"}, why))
+    later = Authors({"bob": "pushed this commit"}).merged(unapplied(records, 1, "infra@default:infra"))
+    assert later.unproven is not None and "300 commits" in later.unproven
+    assert later.role("(unproven)") is None and later.logins == ("bob", "alice")
+    applied(records, 1, "infra@default:infra")
+    assert unapplied(records, 1, "infra@default:infra").unproven is None

@@ -397,7 +397,7 @@ def _apply_all(
     outcomes = {p.name: world.run(apply_project.run(world.ctx, push, p, where, uuid4().hex)) for p in found.projects}
     if lose_outcomes:  # as a Redis that restarted between the applies and their finish
         world.ctx.redis.delete(redis_keys.apply_outcomes(world.repo.id, push.after))
-    world.run(push_apply.finish(world.ctx, push, where, [], [p.name for p in found.projects]))
+    world.run(push_apply.finish(world.ctx, push, where, [], found.projects))
     return outcomes, found
 
 

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import json
 import re
+from collections.abc import Mapping
 from datetime import UTC, datetime, timedelta, timezone
 from pathlib import Path
 
@@ -11,7 +13,9 @@ from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
 from core.plan import KNOWN_ACTIONS, Plan, ResourceChange, parse_plan, summary_line
+from core.render.accept_drift import render_accept_result, render_accepting
 from core.render.drift import (
+    ATTRIBUTES_SHOWN,
     GITHUB_LIMIT,
     drift_issue_title,
     has_drift,
@@ -293,3 +297,150 @@ def test_fixture_plans_without_drift_or_changes() -> None:
     assert not has_drift(plan)
     drifted = parse_plan((FIXTURES / "opentofu" / "equivalence" / "drift_refresh_only.plan.json").read_bytes())
     assert has_drift(drifted) and not drifted.changes
+
+
+def _drift_entry(
+    address: str, before: Mapping[str, object], after: Mapping[str, object], **marks: object
+) -> dict[str, object]:
+    change = {"actions": ["update"], "before": before, "after": after, **marks}
+    return {"address": address, "mode": "managed", "type": "terraform_data", "change": change}
+
+
+def test_each_drifted_resource_lists_its_changed_attributes_before_and_after() -> None:
+    entry = _drift_entry(
+        "terraform_data.x",
+        {"id": "1", "input": "a", "tags": {"env": "prod"}, "token": "tok-old-secret"},
+        {"id": "1", "input": "b", "tags": {"env": "staging"}, "token": "tok-new-secret"},
+        before_sensitive={"token": True},
+        after_sensitive={"token": True},
+    )
+    plan = parse_plan(json.dumps({"format_version": "1.2", "resource_drift": [entry]}))
+    body = report(plan)
+    assert '- `terraform_data.x` — updated outside Terraform\n  - `input`: `"a"` → `"b"`\n' in body
+    assert '  - `tags.env`: `"prod"` → `"staging"`' in body
+    assert f"  - `token`: `{MASK}` → `{MASK}`" in body
+    assert "tok-old-secret" not in body and "tok-new-secret" not in body
+    assert "/accept-drift" in body
+
+
+def test_a_sensitive_value_is_masked_even_where_another_attribute_shows_it_plainly() -> None:
+    entry = _drift_entry(
+        "terraform_data.x",
+        {"password": "pw-before-1234", "note": "x"},
+        {"password": "pw-after-5678", "note": "pw-after-5678"},
+        after_sensitive={"password": True},
+    )
+    body = report(parse_plan(json.dumps({"format_version": "1.2", "resource_drift": [entry]})), mask_patterns=())
+    assert "pw-after-5678" not in body and "pw-before-1234" not in body
+    assert f'  - `note`: `"x"` → `"{MASK}"`' in body
+
+
+def test_a_resource_with_many_changed_attributes_lists_the_first_and_counts_the_rest() -> None:
+    before = {f"a{i:03}": "x" for i in range(ATTRIBUTES_SHOWN + 7)}
+    after = {key: "y" for key in before}
+    plan = parse_plan(
+        json.dumps({"format_version": "1.2", "resource_drift": [_drift_entry("terraform_data.x", before, after)]})
+    )
+    body = report(plan)
+    assert body.count('`"x"` → `"y"`') == ATTRIBUTES_SHOWN
+    assert "  - _… and 7 more attributes_" in body
+
+
+@settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(n=st.integers(1, 400), width=st.integers(1, 3000))
+def test_attribute_lists_keep_the_body_within_githubs_limit(n: int, width: int) -> None:
+    entries = [
+        _drift_entry(f"terraform_data.r{i}", {"input": "a" * width, "n": i}, {"input": "b" * width, "n": i + 1})
+        for i in range(n)
+    ]
+    body = report(parse_plan(json.dumps({"format_version": "1.2", "resource_drift": entries})))
+    assert len(body) <= GITHUB_LIMIT and fences_balanced(body)
+    listed = body.count("updated outside Terraform")
+    cut = MORE.search(body)
+    assert listed + (int(cut.group(1).replace(",", "")) if cut else 0) == n
+
+
+def _accepted_plan(n: int = 1, width: int = 1) -> Plan:
+    entries = [
+        _drift_entry(
+            f"terraform_data.r{i}",
+            {"input": "a" * width, "key": "k3y-before-secret"},
+            {"input": "b" * width, "key": "k3y-after-secret"},
+            before_sensitive={"key": True},
+            after_sensitive={"key": True},
+        )
+        for i in range(n)
+    ]
+    return parse_plan(json.dumps({"format_version": "1.2", "resource_drift": entries}))
+
+
+def test_the_accept_reply_lists_what_was_accepted_masked_and_answers_the_command() -> None:
+    body = render_accept_result(project="app", sha=SHA, result="accepted", plan=_accepted_plan(), reply_to=77)
+    assert parse_marker(body) == (
+        "reply",
+        {"command": "accept-drift", "outcome": "accepted", "reply_to": 77, "sha": SHA},
+    )
+    assert "Drift accepted in `app` at 0123456" in body and "No infrastructure was changed" in body
+    assert "**Accepted: changed outside Terraform (1)**" in body
+    assert '  - `input`: `"a"` → `"b"`' in body and f"  - `key`: `{MASK}` → `{MASK}`" in body
+    assert "secret" not in body
+    assert "closes when the next drift check" in body
+
+
+@pytest.mark.parametrize(
+    ("result", "says"),
+    [
+        ("nothing", "Nothing to accept in `app`"),
+        ("refused", "Not accepted in `app` at 0123456: it would act. Nothing was applied."),
+        ("failed", "Accepting drift in `app` at 0123456 failed: it would act."),
+        ("lost", "was lost during `terraform apply`"),
+    ],
+)
+def test_each_outcome_says_what_happened(result: str, says: str) -> None:
+    body = render_accept_result(project="app", sha=SHA, result=result, plan=_accepted_plan(), reason="it would act")  # type: ignore[arg-type]
+    assert says in body and "Drift accepted" not in body
+    assert ("**Accepted:" in body) is False
+    assert ("**Found: changed outside Terraform (1)**" in body) == (result in ("refused", "failed", "lost"))
+
+
+def test_a_failed_accept_quotes_the_last_lines_of_output_masked() -> None:
+    output = "\n".join(f"line {i}" for i in range(100)) + "\nError: k3y-after-secret leaked"
+    body = render_accept_result(
+        project="app", sha=SHA, result="failed", plan=_accepted_plan(), reason="apply failed", output=output
+    )
+    assert "Last 40 lines of output:" in body and "line 99" in body and "line 59\n" not in body
+    assert f"Error: {MASK} leaked" in body
+
+
+def test_the_accepting_reply_names_who_asked_and_what_runs() -> None:
+    body = render_accepting(project="app", branch="main", login="bob", reply_to=5)
+    assert parse_marker(body) == ("reply", {"command": "accept-drift", "outcome": "accepting", "reply_to": 5})
+    assert "/accept-drift by @bob" in body and "`terraform plan -refresh-only` of `app`" in body
+
+
+@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(n=st.integers(1, 300), width=st.integers(1, 4000), limit=st.integers(MIN_LIMIT, GITHUB_LIMIT))
+def test_accept_replies_fit_the_limit_and_count_what_they_leave_out(n: int, width: int, limit: int) -> None:
+    body = render_accept_result(project="app", sha=SHA, result="accepted", plan=_accepted_plan(n, width), limit=limit)
+    assert len(body) <= limit and fences_balanced(body)
+    cut = MORE.search(body)
+    assert body.count("updated outside Terraform") + (int(cut.group(1).replace(",", "")) if cut else 0) == n
+
+
+def test_a_planned_update_lists_its_attributes_state_to_code_when_the_check_asks_for_them() -> None:
+    entry = _drift_entry(
+        "terraform_data.x", {"input": "edited", "pw": "pw-old-1234"}, {"input": "a", "pw": "pw-new-1234"}
+    )
+    entry["change"]["before_sensitive"] = entry["change"]["after_sensitive"] = {"pw": True}  # type: ignore[index]
+    doc = json.dumps({"format_version": "1.2", "resource_changes": [entry]})
+    body = report(parse_plan(doc, attributes=True))
+    assert '- `terraform_data.x` — update in place\n  - `input`: `"edited"` → `"a"`\n' in body
+    assert f"  - `pw`: `{MASK}` → `{MASK}`" in body and "pw-old" not in body and "pw-new" not in body
+    assert "/accept-drift" not in body, "state and code disagreeing is not drift to accept"
+    assert parse_plan(doc).changes[0].attributes == (), "a PR's plan keeps none"
+
+
+def test_a_reply_that_knows_no_commit_says_where_and_marks_none() -> None:
+    body = render_accept_result(project="app", sha="the head of main", result="lost")
+    assert parse_marker(body) == ("reply", {"command": "accept-drift", "outcome": "lost"})
+    assert "accepting drift in `app` at the head of main was lost" in body

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import base64
 import hashlib
+import json
 import re
 from html.parser import HTMLParser
 from pathlib import Path
@@ -22,6 +23,7 @@ from bot import status_page
 from bot.gate_states import gate_states
 from bot.status_auth import EVERYTHING, Access
 from bot.status_page import render_status_page
+from bot.status_reads import read_failed
 from core.contract import COMMANDS_QUEUE, PLANS_QUEUE, Jobs
 from plumbing import settings
 from plumbing.runlog import record_run
@@ -335,3 +337,46 @@ def test_no_template_marks_anything_safe_but_our_own_style() -> None:
                 name = used.node.name if isinstance(used.node, nodes.Name) else None
                 marked.setdefault(template.name, []).append(name)
     assert marked == {"base.html": ["style"]}  # the CSS constants status_page._STYLE and setup_pages._STYLE
+
+
+def failed(**fields: Any) -> dict[str, Any]:
+    base: dict[str, Any] = {
+        "project": {"name": "app", "dir": "infra"},
+        "sha": SHA,
+        "number": 12,
+        "branch": "main",
+        "repo": "acme/infra",
+        "url": "https://github.com/acme/infra/issues/12",
+    }
+    return {**base, **fields}
+
+
+def test_failed_applies_come_first_with_their_issue() -> None:
+    page = render_status_page([run()], {}, [], NOW, failed=[failed()])
+    parsed = Parsed(page)
+    assert page.index("Failed applies") < page.index("Gate states") < page.index("Recent runs")
+    assert "acme/infraapp0123456#12" in parsed.joined()
+    assert "https://github.com/acme/infra/issues/12" in parsed.attrs("a", "href")
+
+
+def test_a_failed_apply_with_an_odd_record_shows_no_link() -> None:
+    parsed = Parsed(render_status_page([], {}, [], NOW, failed=[failed(url="javascript:alert(1)", project=None)]))
+    assert not [tag for tag, _ in parsed.tags if tag == "a"]
+    assert "Failed applies" in parsed.joined()
+
+
+def test_no_failed_apply_no_section() -> None:
+    assert "Failed applies" not in render_status_page([], {}, [], NOW)
+
+
+def test_route_reads_failed_applies_from_redis(redis_conn: redis.Redis) -> None:
+    redis_conn.hset("plangate:failed-applies:1000", "app@default:infra", json.dumps(failed()))
+    text = Parsed(TestClient(_app(redis_conn)).get("/").text).joined()
+    assert "Failed applies" in text and "#12" in text
+
+
+def test_a_reader_sees_only_the_failed_applies_of_their_repositories(redis_conn: redis.Redis) -> None:
+    redis_conn.hset("plangate:failed-applies:1000", "app@default:infra", json.dumps(failed()))
+    redis_conn.hset("plangate:failed-applies:2000", "db@default:db", json.dumps(failed(repo="acme/secret")))
+    assert [r["repo"] for r in read_failed(redis_conn, frozenset({"acme/infra"}))] == ["acme/infra"]
+    assert [r["repo"] for r in read_failed(redis_conn, None)] == ["acme/infra", "acme/secret"]

@@ -25,6 +25,7 @@ from core.drift_schedule import DriftTarget
 from core.projects import Project
 from core.results import BatchResult, ProjectResult
 from workers.context import context
+from workers.flows import accept_drift as accept_drift_flow
 from workers.flows import apply_project as apply_flow
 from workers.flows import (
     carry,
@@ -136,6 +137,14 @@ def drift_check(target: DriftTarget) -> list[str]:
 @reschedulable
 def drift_project(target: DriftTarget, project: Project, sha: str) -> str:
     return asyncio.run(drift.check_project(context(), target, project, sha))
+
+
+@reschedulable
+def accept_drift(request: CommandRequest, target: DriftTarget, project: Project) -> str:
+    """`/accept-drift`: a refresh-only plan of the drift issue's project, checked, then applied."""
+    this = get_current_job()
+    assert this is not None, "runs as an RQ job"
+    return asyncio.run(accept_drift_flow.run(context(), request, target, project, this.id))
 
 
 @reschedulable

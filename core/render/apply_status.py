@@ -27,8 +27,12 @@ def _names(names: Sequence[str], room: int) -> str:
     return ", ".join(shown) + (f" +{left} more" if left else "")
 
 
-def apply_status(outcomes: Mapping[str, ApplyOutcome]) -> tuple[State, str]:
-    """One plangate/apply (state, description) for all projects of the pushed SHA; worst outcome wins."""
+def apply_status(
+    outcomes: Mapping[str, ApplyOutcome], still_failed: Sequence[tuple[str, int]] = ()
+) -> tuple[State, str]:
+    """One plangate/apply (state, description) for all projects of the pushed SHA; worst outcome wins.
+    `still_failed`: (project, issue) of each project this SHA did not apply whose last apply on the branch
+    failed: the branch is not in step with reality until an apply of it succeeds."""
     by: dict[Ending, list[str]] = {}
     destroys = sum(outcome.destroys for outcome in outcomes.values())
     for project, outcome in outcomes.items():
@@ -44,7 +48,15 @@ def apply_status(outcomes: Mapping[str, ApplyOutcome]) -> tuple[State, str]:
         return "failure", describe(f"blocked: plan cannot be trusted in {_names(by[Ending.UNTRUSTED], 80)}{also}")
     if Ending.BLOCKED in by:
         return "failure", describe(f"blocked: {destroys:,} to destroy — /approve-destroy")
+    if still_failed:
+        return "failure", still_failed_status(still_failed)[1]
     applied, skipped = len(by.get(Ending.APPLIED, [])), len(by.get(Ending.NOT_APPLIED, []))
     parts = [f"applied {applied} project{'s' if applied != 1 else ''}"] if applied else []
     parts += [f"{skipped} not applied (apply_on_merge: false)"] if skipped else []
     return "success", describe("; ".join(parts) or "nothing to apply")
+
+
+def still_failed_status(still_failed: Sequence[tuple[str, int]]) -> tuple[State, str]:
+    """A push that applied nothing of a project whose last apply failed: red until one succeeds."""
+    issues = ", ".join(f"#{number}" for _, number in still_failed[:5])
+    return "failure", describe(f"last apply failed in {_names([n for n, _ in still_failed], 70)} — see {issues}")

@@ -5,7 +5,9 @@ edited in place on every check that finds drift (`render_drift_report`), told wh
 not run (`render_drift_failed`) and closed with `render_drift_resolved`. Each body carries a
 hidden marker (`drift`, `drift-check-failed`, `drift-resolved`) with the project and SHA, is
 masked like a plan comment (the marker line excepted) and stays under GitHub's 65,536 characters;
-a list that does not fit says exactly how many entries it left out.
+a list that does not fit says exactly how many entries it left out. Each resource changed outside
+Terraform lists its changed attributes, before → after (`drift_item`, core/drift_diff.py), and so
+does each update a plan would make (state → code).
 
 What counts as drift (`has_drift`): a resource changed outside Terraform (`resource_drift`,
 except no-op entries, which only record a move), or any change a plan would make to a resource:
@@ -41,6 +43,7 @@ PLAN_ROOM = 4_000  # kept for the collapsed plan when the lists would fill the b
 _SLACK = 64
 _ANSI = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]")
 MORE = "- _… and {n} more not listed here (comment size limit)_"
+ATTRIBUTES_SHOWN = 20  # changed attributes listed per drifted resource
 NEVER_APPLIES = "plangate never applies on a schedule; merge a fix or apply by hand."
 _OUTSIDE = {"delete": "deleted", "update": "updated", "create": "created", "replace": "replaced"}
 
@@ -71,10 +74,17 @@ def has_drift(plan: Plan) -> bool:
     return bool(_drifted(plan)) or any(c.is_destroy or _planned(c) for c in plan.changes)
 
 
-def _drift_item(change: ResourceChange) -> str:
+def drifted(plan: Plan) -> list[ResourceChange]:
+    """The resources changed outside Terraform (moves alone are not drift)."""
+    return _drifted(plan)
+
+
+def drift_item(change: ResourceChange) -> str:
+    """One drifted resource, then one line per changed attribute, before → after (at most
+    `ATTRIBUTES_SHOWN`, and how many more): values as core/drift_diff.py shows them."""
     what = _OUTSIDE.get(change.action_class, ", ".join(change.actions))
     deposed = f" (deposed object {code(change.deposed)})" if change.deposed else ""
-    return f"- {code(change.address)}{deposed} — {what} outside Terraform"
+    return "\n".join([f"- {code(change.address)}{deposed} — {what} outside Terraform", *_attribute_lines(change)])
 
 
 def _destroy_item(change: ResourceChange) -> str:
@@ -106,7 +116,16 @@ def _change_words(change: ResourceChange) -> str:
 
 
 def _change_item(change: ResourceChange) -> str:
-    return f"- {code(change.address)} — {_change_words(change)}"
+    return "\n".join([f"- {code(change.address)} — {_change_words(change)}", *_attribute_lines(change)])
+
+
+def _attribute_lines(change: ResourceChange) -> list[str]:
+    """One line per changed attribute, before → after (at most `ATTRIBUTES_SHOWN`, then how many more)."""
+    shown = change.attributes[:ATTRIBUTES_SHOWN]
+    lines = [f"  - {code(a.path, 300)}: {code(a.before)} → {code(a.after)}" for a in shown]
+    if len(change.attributes) > len(shown):
+        lines.append(f"  - _… and {len(change.attributes) - len(shown):,} more attributes_")
+    return lines
 
 
 def _share(needs: Sequence[int], budget: int) -> list[int]:
@@ -156,7 +175,7 @@ def render_drift_report(
     ]
     would = "### What a plan would do now\n\n"
     sections = [
-        (f"### Changed outside Terraform ({len(drifted):,})", [_drift_item(c) for c in drifted]),
+        (f"### Changed outside Terraform ({len(drifted):,})", [drift_item(c) for c in drifted]),
         (f"{would}**Destroy ({len(destroys):,}), listed first:**", [_destroy_item(c) for c in destroys]),
         (f"{'' if destroys else would}**Create or change ({len(others):,}):**", [_change_item(c) for c in others]),
     ]
@@ -168,6 +187,15 @@ def render_drift_report(
         "",
         "Comment `/plan` in this issue to run the check again. This issue is updated on every check "
         "and closed when a check finds no drift.",
+        *(
+            [
+                "",
+                "Comment `/accept-drift` to record what changed outside Terraform as the new state "
+                "(`apply -refresh-only`: no infrastructure is changed); it takes the right to approve destroys.",
+            ]
+            if drifted
+            else []
+        ),
     ]
     lines = diff_lines(m(plan_text)) if plan_text.strip() else []
     head = marker("drift", project=project, sha=sha)

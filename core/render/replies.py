@@ -225,7 +225,11 @@ def render_help(
         "head commit |",
         "| `/approve-destroy PROJECT ...` | approve only the destroys of the named projects |",
         "| `/plan [PROJECT ...]` | plan again (write permission or higher) |",
+        "| `/accept-drift` | in a drift issue: record what changed outside Terraform as the new state, "
+        "changing no infrastructure (whoever may approve destroys) |",
         "| `/help` | this message |",
+        "| `/apply` | in plangate's failed-apply or drift issue: plan the apply branch's head afresh and apply it "
+        "through the gate (write permission or higher) |",
         "",
     ]
     return "\n".join(parts)

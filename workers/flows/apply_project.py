@@ -25,6 +25,7 @@ from core.render.apply import (
     render_blocked_issue_title,
     render_not_applied,
 )
+from core.render.failed_apply import failure_detail
 from plumbing.runlog import record_run
 from workers.adapters.github import GitHub, vcs
 from workers.adapters.github.auth import installation_client
@@ -37,7 +38,7 @@ from workers.adapters.store.apply_phases import Phase
 from workers.adapters.terraform import pipeline
 from workers.adapters.terraform.steps import Terraform
 from workers.context import WorkerContext
-from workers.flows import apply_decision, push_apply, superseded
+from workers.flows import apply_decision, failed_applies, push_apply, superseded
 from workers.flows.apply_decision import Decided
 from workers.flows.push_apply import record_outcome
 
@@ -67,7 +68,8 @@ async def run(ctx: WorkerContext, req: PushRequest, project: Project, where: App
             else ApplyOutcome(Ending.FAILED)
         )
     record_outcome(ctx, req, project.name, outcome)
-    apply_phases.write(ctx.records, run_id, Phase("reported", outcome))
+    ended = apply_phases.read(ctx.records, run_id)
+    apply_phases.write(ctx.records, run_id, Phase("reported", outcome, detail=ended.detail if ended else ""))
     return outcome.stored()
 
 
@@ -207,7 +209,9 @@ async def _apply(
         secrets=secrets,
     )
     outcome = ApplyOutcome(Ending.APPLIED if ok else Ending.FAILED)
-    done = Phase("applied", outcome, body, close_issue=not where.is_pr and ok)
+    detail = "" if ok else failure_detail(step.output, secrets, decided.mask_patterns)
+    closes = ok and failed_applies.closes_on_success(ctx, req, where)
+    done = Phase("applied", outcome, body, close_issue=closes, detail=detail)
     apply_phases.write(ctx.records, run_id, done)  # what happened is kept before anything is said
     audit.record(ctx.redis, "applied" if ok else "apply-failed", repo=req.repo, sha=req.after, project=project.name)
     _run_entry(ctx, req, project, where.number, decided, "applied" if ok else "apply failed", approvers)

@@ -1,4 +1,6 @@
-"""Slash commands on a pull request: /approve-destroy, /plan, /help, and near misses.
+"""Slash commands on a pull request: /approve-destroy, /plan, /help, and near misses; in a drift issue,
+/plan and /accept-drift (workers.flows.accept_drift); in a failed-apply or drift issue, /apply
+(workers.flows.apply_command).
 
 Every command gets an answer: `eyes` on receipt, then a reply comment and a reaction that
 says how it ended (+1 done, -1 not allowed, confused nothing to do or not a command).
@@ -16,6 +18,7 @@ from core.config import ConfigError, RepoConfig
 from core.contract import DESTROY_CONTEXT, CommandRequest, PlanRequest, PushRequest
 from core.drift_schedule import DriftTarget
 from core.projects import identity_label
+from core.render.accept_drift import COMMAND
 from core.render.replies import (
     approval_status,
     in_reply_to_review,
@@ -40,7 +43,7 @@ from workers.adapters.store import applies as apply_store
 from workers.adapters.store import audit, drift_issues
 from workers.adapters.store import gates as gate_store
 from workers.context import WorkerContext
-from workers.flows import held_applies, restore
+from workers.flows import accept_drift, apply_command, held_applies, restore
 from workers.flows.gate_check import at_commit, covered, may_approve_against
 from workers.flows.outcome import Outcome
 
@@ -58,6 +61,8 @@ async def run(ctx: WorkerContext, req: CommandRequest) -> str:
         follow_ups.check_drift(ctx.redis, outcome.redrift)
     if outcome.replan is not None:
         follow_ups.plan_again(ctx.redis, outcome.replan)
+    if outcome.accept is not None:
+        follow_ups.accept_drift(ctx.redis, req, *outcome.accept, ctx.settings.tf_timeout)
     return outcome.reaction
 
 
@@ -99,6 +104,8 @@ async def _decide(ctx: WorkerContext, gh: GitHub, req: CommandRequest) -> Outcom
     if req.near_miss is not None:
         written, suggestion, reason = req.near_miss
         return Outcome(render_near_miss(NearMiss(written, suggestion, reason), reply_to=req.comment_id), "confused")
+    if req.command == "apply":
+        return await apply_command.decide(ctx, gh, req)
     held = apply_store.blocked_on(ctx.records, req.repo_id, req.number)
     pull: dict[str, Any] | None = None
     if not held and req.command in ("approve-destroy", "plan"):  # applies are held on merged PRs and issues
@@ -107,6 +114,8 @@ async def _decide(ctx: WorkerContext, gh: GitHub, req: CommandRequest) -> Outcom
             held = await held_applies.from_github(ctx, gh, req)  # what a Redis that lost it held
     if held and req.command in ("approve-destroy", "plan"):
         return await held_applies.decide(ctx, gh, req, held)
+    if req.command == COMMAND:
+        return await accept_drift.decide(ctx, gh, req)
     if not req.is_pr and req.command == "plan":
         watched = drift_issues.watched(ctx.redis, req.repo_id, req.number)
         if watched is not None:

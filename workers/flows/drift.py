@@ -125,7 +125,7 @@ def _plan(
     with pipeline.checked_out(
         ctx.checkouts, target.repo_id, "drift", sha, project.name, target.clone_url, token
     ) as dirs:
-        return pipeline.result(project, sha, tf.tool, pipeline.plan(tf, project, dirs))
+        return pipeline.result(project, sha, tf.tool, pipeline.plan(tf, project, dirs, attributes=True))
 
 
 async def report(ctx: WorkerContext, target: DriftTarget, project: Project, result: ProjectResult) -> str:

@@ -27,7 +27,7 @@ from workers.adapters.github import vcs
 from workers.adapters.github.auth import installation_client
 from workers.adapters.store import gates as gate_store
 from workers.context import WorkerContext
-from workers.flows import push_apply
+from workers.flows import failed_applies, push_apply
 from workers.flows.pr_publish import bot_login, is_current
 
 log = logging.getLogger("plangate.watchdog")
@@ -93,7 +93,8 @@ async def _apply_finish(ctx: WorkerContext, push: PushRequest, said: str) -> str
     """The combined `plangate/apply` from the outcomes the projects' jobs recorded (each told its own
     story on the PR); none recorded (Redis lost them) is an error."""
     known = push_apply.outcomes(ctx, push)
-    state = apply_status(known) if known else apply_unknown_status(said)
+    still = failed_applies.still_failed(ctx, push.repo_id, set(known))
+    state = apply_status(known, still) if known else apply_unknown_status(said)
     async with installation_client(ctx.tokens, push.installation_id, ctx.settings.api_url) as gh:
         await vcs.set_status(gh, push.repo, push.after, APPLY_CONTEXT, *state)
     return "apply reported"

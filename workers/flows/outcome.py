@@ -6,6 +6,7 @@ from dataclasses import dataclass, field
 
 from core.contract import PlanRequest, PushRequest
 from core.drift_schedule import DriftTarget
+from core.projects import Project
 from workers.adapters.store.applies import BlockedApply
 
 
@@ -19,3 +20,4 @@ class Outcome:
     reapply: list[BlockedApply] = field(default_factory=list)  # held applies to plan, check and apply again
     redrift: DriftTarget | None = None  # a drift target (one project) to check again
     repush: PushRequest | None = None  # a merge whose apply was lost, to plan, check and apply again
+    accept: tuple[DriftTarget, Project] | None = None  # `/accept-drift`: the drift issue's repository and project

@@ -16,6 +16,7 @@ from core.approvals import Coverage
 from core.contract import DESTROY_CONTEXT, PLAN_CONTEXT, PlanRequest
 from core.gated import Gated, plan_digest, published_digest
 from core.plan import summary_line
+from core.render.failed_apply import with_banner
 from core.render.mask import mask
 from core.render.plan import render_plan_comments, render_planned_on_merge, render_too_many_files
 from core.render.replies import approval_status
@@ -28,7 +29,7 @@ from workers.adapters.github.repo_config import mask_patterns
 from workers.adapters.store import audit, pr_heads, pr_plans
 from workers.adapters.store import gates as gate_store
 from workers.context import WorkerContext
-from workers.flows import carry, gate_check
+from workers.flows import carry, failed_applies, gate_check
 
 log = logging.getLogger("plangate.plan")
 
@@ -125,6 +126,7 @@ async def publish(
             gates=judged.gates,
             voided=cov.voided if cov is not None else frozenset(),
         )
+        bodies[0] = with_banner(bodies[0], failed_applies.banner_for(ctx, req.repo_id, {r.identity for r in results}))
         gate = destroy_status(results) if cov is None else approval_status(cov)
         gate = gate_check.at_commit(ctx.records, req.repo_id, req.sha, req.pr, gate)
         published = await _comment_and_reports(ctx, gh, req, results, bodies, judged, login, gate)

@@ -9,7 +9,7 @@ approval: on the merged PR's last head SHA, or on the blocked apply itself.
 from __future__ import annotations
 
 import logging
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 from core.apply_outcome import ApplyOutcome, Ending
@@ -18,7 +18,7 @@ from core.contract import APPLY_CONTEXT, ApplyConversation, PushRequest
 from core.project_limit import over_limit
 from core.projects import Project
 from core.render.apply import render_apply_died
-from core.render.apply_status import apply_pending, apply_status
+from core.render.apply_status import apply_pending
 from core.render.lost import KILLED, render_apply_lost, why_text
 from core.render.plan import render_config_error, render_too_many_projects
 from workers.adapters.github import GitHub, vcs
@@ -33,7 +33,7 @@ from workers.adapters.store import apply_outcomes, apply_phases, audit, pr_plans
 from workers.adapters.store.apply_phases import Phase
 from workers.adapters.store.pr_plans import PlannedPR
 from workers.context import WorkerContext
-from workers.flows import stale_plans
+from workers.flows import failed_applies, stale_plans
 from workers.flows.discovery import discover_at, to_plan
 
 log = logging.getLogger("plangate.apply")
@@ -93,7 +93,9 @@ async def dispatch(ctx: WorkerContext, req: PushRequest) -> AppliesToRun | None:
         base = "" if req.forced or req.before == ZERO_SHA else req.before
         projects = await to_plan(ctx.checkouts, req, token, found, changed, scope="push", base=base)
         if not projects:
-            await vcs.set_status(gh, req.repo, req.after, APPLY_CONTEXT, "success", "no Terraform project affected")
+            await vcs.set_status(
+                gh, req.repo, req.after, APPLY_CONTEXT, *failed_applies.no_project_status(ctx, req.repo_id)
+            )
             return None
         too_many = over_limit(len(projects), ctx.settings.max_projects, policy)
         if too_many is not None:  # refused whole: nothing of the push is applied
@@ -184,7 +186,8 @@ async def finish_runs(ctx: WorkerContext, req: PushRequest, job_ids: Sequence[st
         for run, phase in zip(runs, phases, strict=True)
         if not run.finished and (phase is None or phase.name != "reported")
     ]
-    await finish(ctx, req, where, unsettled, [run.project.name for run in runs])
+    details = {run.project.name: phase.detail for run, phase in zip(runs, phases, strict=True) if phase is not None}
+    await finish(ctx, req, where, unsettled, [run.project for run in runs], details)
 
 
 async def finish(
@@ -192,16 +195,19 @@ async def finish(
     req: PushRequest,
     where: ApplyConversation,
     unsettled: Sequence[tuple[Project, Phase | None, str]],
-    projects: Sequence[str],
+    projects: Sequence[Project],
+    details: Mapping[str, str] | None = None,
 ) -> None:
     """`plangate/apply` on the pushed SHA from every project's outcome, once the runs that ended without
     reporting (`unsettled`: killed on every try, or stopped by an outage; why) are settled from their
-    phase. A project with no outcome (Redis lost it) is an error: whether it applied is unknown."""
+    phase. A project with no outcome (Redis lost it) is an error: whether it applied is unknown. Each
+    failure (`details`: its output) is kept in sight until an apply of its project succeeds."""
     async with installation_client(ctx.tokens, req.installation_id, ctx.settings.api_url) as gh:
         for project, phase, why in unsettled:
             record_outcome(ctx, req, project.name, await settle(ctx, req, project, where, phase, gh, why=why))
-        known = {**dict.fromkeys(projects, ApplyOutcome(Ending.ERROR)), **outcomes(ctx, req)}
-        await vcs.set_status(gh, req.repo, req.after, APPLY_CONTEXT, *apply_status(known))
+        known = {**dict.fromkeys((p.name for p in projects), ApplyOutcome(Ending.ERROR)), **outcomes(ctx, req)}
+        state = await failed_applies.after_apply(ctx, gh, req, where, projects, known, details or {})
+        await vcs.set_status(gh, req.repo, req.after, APPLY_CONTEXT, *state)
 
 
 async def settle(

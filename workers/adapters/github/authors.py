@@ -171,18 +171,25 @@ async def _commits(gh: GitHubAPI, repo: str, pull: Mapping[str, Any]) -> tuple[d
     return found, bots, None
 
 
+UNPROVEN_FIELD = "(unproven)"  # no GitHub login can hold parentheses
+
+
 def record_unapplied(records: Records, repo_id: int, identity: str, authors: Authors) -> None:
     """A push of the project is about to be applied: its authors stay the project's authors until an
     apply of it succeeds (a blocked, failed or superseded apply leaves its change on the branch)."""
     key = redis_keys.unapplied_authors(repo_id, identity)
     for login, why in authors.why.items():
         records.hset(key, login, f"{why} in a change not applied yet")
+    if authors.unproven:  # a list that could not be proven complete stays so: nobody is cleared until applied
+        records.hset(key, UNPROVEN_FIELD, f"{authors.unproven} (in a change not applied yet)")
     records.conn.expire(key, redis_keys.GATE_TTL)
 
 
 def unapplied(records: Records, repo_id: int, identity: str) -> Authors:
     """The authors of the project's pushes since its last successful apply."""
-    return Authors(records.hgetall(redis_keys.unapplied_authors(repo_id, identity)))
+    why = dict(records.hgetall(redis_keys.unapplied_authors(repo_id, identity)))
+    unproven = why.pop(UNPROVEN_FIELD, None)
+    return Authors(why, unproven)
 
 
 def applied(records: Records, repo_id: int, identity: str) -> None:

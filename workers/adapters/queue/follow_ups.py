@@ -1,5 +1,5 @@
 """The jobs a finished step leads to, beyond a PR's plans (fanout.py): a command's re-plan, re-apply or
-drift check, a drift check's per-project jobs, the re-plans of lost work, and what became of a
+drift check or `/accept-drift`, a drift check's per-project jobs, the re-plans of lost work, and what became of a
 push's apply jobs. Each under the options its kind has (plumbing.job_options)."""
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ import redis
 from rq import Queue
 from rq.job import Job, JobStatus
 
-from core.contract import PLANS_QUEUE, Jobs, PlanRequest, PushRequest, job_id
+from core.contract import PLANS_QUEUE, CommandRequest, Jobs, PlanRequest, PushRequest, job_id
 from core.drift_schedule import DriftTarget
 from core.projects import Project
 from plumbing.enqueue import enqueue_once
@@ -52,6 +52,23 @@ def drift_projects(
         .id
         for project in projects
     ]
+
+
+def accept_drift(
+    conn: redis.Redis, request: CommandRequest, target: DriftTarget, project: Project, tf_timeout: float
+) -> bool:
+    """`/accept-drift` in the drift issue of `project`, in the project's slot, under an id naming the command's
+    comment; False when that job exists already. The command job that calls this runs once per comment
+    (it is never retried), and RQ takes no `unique=True` with a RateLimit, so looking first is enough."""
+    options = OPTIONS[Jobs.ACCEPT_DRIFT].enqueue_args(
+        tf_timeout=tf_timeout, rate_limit=project_rate_limit(target.repo_id, project)
+    )
+    run_id = job_id("accept-drift", request.repo_id, request.number, request.comment_id)
+    if Job.exists(run_id, connection=conn):
+        return False
+    kwargs = {"request": request, "target": target, "project": project}
+    _plans(conn).enqueue(Jobs.ACCEPT_DRIFT, kwargs=kwargs, job_id=run_id, **options)
+    return True
 
 
 @dataclass(frozen=True)

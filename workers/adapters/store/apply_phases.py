@@ -27,11 +27,13 @@ class Phase:
     outcome: ApplyOutcome | None = None  # for applied/reported: the project's outcome
     body: str = ""  # for applied: the result comment, kept until it is posted
     close_issue: bool = False  # for applied: the issue the apply was held on is closed once it is posted
+    detail: str = ""  # for applied/reported, when the apply failed: its masked output, for the failure's issue
 
 
 def _from_json(found: dict[str, Any]) -> Phase:
     outcome = ApplyOutcome.read(found["outcome"]) if found.get("outcome") else None
-    return Phase(found["name"], outcome, str(found.get("body", "")), bool(found.get("close_issue")))
+    body, detail = str(found.get("body", "")), str(found.get("detail", ""))
+    return Phase(found["name"], outcome, body, bool(found.get("close_issue")), detail)
 
 
 def read(records: Records, run_id: str) -> Phase | None:
@@ -51,5 +53,6 @@ def write(records: Records, run_id: str, phase: Phase) -> None:
         "outcome": phase.outcome.stored() if phase.outcome else "",
         "body": phase.body,
         "close_issue": phase.close_issue,
+        "detail": phase.detail,
     }
     records.set(redis_keys.apply_phase(run_id), json.dumps(fields), ex=redis_keys.APPLY_PHASE_TTL)

@@ -136,9 +136,13 @@ def for_project(tf: Terraform, project: Project, dirs: JobDirs) -> Terraform:
     return replace(tf, env=env, readable=(*tf.readable, dirs.shared), mounts=(*tf.mounts, (own, target)))
 
 
-def plan(tf: Terraform, project: Project, dirs: JobDirs) -> SavedPlan:
+def plan(
+    tf: Terraform, project: Project, dirs: JobDirs, *, refresh_only: bool = False, attributes: bool = False
+) -> SavedPlan:
     """init → plan -out → show -json: one project's plan at the checked-out SHA (its text is the plan's
-    own output, or `show` when that cannot be read safely)."""
+    own output, or `show` when that cannot be read safely). `refresh_only`: `plan -refresh-only`
+    (`/accept-drift`), which its caller still checks before applying it. `attributes`: planned updates
+    keep their changed attributes (a drift check's issue lists them)."""
     planfile = dirs.planfile
     try:
         root = inside(dirs.src, project.dir)
@@ -149,7 +153,7 @@ def plan(tf: Terraform, project: Project, dirs: JobDirs) -> SavedPlan:
         init = tf.init(root)
         if not init.ok:
             return SavedPlan(None, init.output, init.failure(), planfile, checkout_code_runs=runs)
-        step = tf.plan(root, planfile, destroy=project.destroy_from is not None)
+        step = tf.plan(root, planfile, destroy=project.destroy_from is not None, refresh_only=refresh_only)
         if not step.ok:
             return SavedPlan(None, step.output, step.failure(), planfile, checkout_code_runs=runs)
         text = None if step.result.truncated else rendered_plan(step.result.stdout.decode("utf-8", "replace"))
@@ -158,7 +162,7 @@ def plan(tf: Terraform, project: Project, dirs: JobDirs) -> SavedPlan:
         else:
             raw = tf.show_json(root, planfile)
         with gc_paused():
-            parsed = parse_plan(raw)
+            parsed = parse_plan(raw, attributes=attributes)
         own = dirs.own / "project" if dirs.shared is not None else root  # where this job's .terraform is
         parsed = bound_to_files(parsed, root, own, dirs.src)
         return SavedPlan(parsed, text, None, planfile, step.digest, checkout_code_runs=runs)

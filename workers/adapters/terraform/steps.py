@@ -167,9 +167,12 @@ class Terraform:
             fcntl.flock(lock, fcntl.LOCK_EX)  # released when the file closes, even if the job dies
             return StepResult("init", self._run(workdir, args, writable=cache))
 
-    def plan(self, workdir: Path, out: Path, *, destroy: bool = False) -> StepResult:
+    def plan(self, workdir: Path, out: Path, *, destroy: bool = False, refresh_only: bool = False) -> StepResult:
         """`plan -detailed-exitcode`: 0 no changes, 2 changes, anything else (1) an error.
-        `destroy`: plan the destruction of everything the configuration manages (a deleted project)."""
+        `destroy`: plan the destruction of everything the configuration manages (a deleted project).
+        `refresh_only`: plan only to record reality in the state (`/accept-drift`), never a change to it."""
+        if destroy and refresh_only:
+            raise ValueError("a plan is either a destroy or refresh-only, never both")
         args = [
             "plan",
             "-input=false",
@@ -177,6 +180,7 @@ class Terraform:
             "-detailed-exitcode",
             *([] if self.lock_state else ["-lock=false"]),
             *(["-destroy"] if destroy else []),
+            *(["-refresh-only"] if refresh_only else []),
             f"-out={out}",
         ]
         result = self._run(workdir, args, writable=(out.parent,))

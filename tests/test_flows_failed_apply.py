@@ -1,0 +1,78 @@
+"""A failed apply's issue across pushes, flows driven directly: a lost run opens it, a run that died during
+`terraform apply` rewrites it (never a second issue), a push that changes no project stays red, and an
+apply of the project that succeeds closes it."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+from uuid import uuid4
+
+import pytest
+
+from core.contract import APPLY_CONTEXT, PushRequest
+from core.render.failed_apply import FAILED_LABEL
+from core.render.lost import KILLED
+from standin.state import Issue
+from tests.e2e import BASE
+from tests.flows import World, world_at
+from tests.tfproject import main_tf
+from workers.adapters.store import failed_applies
+from workers.adapters.store.apply_phases import Phase
+from workers.flows import apply_project, push_apply
+
+
+@pytest.fixture
+def world(tmp_path: Path, redis_url: str) -> Iterator[World]:
+    with world_at(tmp_path, redis_url, BASE) as made:
+        yield made
+
+
+def _merge(
+    world: World, branch: str, files: dict[str, str | None]
+) -> tuple[PushRequest, push_apply.AppliesToRun | None]:
+    req = world.opened(branch, files)
+    push = world.merged(world.pr(req.pr))
+    return push, world.run(push_apply.dispatch(world.ctx, push))
+
+
+def _issues(world: World) -> list[Issue]:
+    return [i for (rid, _), i in sorted(world.gh.state.issues.items()) if rid == world.repo.id]
+
+
+def test_one_issue_per_project_until_an_apply_of_it_succeeds(world: World) -> None:
+    lost, found = _merge(world, "one", {"infra/main.tf": main_tf(world.state, {**BASE, "one": "1"})})
+    assert found is not None
+    (project,) = found.projects
+    where = found.where(lost)
+    world.run(push_apply.finish(world.ctx, lost, where, [(project, None, KILLED)], found.projects))
+    (issue,) = _issues(world)
+    assert issue.title == f"plangate: apply of infra failed at {lost.after[:7]}" and issue.labels == [FAILED_LABEL]
+    assert "lost before `terraform apply` began" in (issue.body or "")
+    state, said = world.reports(lost.after)[APPLY_CONTEXT]
+    assert state == "failure" and "apply lost before it started in infra" in said
+
+    died, found = _merge(world, "two", {"infra/main.tf": main_tf(world.state, {**BASE, "one": "1", "two": "2"})})
+    assert found is not None
+    applying = [(project, Phase("applying"), KILLED)]
+    world.run(push_apply.finish(world.ctx, died, found.where(died), applying, found.projects))
+    (same,) = _issues(world)
+    assert same.number == issue.number and same.title.endswith(died.after[:7]) and same.state == "open"
+    assert "stopped during `terraform apply`" in (same.body or "")
+    assert any("failed again" in b for b in world.bot_bodies(issue.number))
+    recorded = failed_applies.of_project(world.ctx.redis, world.repo.id, project.identity)
+    assert recorded is not None and recorded.sha == died.after and recorded.number == issue.number
+
+    docs, nothing = _merge(world, "docs", {"README.md": "words\n"})
+    assert nothing is None
+    assert world.reports(docs.after)[APPLY_CONTEXT] == ("failure", f"last apply failed in infra — see #{issue.number}")
+
+    fixed, found = _merge(world, "three", {"infra/main.tf": main_tf(world.state, {**BASE, "three": "3"})})
+    assert found is not None
+    run = apply_project.run(world.ctx, fixed, project, found.where(fixed), uuid4().hex)
+    assert world.run(run) == "applied"
+    world.run(push_apply.finish(world.ctx, fixed, found.where(fixed), [], found.projects))
+    (closed,) = _issues(world)
+    assert closed.state == "closed" and any("succeeded" in b for b in world.bot_bodies(issue.number))
+    assert world.reports(fixed.after)[APPLY_CONTEXT][0] == "success"
+    assert failed_applies.of_repo(world.ctx.redis, world.repo.id) == []
