@@ -246,7 +246,7 @@ def _change(entry: Any, where: str, *, diff: bool = False) -> ResourceChange:
         replace_paths=_replace_paths(change.get("replace_paths"), where),
         sensitive_values=sensitive_of(values),
         object_digest=object_digest(entry.get("provider_name"), rtype, values),
-        change_digest=change_digest(entry.get("provider_name"), rtype, actions, change)
+        change_digest=change_digest(entry.get("provider_name"), rtype, actions, change, values)
         if KNOWN_ACTIONS.get(actions) in ("create", "update", "read")
         else "",
         attributes=attribute_changes(change) if diff and KNOWN_ACTIONS.get(actions) == "update" else (),
