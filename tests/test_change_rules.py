@@ -301,3 +301,25 @@ def test_a_blocked_apply_names_gated_changes_and_limits() -> None:
         "Limits passed (change_limits), not approved (1):\n- 3 to destroy in 2 projects, over max_destroys: 1" in body
     )
     assert "Not approved (" not in body  # no destroy is listed as one
+
+
+ADDRESSES = st.sampled_from(
+    ["terraform_data.a", 'module.m["k"].terraform_data.b[0]', "aws_db_instance.main", "module.prod.aws_s3_bucket.x"]
+)
+PATTERNS = st.sampled_from(["terraform_data.*", "type:terraform_data", "module.*", "aws_db_instance.main", "*.x"])
+
+
+@given(ADDRESSES, st.sampled_from(["delete", "replace", ""]), st.lists(PATTERNS, min_size=1, max_size=3))
+def test_a_destroy_rule_is_the_change_rule_of_its_default_actions(address: str, action: str, match: list[str]) -> None:
+    destroy_rule, change_rule = DestroyRule(match=tuple(match)), ChangeRule(match=tuple(match))
+    gated = Gated(address, "o", action=action)
+    assert matches(destroy_rule, gated) == matches(change_rule, gated)
+    for kind in ("update", "create", "read"):
+        change = Gated(f"{kind} {address}", "o", action=kind)
+        assert not matches(destroy_rule, change) and not matches(change_rule, change)
+        assert kind_of(change.key) == "change" and change.address == address
+
+
+@given(st.text(min_size=1).filter(lambda s: s.split(" ", 1)[0] not in ("update", "create", "read", "limit", "run")))
+def test_a_key_without_a_known_prefix_is_a_destroy(key: str) -> None:
+    assert kind_of(key) == "destroy"
