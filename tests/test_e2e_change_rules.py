@@ -154,3 +154,30 @@ def test_the_button_and_merge_groups_weigh_gated_changes(tmp_path: Path, redis_u
         gh.merge_group_done(alone, "dequeued")
         both = gh.queue_merge_group(repo, [approved, unapproved])
         assert "2 gated changes (1 approved)" in status(stack, repo, both.head_sha, "plangate/destroy", "failure")
+
+
+def test_max_projects_gates_a_pr_changing_more_projects(tmp_path: Path, redis_url: str) -> None:
+    states = {}
+    for name in ("net", "app"):
+        states[name] = tmp_path / "state" / name / "terraform.tfstate"
+        apply_directly(tmp_path / "applied" / name, main_tf(states[name], {"keep": "a"}))
+    with running_stack(tmp_path, redis_url) as stack:
+        gh = stack.gh
+        files = {f"{n}/main.tf": main_tf(s, {"keep": "a"}) for n, s in states.items()}
+        repo = gh.create_repo(
+            "acme", "infra", {**files, ".plangate.yml": "version: 1\nchange_limits: {max_projects: 1}\n"}
+        )
+        gh.set_permission(repo, "bob", "write")
+        one = gh.open_pr(repo, "one", "alice", "Change net", {"net/main.tf": main_tf(states["net"], {"keep": "b"})})
+        status(stack, repo, one.head_sha, "plangate/destroy", "success", "No destroys")  # within the limit
+        changed = {f"{n}/main.tf": main_tf(s, {"keep": "b"}) for n, s in states.items()}
+        pr = gh.open_pr(repo, "both", "alice", "Change both", changed)
+        status(stack, repo, pr.head_sha, "plangate/destroy", "failure", "2 limits passed")
+        plan = next(c.body for c in gh.comments_on(repo, pr.number) if "plangate:plan" in c.body)
+        assert "2 projects with changes, over max_projects: 1" in plan
+        reply = comment_and_wait(stack, repo, pr.number, "bob", "/approve-destroy")
+        assert "Approved by @bob: 2 passed limits (change_limits)" in reply
+        status(stack, repo, pr.head_sha, "plangate/destroy", "success", "approved by @bob")
+        merged = gh.merge_pr(pr, merged_by="bob")
+        status(stack, repo, merged, "plangate/apply", "success")
+        assert all(_inputs(s) == {"keep": "b"} for s in states.values())
