@@ -44,6 +44,8 @@ def apply_status(outcomes: Mapping[str, ApplyOutcome]) -> tuple[State, str]:
         return "failure", describe(f"blocked: plan cannot be trusted in {_names(by[Ending.UNTRUSTED], 80)}{also}")
     if Ending.BLOCKED in by:
         return "failure", describe(f"blocked: {destroys:,} to destroy — /approve-destroy")
+    if Ending.WAITING in by:
+        return "failure", describe(f"waiting on a dependency: {_names(by[Ending.WAITING], 100)}")
     applied, skipped = len(by.get(Ending.APPLIED, [])), len(by.get(Ending.NOT_APPLIED, []))
     parts = [f"applied {applied} project{'s' if applied != 1 else ''}"] if applied else []
     parts += [f"{skipped} not applied (apply_on_merge: false)"] if skipped else []
