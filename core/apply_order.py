@@ -125,14 +125,12 @@ class Holdup:
     root_why: str
 
     def text(self) -> str:
-        """"waiting on NAME (failed)", or through a chain "waiting on cluster (waiting on net (failed))"."""
+        """ "waiting on NAME (failed)", or through a chain "waiting on cluster (waiting on net (failed))"."""
         inner = self.why if self.root == self.dependency else f"waiting on {self.root} ({self.root_why})"
         return f"waiting on {self.dependency} ({inner})"
 
 
-def holdup(
-    name: str, wait_for: Mapping[str, Sequence[str]], outcomes: Mapping[str, ApplyOutcome]
-) -> Holdup | None:
+def holdup(name: str, wait_for: Mapping[str, Sequence[str]], outcomes: Mapping[str, ApplyOutcome]) -> Holdup | None:
     """The first of `name`'s dependencies (`waits`' result) whose apply did not end in a way its
     dependents may go on from; None when all did. No outcome at all (its job died for good, or Redis lost
     it) holds too: whether it applied is unknown."""
@@ -143,9 +141,7 @@ def holdup(
         root, root_why, seen = dep, why, {name}
         while root_why == "waiting" and root not in seen:
             seen.add(root)
-            below = next(
-                ((d, w) for d in wait_for.get(root, ()) if (w := _why(outcomes.get(d))) is not None), None
-            )
+            below = next(((d, w) for d in wait_for.get(root, ()) if (w := _why(outcomes.get(d))) is not None), None)
             if below is None:
                 break
             root, root_why = below

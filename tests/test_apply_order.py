@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import itertools
+
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
@@ -17,9 +19,7 @@ NAMES = [f"p{i}" for i in range(8)]
 def acyclic(draw: st.DrawFn) -> dict[str, list[str]]:
     """A graph whose edges only point to earlier names (so no cycle), in a shuffled order."""
     n = draw(st.integers(1, len(NAMES)))
-    graph = {
-        NAMES[i]: draw(st.lists(st.sampled_from(NAMES[:i]), unique=True)) if i else [] for i in range(n)
-    }
+    graph = {NAMES[i]: draw(st.lists(st.sampled_from(NAMES[:i]), unique=True)) if i else [] for i in range(n)}
     keys = draw(st.permutations(list(graph)))
     return {k: graph[k] for k in keys}
 
@@ -56,7 +56,7 @@ def test_every_project_once_every_dependency_first(graph: dict[str, list[str]], 
             if dep in affected:
                 assert position[dep] < position[name]
                 assert dep in wait_for[name]
-    for name, deps in wait_for.items():  # nothing waits on a project the change did not touch
+    for deps in wait_for.values():  # nothing waits on a project the change did not touch
         assert set(deps) <= set(affected)
     for i, wave in enumerate(order):  # as early as it can: something of the wave before holds it back
         for name in wave:
@@ -95,7 +95,7 @@ def test_cycle_is_found_exactly_when_there_is_one(graph: dict[str, list[str]]) -
     assert (loop is not None) == has_loop
     if loop is not None:
         assert loop[0] == loop[-1] and len(set(loop[:-1])) == len(loop) - 1
-        for first, then in zip(loop, loop[1:], strict=False):
+        for first, then in itertools.pairwise(loop):
             assert first in graph[then]  # each one is depended on by the next: applied before it
         with pytest.raises(ValueError, match="cycle"):
             waits(graph, list(graph))

@@ -16,6 +16,7 @@ from core.apply_outcome import ApplyOutcome, Ending
 from core.config import ConfigError, RepoConfig
 from core.contract import APPLY_CONTEXT, ApplyConversation, PushRequest
 from core.project_limit import over_limit
+from core.project_order import merge_waits
 from core.projects import Project
 from core.render.apply import render_apply_died
 from core.render.apply_status import apply_pending, apply_status
@@ -53,6 +54,7 @@ class AppliesToRun:
     projects: list[Project]
     pr: MergedPR | None
     replans: list[PlannedPR]  # open PRs planned against the code this push replaced: plan them on the merge
+    waits: dict[str, tuple[str, ...]]  # project → those applied before it (core.apply_order)
 
     def where(self, req: PushRequest) -> ApplyConversation:
         """Where the applies talk to humans (the merged PR, else an issue later) and who may not approve."""
@@ -70,7 +72,8 @@ async def run(ctx: WorkerContext, req: PushRequest) -> list[str]:
     if found is None:
         return []
     fanout.enqueue_replans(ctx.redis, req, found.replans)
-    return fanout.enqueue_applies(ctx.redis, req, found.projects, found.where(req), ctx.settings.tf_timeout)
+    where, timeout = found.where(req), ctx.settings.tf_timeout
+    return fanout.enqueue_applies(ctx.redis, req, found.projects, where, timeout, waits=found.waits)
 
 
 async def dispatch(ctx: WorkerContext, req: PushRequest) -> AppliesToRun | None:
@@ -102,9 +105,17 @@ async def dispatch(ctx: WorkerContext, req: PushRequest) -> AppliesToRun | None:
                 body = render_too_many_projects(too_many)
                 await vcs.post_comment(gh, ctx.records, repo=req.repo, repo_id=req.repo_id, number=pr.number, body=body)
             return None
+        try:
+            waits = merge_waits(policy, projects)
+        except ValueError as exc:  # a deleted project's old order loops with the policy's: none is applied
+            await vcs.set_status(gh, req.repo, req.after, APPLY_CONTEXT, "failure", "invalid .plangate.yml: depends_on")
+            if pr is not None:
+                body = render_config_error("depends_on", str(exc))
+                await vcs.post_comment(gh, ctx.records, repo=req.repo, repo_id=req.repo_id, number=pr.number, body=body)
+            return None
         await vcs.set_status(gh, req.repo, req.after, APPLY_CONTEXT, *apply_pending(len(projects)))
         replans = await _stale(ctx, gh, req, projects, pr) if policy.replan_on_base_change else []
-    return AppliesToRun(projects, pr, replans)
+    return AppliesToRun(projects, pr, replans, waits)
 
 
 async def _apply_policy(gh: GitHub, req: PushRequest) -> RepoConfig | None:

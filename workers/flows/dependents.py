@@ -1,0 +1,87 @@
+"""A project whose dependency did not apply at the pushed SHA: held back, then applied by the same fix.
+
+The order (core.apply_order) is kept by RQ: a dependent's apply job waits for its dependencies' jobs to
+end, however they ended. It then reads how they ended at that SHA: a failed, held, died or lost one (or
+one whose outcome is gone) stops it before anything is planned, says "waiting on NAME (failed)" and is
+remembered (workers.adapters.store.waiting_applies). When NAME later applies successfully, at that SHA
+(an /approve-destroy, a re-run) or at a newer one, the applies it held are enqueued again as they were:
+the same pushed SHA and conversation, a fresh plan, the gate as always, and a newer apply of the
+project wins over them (workers.flows.superseded).
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from collections.abc import Mapping
+
+from core.apply_order import Holdup, holdup
+from core.apply_outcome import ApplyOutcome, Ending
+from core.contract import ApplyConversation, PushRequest
+from core.projects import Project
+from core.render.apply import render_waiting
+from plumbing.runlog import record_run
+from workers.adapters.github import vcs
+from workers.adapters.github.auth import installation_client
+from workers.adapters.queue import fanout
+from workers.adapters.store import audit, waiting_applies
+from workers.adapters.store.waiting_applies import WaitingApply
+from workers.context import WorkerContext
+from workers.flows import push_apply
+
+log = logging.getLogger("plangate.apply")
+
+
+def holdup_of(
+    ctx: WorkerContext, req: PushRequest, project: Project, waits: Mapping[str, tuple[str, ...]]
+) -> Holdup | None:
+    """What holds `project` back at the pushed SHA, from its dependencies' recorded outcomes; None: go on."""
+    if not waits.get(project.name):
+        return None
+    return holdup(project.name, waits, push_apply.outcomes(ctx, req))
+
+
+async def wait(
+    ctx: WorkerContext,
+    req: PushRequest,
+    project: Project,
+    where: ApplyConversation,
+    waits: Mapping[str, tuple[str, ...]],
+    held_back: Holdup,
+) -> ApplyOutcome:
+    """Remember the held apply before saying so (a death in between leaves it remembered, never lost)."""
+    order = {name: tuple(deps) for name, deps in waits.items()}
+    waiting_applies.record(ctx.records, WaitingApply(req, project, where, held_back.dependency, order))
+    said = held_back.text()
+    if where.number is not None:
+        body = render_waiting(project=project.name, sha=req.after, holdup=said, dependency=held_back.dependency)
+        async with installation_client(ctx.tokens, req.installation_id, ctx.settings.api_url) as gh:
+            await vcs.post_comment(gh, ctx.records, repo=req.repo, repo_id=req.repo_id, number=where.number, body=body)
+    audit.record(ctx.redis, "apply-waiting", repo=req.repo, sha=req.after, project=project.name, on=said)
+    record_run(
+        ctx.redis,
+        kind="apply",
+        repo=req.repo,
+        number=where.number,
+        project=project.name,
+        sha=req.after,
+        summary="not planned",
+        gate="failure",
+        approver="",
+        result=said,
+    )
+    return ApplyOutcome(Ending.WAITING)
+
+
+def release(ctx: WorkerContext, req: PushRequest, project: Project) -> None:
+    """`project` applied successfully: the applies it held are enqueued again, each without it among the
+    dependencies it still waits on (the others are read again at its SHA)."""
+    held = waiting_applies.held_by(ctx.records, req.repo_id, project.name)
+    for waiting in held:
+        name = waiting.project.name
+        waits = {**waiting.waits, name: tuple(d for d in waiting.waits.get(name, ()) if d != project.name)}
+        fanout.enqueue_applies(
+            ctx.redis, waiting.push, [waiting.project], waiting.where, ctx.settings.tf_timeout, waits=waits
+        )
+        log.info(json.dumps({"repo": req.repo, "released": name, "sha": waiting.push.after, "by": project.name}))
+    waiting_applies.forget(ctx.records, held)
