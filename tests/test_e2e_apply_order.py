@@ -4,13 +4,16 @@ cycle is a config error naming it."""
 
 from __future__ import annotations
 
+import os
+import signal
 from pathlib import Path
 
 import pytest
 
+from core.contract import Jobs
 from standin.stack import Stack, running_stack
 from standin.state import Repo
-from tests.e2e import bot_bodies, comment_and_wait, planned, status
+from tests.e2e import bot_bodies, comment_and_wait, horse_of, next_second, planned, status
 from tests.tfproject import apply_directly, main_tf, state_addresses
 
 pytestmark = pytest.mark.e2e
@@ -110,3 +113,67 @@ def test_projects_apply_in_dependency_order_and_a_failure_holds_its_dependents(t
             lambda: next((b for b in bot_bodies(stack, repo, loop.number) if "cycle" in b), None),
         )
         assert "depends_on" in said and "cycle app → net → cluster → app" in said  # from the first listed
+
+
+PAIR = """version: 1
+gate_code_at_apply: false
+projects:
+  - {name: cluster, dir: cluster, depends_on: [net]}
+  - {name: net, dir: net}
+"""
+
+
+def _waiting(stack: Stack, repo: Repo, number: int, text: str) -> str:
+    return stack.wait_for(
+        f"{text!r} on #{number}",
+        lambda: next((b for b in bot_bodies(stack, repo, number) if "plangate:apply-waiting" in b and text in b), None),
+    )
+
+
+def test_a_held_or_killed_dependency_holds_its_dependent_until_it_applies(tmp_path: Path, redis_url: str) -> None:
+    """net blocked on a destroy: cluster waits, and /approve-destroy applies net, then cluster. net's worker
+    killed mid-apply: cluster waits on a death ("died": whether net applied is unknown), and /plan, which
+    runs net again, applies cluster after it."""
+    net_state, cluster_state = tmp_path / "state" / "net.tfstate", tmp_path / "state" / "cluster.tfstate"
+    apply_directly(tmp_path / "applied" / "net", main_tf(net_state, {"base": "n", "doomed": "d"}))
+    apply_directly(tmp_path / "applied" / "cluster", main_tf(cluster_state, {"base": "c"}))
+    times = tmp_path / "state"
+    net_tf, cluster_tf = main_tf(net_state, {"base": "n", "doomed": "d"}), main_tf(cluster_state, {"base": "c"})
+    with running_stack(tmp_path, redis_url, workers=2) as stack:
+        gh = stack.gh
+        files = {"net/main.tf": net_tf, "cluster/main.tf": cluster_tf, ".plangate.yml": PAIR}
+        repo = gh.create_repo("acme", "infra", files)
+        for login in ("alice", "bob"):
+            gh.set_permission(repo, login, "write")
+
+        net_tf = main_tf(net_state, {"base": "n"})
+        cluster_tf += _stamp("one", times, "cluster-one")
+        pr = gh.open_pr(repo, "drop", "alice", "Drop doomed", {"net/main.tf": net_tf, "cluster/main.tf": cluster_tf})
+        planned(stack, repo, pr.head_sha)
+        merged = gh.merge_pr(pr, merged_by="alice")
+        status(stack, repo, merged, "plangate/apply", "failure", "blocked")
+        assert "waiting on net (blocked)" in _waiting(stack, repo, pr.number, "(project `cluster`)")
+        assert "terraform_data.one" not in state_addresses(cluster_state)
+        next_second()
+        assert "Approved by @bob" in comment_and_wait(stack, repo, pr.number, "bob", "/approve-destroy")
+        status(stack, repo, merged, "plangate/apply", "success", "applied 2 projects")
+        assert "terraform_data.doomed" not in state_addresses(net_state)
+        assert "terraform_data.one" in state_addresses(cluster_state)
+
+        net_tf += _stamp("slow", times, "net-slow")
+        cluster_tf += _stamp("two", times, "cluster-two")
+        pr2 = gh.open_pr(repo, "slow", "alice", "Slow", {"net/main.tf": net_tf, "cluster/main.tf": cluster_tf})
+        planned(stack, repo, pr2.head_sha)
+        merged2 = gh.merge_pr(pr2, merged_by="bob")
+        stack.wait_for("net's apply to start", (times / "net-slow.start").exists)
+        horse = horse_of(Jobs.APPLY_PROJECT)  # cluster's job waits for net's: only net's runs
+        assert horse is not None
+        os.kill(horse, signal.SIGKILL)
+        assert "died" in status(stack, repo, merged2, "plangate/apply", "failure")
+        assert "waiting on net (died)" in _waiting(stack, repo, pr2.number, "(project `cluster`)")
+        assert not (times / "cluster-two.start").exists()
+
+        gh.comment(repo, pr2.number, "bob", "/plan")
+        status(stack, repo, merged2, "plangate/apply", "success", "applied 2 projects")
+        assert {"terraform_data.slow"} <= state_addresses(net_state)
+        assert "terraform_data.two" in state_addresses(cluster_state)
