@@ -30,9 +30,10 @@ CYCLE = CONFIG.replace("- {name: net, dir: net}", "- {name: net, dir: net, depen
 NAMES = ("net", "cluster", "app")
 
 
-def _stamp(resource: str, times: Path, name: str, command: str = "") -> str:
+def _stamp(resource: str, times: Path, name: str, command: str = "", sleep: int = 2) -> str:
     """A resource whose creation writes when it started, waits, does `command`, then writes when it ended."""
-    run = f"date +%s.%N > {times}/{name}.start && sleep 2 && {command or 'true'} && date +%s.%N > {times}/{name}.end"
+    then = f"sleep {sleep} && {command or 'true'}"
+    run = f"date +%s.%N > {times}/{name}.start && {then} && date +%s.%N > {times}/{name}.end"
     return (
         f'resource "terraform_data" "{resource}" {{\n  provisioner "local-exec" {{\n    command = "{run}"\n  }}\n}}\n'
     )
@@ -117,6 +118,7 @@ def test_projects_apply_in_dependency_order_and_a_failure_holds_its_dependents(t
 
 PAIR = """version: 1
 gate_code_at_apply: false
+plan_dependents: true
 projects:
   - {name: cluster, dir: cluster, depends_on: [net]}
   - {name: net, dir: net}
@@ -160,14 +162,14 @@ def test_a_held_or_killed_dependency_holds_its_dependent_until_it_applies(tmp_pa
         assert "terraform_data.doomed" not in state_addresses(net_state)
         assert "terraform_data.one" in state_addresses(cluster_state)
 
-        net_tf += _stamp("slow", times, "net-slow")
+        net_tf += _stamp("slow", times, "net-slow", sleep=10)
         cluster_tf += _stamp("two", times, "cluster-two")
         pr2 = gh.open_pr(repo, "slow", "alice", "Slow", {"net/main.tf": net_tf, "cluster/main.tf": cluster_tf})
         planned(stack, repo, pr2.head_sha)
         merged2 = gh.merge_pr(pr2, merged_by="bob")
         stack.wait_for("net's apply to start", (times / "net-slow.start").exists)
         horse = horse_of(Jobs.APPLY_PROJECT)  # cluster's job waits for net's: only net's runs
-        assert horse is not None
+        assert horse is not None and not (times / "net-slow.end").exists()
         os.kill(horse, signal.SIGKILL)
         assert "died" in status(stack, repo, merged2, "plangate/apply", "failure")
         assert "waiting on net (died)" in _waiting(stack, repo, pr2.number, "(project `cluster`)")
@@ -177,3 +179,9 @@ def test_a_held_or_killed_dependency_holds_its_dependent_until_it_applies(tmp_pa
         status(stack, repo, merged2, "plangate/apply", "success", "applied 2 projects")
         assert {"terraform_data.slow"} <= state_addresses(net_state)
         assert "terraform_data.two" in state_addresses(cluster_state)
+
+        # plan_dependents: a change to net alone plans cluster too (a merge applies net alone).
+        only = gh.open_pr(repo, "net-only", "alice", "Net", {"net/main.tf": net_tf + 'output "x" {\n  value = 1\n}\n'})
+        planned(stack, repo, only.head_sha)
+        comment = "\n".join(b for b in bot_bodies(stack, repo, only.number) if "plangate:plan" in b)
+        assert "`cluster`" in comment and "`net`" in comment and "Apply order on merge" not in comment
