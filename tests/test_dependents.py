@@ -7,10 +7,11 @@ from dataclasses import replace
 
 import pytest
 import redis
+from rq import Queue
 from rq.job import Job, JobStatus
 
 from core.config import parse_config
-from core.contract import ApplyConversation, Jobs, PushRequest
+from core.contract import PLANS_QUEUE, ApplyConversation, Jobs, PushRequest
 from core.project_order import merge_waits, with_dependents
 from core.projects import Project
 from core.render.apply import render_waiting
@@ -81,7 +82,7 @@ def test_each_apply_job_waits_for_the_jobs_of_what_it_depends_on(redis_conn: red
     assert jobs["app"].allow_dependency_failures  # it runs whatever became of cluster, and reads what did
     assert jobs["app"].get_status() == JobStatus.DEFERRED
     assert jobs["app"].kwargs["waits"] == waits and "waits" not in jobs["net"].kwargs
-    deferred = Job.fetch_many([i.decode() for i in redis_conn.zrange("rq:deferred:plangate-plans", 0, -1)], redis_conn)
+    deferred = Job.fetch_many(Queue(PLANS_QUEUE, connection=redis_conn).deferred_job_registry.get_job_ids(), redis_conn)
     finish = [j for j in deferred if j is not None and j.func_name == Jobs.FINISH_APPLY]
     assert len(finish) == 1 and sorted(finish[0].dependency_ids) == sorted(ids)
 

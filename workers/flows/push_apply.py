@@ -27,7 +27,7 @@ from workers.adapters.github.auth import installation_client
 from workers.adapters.github.commits import compare
 from workers.adapters.github.issues import close_issue
 from workers.adapters.github.pulls import pulls_of_commit
-from workers.adapters.github.repo_config import base_config
+from workers.adapters.github.repo_config import base_config, policy_ref
 from workers.adapters.queue import fanout, follow_ups
 from workers.adapters.store import applies as apply_store
 from workers.adapters.store import apply_outcomes, apply_phases, audit, pr_plans
@@ -105,17 +105,31 @@ async def dispatch(ctx: WorkerContext, req: PushRequest) -> AppliesToRun | None:
                 body = render_too_many_projects(too_many)
                 await vcs.post_comment(gh, ctx.records, repo=req.repo, repo_id=req.repo_id, number=pr.number, body=body)
             return None
-        try:
-            waits = merge_waits(policy, projects)
-        except ValueError as exc:  # a deleted project's old order loops with the policy's: none is applied
-            await vcs.set_status(gh, req.repo, req.after, APPLY_CONTEXT, "failure", "invalid .plangate.yml: depends_on")
-            if pr is not None:
-                body = render_config_error("depends_on", str(exc))
-                await vcs.post_comment(gh, ctx.records, repo=req.repo, repo_id=req.repo_id, number=pr.number, body=body)
+        waits = await _order(ctx, gh, req, policy, projects, pr)
+        if waits is None:
             return None
         await vcs.set_status(gh, req.repo, req.after, APPLY_CONTEXT, *apply_pending(len(projects)))
         replans = await _stale(ctx, gh, req, projects, pr) if policy.replan_on_base_change else []
     return AppliesToRun(projects, pr, replans, waits)
+
+
+async def _order(
+    ctx: WorkerContext, gh: GitHub, req: PushRequest, policy: RepoConfig, projects: list[Project], pr: MergedPR | None
+) -> dict[str, tuple[str, ...]] | None:
+    """The order of the applies, from the policy that judges them (the default branch before the push, as
+    the PR's plan comment said it); None, with the push marked failed, when it cannot be had: then
+    nothing is applied rather than applied out of order."""
+    ref = policy_ref(req)
+    try:
+        judging = policy if ref == req.default_branch else await base_config(gh, req.repo, ref)
+        return merge_waits(judging, projects)
+    except (ConfigError, ValueError) as exc:  # a deleted project's old order can loop with the policy's
+        key, problem = (exc.key, exc.problem) if isinstance(exc, ConfigError) else ("depends_on", str(exc))
+        await vcs.set_status(gh, req.repo, req.after, APPLY_CONTEXT, "failure", f"invalid .plangate.yml: {key}")
+        if pr is not None:
+            body = render_config_error(key, problem)
+            await vcs.post_comment(gh, ctx.records, repo=req.repo, repo_id=req.repo_id, number=pr.number, body=body)
+        return None
 
 
 async def _apply_policy(gh: GitHub, req: PushRequest) -> RepoConfig | None:
