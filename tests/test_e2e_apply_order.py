@@ -185,3 +185,41 @@ def test_a_held_or_killed_dependency_holds_its_dependent_until_it_applies(tmp_pa
         planned(stack, repo, only.head_sha)
         comment = "\n".join(b for b in bot_bodies(stack, repo, only.number) if "plangate:plan" in b)
         assert "`cluster`" in comment and "`net`" in comment and "Apply order on merge" not in comment
+
+
+def _destroy_stamp(times: Path, name: str) -> str:
+    """A resource whose destruction writes when it started, waits, then writes when it ended."""
+    run = f"date +%s.%N > {times}/{name}.start && sleep 2 && date +%s.%N > {times}/{name}.end"
+    return (
+        'resource "terraform_data" "stamp" {\n  provisioner "local-exec" {\n    when = destroy\n'
+        f'    command = "{run}"\n  }}\n}}\n'
+    )
+
+
+def test_deleted_projects_are_destroyed_dependents_first(tmp_path: Path, redis_url: str) -> None:
+    """A PR deletes net and cluster (cluster depends on net): cluster is destroyed before net."""
+    times = tmp_path / "state"
+    files: dict[str, str] = {}
+    states = {}
+    for name in ("net", "cluster", "keep"):
+        states[name] = times / f"{name}.tfstate"
+        files[f"{name}/main.tf"] = main_tf(states[name], {"base": name}) + _destroy_stamp(times, f"{name}-gone")
+        apply_directly(tmp_path / "applied" / name, files[f"{name}/main.tf"])
+    config = CONFIG.replace("{name: app, dir: app, depends_on: [cluster]}", "{name: keep, dir: keep}")
+    with running_stack(tmp_path, redis_url, workers=2) as stack:
+        gh = stack.gh
+        repo = gh.create_repo("acme", "infra", {**files, ".plangate.yml": config})
+        for login in ("alice", "bob"):
+            gh.set_permission(repo, login, "write")
+        only_keep = "version: 1\ngate_code_at_apply: false\nprojects:\n  - {name: keep, dir: keep}\n"
+        gone: dict[str, str | None] = {"net/main.tf": None, "cluster/main.tf": None, ".plangate.yml": only_keep}
+        pr = gh.open_pr(repo, "gone", "alice", "Remove net and cluster", gone)
+        planned(stack, repo, pr.head_sha)
+        assert any("Apply order on merge: cluster → net" in b for b in bot_bodies(stack, repo, pr.number))
+        assert "Approved by @bob" in comment_and_wait(stack, repo, pr.number, "bob", "/approve-destroy")
+        merged = gh.merge_pr(pr, merged_by="bob")
+        status(stack, repo, merged, "plangate/apply", "success", "applied 2 projects")
+        (cluster_start, cluster_end), (net_start, _) = _times(times, "cluster-gone"), _times(times, "net-gone")
+        assert cluster_start < cluster_end < net_start
+        assert state_addresses(states["net"]) == set() and state_addresses(states["cluster"]) == set()
+        assert "terraform_data.base" in state_addresses(states["keep"])
