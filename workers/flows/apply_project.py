@@ -59,6 +59,7 @@ async def run(
     apply at this SHA holds it (workers.flows.dependents)."""
     phase = apply_phases.read(ctx.records, run_id)
     if phase is not None and phase.name == "reported" and phase.outcome is not None:
+        dependents.release(ctx, req, project, phase.outcome)  # again, if a death cut it short
         return phase.outcome.stored()
     try:
         if phase is None or phase.name == "planning":
@@ -81,9 +82,8 @@ async def run(
             else ApplyOutcome(Ending.FAILED)
         )
     record_outcome(ctx, req, project.name, outcome)
-    if outcome.ending in (Ending.APPLIED, Ending.NOOP):
-        dependents.release(ctx, req, project)
     apply_phases.write(ctx.records, run_id, Phase("reported", outcome))
+    dependents.release(ctx, req, project, outcome)
     return outcome.stored()
 
 

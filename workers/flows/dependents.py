@@ -30,6 +30,7 @@ from workers.context import WorkerContext
 from workers.flows import push_apply
 
 log = logging.getLogger("plangate.apply")
+RELEASES = frozenset({Ending.APPLIED, Ending.NOOP})  # a successful apply at the branch: its dependents go on
 
 
 def holdup_of(
@@ -73,9 +74,14 @@ async def wait(
     return ApplyOutcome(Ending.WAITING)
 
 
-def release(ctx: WorkerContext, req: PushRequest, project: Project) -> None:
-    """`project` applied successfully: the applies it held are enqueued again, each without it among the
-    dependencies it still waits on (the others are read again at its SHA)."""
+def release(ctx: WorkerContext, req: PushRequest, project: Project, outcome: ApplyOutcome) -> None:
+    """`project`'s apply ended: when it applied successfully, the applies it held are enqueued again,
+    each without it among the dependencies it still waits on (the others are read again at its SHA).
+    Called again by a re-run of an apply that had reported (a death may have cut the release short):
+    a record goes only once its apply is enqueued, so the worst a death does is enqueue it twice, and
+    the second run plans afresh and finds nothing to do."""
+    if outcome.ending not in RELEASES:
+        return
     held = waiting_applies.held_by(ctx.records, req.repo_id, project.name)
     for waiting in held:
         name = waiting.project.name
