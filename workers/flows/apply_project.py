@@ -59,7 +59,7 @@ async def run(
     apply at this SHA holds it (workers.flows.dependents)."""
     phase = apply_phases.read(ctx.records, run_id)
     if phase is not None and phase.name == "reported" and phase.outcome is not None:
-        dependents.release(ctx, req, project, phase.outcome)  # again, if a death cut it short
+        await dependents.release(ctx, req, project, phase.outcome)  # again, if a death cut it short
         return phase.outcome.stored()
     try:
         if phase is None or phase.name == "planning":
@@ -83,7 +83,7 @@ async def run(
         )
     record_outcome(ctx, req, project.name, outcome)
     apply_phases.write(ctx.records, run_id, Phase("reported", outcome))
-    dependents.release(ctx, req, project, outcome)
+    await dependents.release(ctx, req, project, outcome)
     return outcome.stored()
 
 

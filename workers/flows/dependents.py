@@ -27,7 +27,7 @@ from workers.adapters.queue import fanout
 from workers.adapters.store import audit, waiting_applies
 from workers.adapters.store.waiting_applies import WaitingApply
 from workers.context import WorkerContext
-from workers.flows import push_apply
+from workers.flows import push_apply, superseded
 
 log = logging.getLogger("plangate.apply")
 RELEASES = frozenset({Ending.APPLIED, Ending.NOOP})  # a successful apply at the branch: its dependents go on
@@ -74,20 +74,29 @@ async def wait(
     return ApplyOutcome(Ending.WAITING)
 
 
-def release(ctx: WorkerContext, req: PushRequest, project: Project, outcome: ApplyOutcome) -> None:
-    """`project`'s apply ended: when it applied successfully, the applies it held are enqueued again,
-    each without it among the dependencies it still waits on (the others are read again at its SHA).
-    Called again by a re-run of an apply that had reported (a death may have cut the release short):
-    a record goes only once its apply is enqueued, so the worst a death does is enqueue it twice, and
-    the second run plans afresh and finds nothing to do."""
+async def release(ctx: WorkerContext, req: PushRequest, project: Project, outcome: ApplyOutcome) -> None:
+    """`project`'s apply ended: when it applied successfully, the applies it held at this commit or an
+    older one are enqueued again, each without it among the dependencies it still waits on (the others
+    are read again at its SHA). An apply of an older commit releases nothing held at a newer one: what
+    the newer commit needs of it is still not applied. Called again by a re-run of an apply that had
+    reported (a death may have cut the release short): a record goes only once its apply is enqueued,
+    so the worst a death does is enqueue it twice, and the second run plans afresh and finds nothing."""
     if outcome.ending not in RELEASES:
         return
     held = waiting_applies.held_by(ctx.records, req.repo_id, project.name)
-    for waiting in held:
-        name = waiting.project.name
-        waits = {**waiting.waits, name: tuple(d for d in waiting.waits.get(name, ()) if d != project.name)}
-        fanout.enqueue_applies(
-            ctx.redis, waiting.push, [waiting.project], waiting.where, ctx.settings.tf_timeout, waits=waits
-        )
-        log.info(json.dumps({"repo": req.repo, "released": name, "sha": waiting.push.after, "by": project.name}))
-    waiting_applies.forget(ctx.records, held)
+    if not held:
+        return
+    released = []
+    async with installation_client(ctx.tokens, req.installation_id, ctx.settings.api_url) as gh:
+        for waiting in held:
+            at = waiting.push.after
+            if at != req.after and not await superseded.is_newer(gh, req.repo, at, req.after):
+                continue
+            name = waiting.project.name
+            waits = {**waiting.waits, name: tuple(d for d in waiting.waits.get(name, ()) if d != project.name)}
+            fanout.enqueue_applies(
+                ctx.redis, waiting.push, [waiting.project], waiting.where, ctx.settings.tf_timeout, waits=waits
+            )
+            log.info(json.dumps({"repo": req.repo, "released": name, "sha": at, "by": project.name, "at": req.after}))
+            released.append(waiting)
+    waiting_applies.forget(ctx.records, released)
