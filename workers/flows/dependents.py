@@ -50,9 +50,15 @@ async def wait(
     waits: Mapping[str, tuple[str, ...]],
     held_back: Holdup,
 ) -> ApplyOutcome:
-    """Remember the held apply before saying so (a death in between leaves it remembered, never lost)."""
+    """Remember the held apply before saying so (a death in between leaves it remembered, never lost).
+    The dependency may have applied successfully since its apply here ended, before the record was
+    written: its release would have missed it, so the record is checked against its last success (each
+    side writes before it reads, so one of the two always sees the other)."""
     order = {name: tuple(deps) for name, deps in waits.items()}
     waiting_applies.record(ctx.records, WaitingApply(req, project, where, held_back.dependency, order))
+    since = waiting_applies.last_success(ctx.records, req.repo_id, held_back.dependency)
+    if since is not None:
+        await _release(ctx, req, held_back.dependency, since)
     said = held_back.text()
     if where.number is not None:
         body = render_waiting(project=project.name, sha=req.after, holdup=said, dependency=held_back.dependency)
@@ -76,27 +82,32 @@ async def wait(
 
 async def release(ctx: WorkerContext, req: PushRequest, project: Project, outcome: ApplyOutcome) -> None:
     """`project`'s apply ended: when it applied successfully, the applies it held at this commit or an
-    older one are enqueued again, each without it among the dependencies it still waits on (the others
-    are read again at its SHA). An apply of an older commit releases nothing held at a newer one: what
-    the newer commit needs of it is still not applied. Called again by a re-run of an apply that had
-    reported (a death may have cut the release short): a record goes only once its apply is enqueued,
-    so the worst a death does is enqueue it twice, and the second run plans afresh and finds nothing."""
+    older one are enqueued again. Called again by a re-run of an apply that had reported (a death may
+    have cut the release short): a record goes only once its apply is enqueued, so the worst a death does
+    is enqueue it twice, and the second run plans afresh and finds nothing to do."""
     if outcome.ending not in RELEASES:
         return
-    held = waiting_applies.held_by(ctx.records, req.repo_id, project.name)
+    waiting_applies.succeeded(ctx.records, req.repo_id, project.name, req.after)  # before reading who waits
+    await _release(ctx, req, project.name, req.after)
+
+
+async def _release(ctx: WorkerContext, req: PushRequest, dependency: str, applied_at: str) -> None:
+    """Enqueue again the applies `dependency` held at `applied_at` or an older commit, each without it
+    among the dependencies it still waits on (the others are read again at its SHA). One held at a newer
+    commit stays: what that commit needs of the dependency is still not applied."""
+    held = waiting_applies.held_by(ctx.records, req.repo_id, dependency)
     if not held:
         return
     released = []
     async with installation_client(ctx.tokens, req.installation_id, ctx.settings.api_url) as gh:
         for waiting in held:
             at = waiting.push.after
-            if at != req.after and not await superseded.is_newer(gh, req.repo, at, req.after):
+            if at != applied_at and not await superseded.is_newer(gh, req.repo, at, applied_at):
                 continue
             name = waiting.project.name
-            waits = {**waiting.waits, name: tuple(d for d in waiting.waits.get(name, ()) if d != project.name)}
-            fanout.enqueue_applies(
-                ctx.redis, waiting.push, [waiting.project], waiting.where, ctx.settings.tf_timeout, waits=waits
-            )
-            log.info(json.dumps({"repo": req.repo, "released": name, "sha": at, "by": project.name, "at": req.after}))
+            waits = {**waiting.waits, name: tuple(d for d in waiting.waits.get(name, ()) if d != dependency)}
+            timeout = ctx.settings.tf_timeout
+            fanout.enqueue_applies(ctx.redis, waiting.push, [waiting.project], waiting.where, timeout, waits=waits)
+            log.info(json.dumps({"repo": req.repo, "released": name, "sha": at, "by": dependency, "at": applied_at}))
             released.append(waiting)
     waiting_applies.forget(ctx.records, released)

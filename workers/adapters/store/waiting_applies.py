@@ -70,3 +70,17 @@ def forget(records: Records, released: list[WaitingApply]) -> None:
     """Drop the records of applies enqueued again."""
     for waiting in released:
         records.conn.hdel(_key(waiting.push.repo_id, waiting.dependency), waiting.field())
+
+
+def _success_key(repo_id: int, dependency: str) -> str:
+    return redis_keys.waiting_applies(repo_id, dependency) + ":last-success"
+
+
+def succeeded(records: Records, repo_id: int, dependency: str, sha: str) -> None:
+    """`dependency` applied successfully at `sha` (a dependent recorded after its release reads it)."""
+    records.set(_success_key(repo_id, dependency), sha, ex=TTL)
+
+
+def last_success(records: Records, repo_id: int, dependency: str) -> str | None:
+    """The commit `dependency` last applied successfully at, as `succeeded` said it."""
+    return records.get(_success_key(repo_id, dependency))
