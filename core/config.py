@@ -30,6 +30,7 @@ class ProjectConfig:
     apply_on_merge: bool = True
     drift_schedule: str | None = None  # None: the top-level drift schedule, if any
     gate_code_at_apply: bool | None = None  # None: the top-level setting
+    depends_on: tuple[str, ...] = ()  # projects applied before this one on merge (core.apply_order)
 
 
 @dataclass(frozen=True)
@@ -72,6 +73,7 @@ class RepoConfig:
     destroy_rules: tuple[DestroyRule, ...] = ()
     gate_code_at_apply: bool = True  # code that runs at apply (provisioners…) needs an approval
     max_projects: int | None = None  # lowers the server's PLANGATE_MAX_PROJECTS (core/project_limit.py)
+    plan_dependents: bool = False  # a PR also plans the dependents of the projects it changes
 
     def gates_code(self, name: str, workspace: str, dir: str) -> bool:
         """Does code that runs at apply need an approval in the project of this identity? Read on the
@@ -121,6 +123,7 @@ def _config(f: FileConfig) -> RepoConfig:
         ),
         gate_code_at_apply=f.gate_code_at_apply,
         max_projects=f.max_projects,
+        plan_dependents=f.plan_dependents,
     )
 
 
@@ -134,4 +137,5 @@ def _project(p: FileProject) -> ProjectConfig:
         apply_on_merge=p.apply_on_merge,
         drift_schedule=p.drift.schedule if p.drift else None,
         gate_code_at_apply=p.gate_code_at_apply,
+        depends_on=p.depends_on,
     )
