@@ -19,6 +19,7 @@ class Ending(StrEnum):
     LOST = "lost"  # stopped for good before `terraform apply` began: nothing was applied
     BLOCKED = "blocked"  # held: destroys or code run at apply wait for /approve-destroy
     UNTRUSTED = "untrusted"  # held: the gate could not read the plan, so nothing may be applied
+    WAITING = "waiting"  # not planned: a project it depends on failed or is held (core.apply_order)
 
 
 HELD = frozenset({Ending.BLOCKED, Ending.UNTRUSTED})

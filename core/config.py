@@ -30,6 +30,7 @@ class ProjectConfig:
     apply_on_merge: bool = True
     drift_schedule: str | None = None  # None: the top-level drift schedule, if any
     gate_code_at_apply: bool | None = None  # None: the top-level setting
+    depends_on: tuple[str, ...] = ()  # projects applied before this one on merge (core.apply_order)
 
 
 @dataclass(frozen=True)
@@ -113,6 +114,7 @@ class RepoConfig:
     destroy_rules: tuple[DestroyRule, ...] = ()
     gate_code_at_apply: bool = True  # code that runs at apply (provisioners…) needs an approval
     max_projects: int | None = None  # lowers the server's PLANGATE_MAX_PROJECTS (core/project_limit.py)
+    plan_dependents: bool = False  # a PR also plans the dependents of the projects it changes
     change_rules: tuple[ChangeRule, ...] = ()
     change_limits: ChangeLimits | None = None
 
@@ -169,6 +171,7 @@ def _config(f: FileConfig) -> RepoConfig:
         ),
         gate_code_at_apply=f.gate_code_at_apply,
         max_projects=f.max_projects,
+        plan_dependents=f.plan_dependents,
         change_rules=tuple(
             ChangeRule(r.match, r.actions, r.approvals or 1, *_approvers(r), r.never) for r in f.change_rules
         ),
@@ -198,4 +201,5 @@ def _project(p: FileProject) -> ProjectConfig:
         apply_on_merge=p.apply_on_merge,
         drift_schedule=p.drift.schedule if p.drift else None,
         gate_code_at_apply=p.gate_code_at_apply,
+        depends_on=p.depends_on,
     )

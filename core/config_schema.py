@@ -15,6 +15,7 @@ from typing import Any, Literal, get_args
 
 import msgspec
 
+from core.apply_order import cycle
 from core.cron import is_valid_schedule
 from core.quoted import SHOWN, describe, shown
 from core.render.mask import PatternError, compile_pattern
@@ -76,6 +77,7 @@ class FileProject(_Strict):
     apply_on_merge: bool = True
     drift: FileDrift | None = None
     gate_code_at_apply: bool | None = None
+    depends_on: tuple[str, ...] = ()  # names of projects of the same file, applied before this one
 
     def __post_init__(self) -> None:
         _check(self.name, "name", NAME, "project name (letters, digits, . _ - only)")
@@ -176,6 +178,7 @@ class FileConfig(_Strict):
     destroy_rules: tuple[FileRule, ...] = ()
     gate_code_at_apply: bool = True
     max_projects: int | None = None
+    plan_dependents: bool = False
     change_rules: tuple[FileChangeRule, ...] = ()
     change_limits: FileChangeLimits | None = None
 
@@ -202,6 +205,22 @@ class FileConfig(_Strict):
                 raise _invalid(f"mask_patterns[{i}]", why) from None
         if self.max_projects is not None and self.max_projects < 1:
             raise _invalid("max_projects", f"expected 1 or more, got {shown(self.max_projects)}")
+        _check_depends_on(self.projects or ())
+
+
+def _check_depends_on(projects: tuple[FileProject, ...]) -> None:
+    """Each `depends_on` names another project of the file, and no chain of them comes back to where
+    it started: a merge could never apply such projects in order."""
+    names = {p.name for p in projects}
+    for i, project in enumerate(projects):
+        for j, name in enumerate(project.depends_on):
+            if name == project.name:
+                raise _invalid(f"projects[{i}].depends_on[{j}]", f"{shown(name)}: a project cannot depend on itself")
+            if name not in names:
+                raise _invalid(f"projects[{i}].depends_on[{j}]", f"{shown(name)} is not a project of this file")
+    loop = cycle({p.name: p.depends_on for p in projects})
+    if loop is not None:
+        raise _invalid("depends_on", f"cycle {' → '.join(clip(name, SHOWN) for name in loop)}")
 
 
 class _Document(msgspec.Struct):

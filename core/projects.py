@@ -51,6 +51,7 @@ class Project:
     apply_on_merge: bool = True
     drift_schedule: str | None = None
     destroy_from: str | None = None  # deleted by the change: `plan -destroy` of its code at this SHA
+    depends_on: tuple[str, ...] = ()  # as its commit's `.plangate.yml` said (a deleted one's only order)
 
     @property
     def identity(self) -> str:
@@ -189,7 +190,15 @@ def all_projects(
     """Every project of the repository: the configured ones, else the discovered roots by dir."""
     if config.projects is not None:
         return tuple(
-            Project(p.name, p.dir, p.workspace, p.tool, p.apply_on_merge, p.drift_schedule or config.drift_schedule)
+            Project(
+                p.name,
+                p.dir,
+                p.workspace,
+                p.tool,
+                p.apply_on_merge,
+                p.drift_schedule or config.drift_schedule,
+                depends_on=p.depends_on,
+            )
             for p in config.projects
         )
     tf_dirs = _tf_dirs(all_files)

@@ -157,3 +157,8 @@ def pace(installation_id: int) -> str:
 
 def check_runs(repo: str, sha: str) -> str:
     return f"plangate:check-runs:{repo}:{sha}"
+
+
+def waiting_applies(repo_id: int, dependency: str) -> str:
+    """The applies a project's failed or held apply stopped (workers.adapters.store.waiting_applies)."""
+    return f"plangate:waiting-applies:{repo_id}:{dependency}"

@@ -311,6 +311,57 @@ projects:
         assert err.value.key == key
 
 
+ORDERED = """version: 1
+plan_dependents: true
+projects:
+  - {name: net, dir: net}
+  - {name: cluster, dir: cluster, depends_on: [net]}
+  - {name: app, dir: app, depends_on: [cluster, net]}
+"""
+
+
+def test_depends_on_and_plan_dependents_are_read() -> None:
+    config = parse_config(ORDERED)
+    assert config.plan_dependents is True
+    assert [p.depends_on for p in config.projects or ()] == [(), ("net",), ("cluster", "net")]
+    assert parse_config("version: 1\n").plan_dependents is False
+    assert parse_config("version: 1\nprojects: [{name: a, dir: a}]\n").projects == (ProjectConfig("a", "a"),)
+
+
+@pytest.mark.parametrize(
+    ("projects", "key", "problem"),
+    [
+        ("[{name: a, dir: a, depends_on: [b]}]", "projects[0].depends_on[0]", "'b' is not a project of this file"),
+        (
+            "[{name: a, dir: a}, {name: b, dir: b, depends_on: [a, nope]}]",
+            "projects[1].depends_on[1]",
+            "'nope' is not a project of this file",
+        ),
+        ("[{name: a, dir: a, depends_on: [a]}]", "projects[0].depends_on[0]", "cannot depend on itself"),
+        ("[{name: a, dir: a, depends_on: a}]", "projects[0].depends_on", "expected a list of strings"),
+        (
+            "[{name: net, dir: n, depends_on: [app]}, {name: cluster, dir: c, depends_on: [net]},"
+            " {name: app, dir: a, depends_on: [cluster]}]",
+            "depends_on",
+            "cycle net → cluster → app → net",
+        ),
+        (
+            "[{name: x, dir: x}, {name: b, dir: b, depends_on: [c]}, {name: c, dir: c, depends_on: [b]}]",
+            "depends_on",
+            "cycle b → c → b",
+        ),
+    ],
+)
+def test_depends_on_names_known_projects_without_a_cycle(projects: str, key: str, problem: str) -> None:
+    with pytest.raises(ConfigError) as err:
+        parse_config(f"version: 1\nprojects: {projects}\n")
+    assert err.value.key == key
+    assert problem in err.value.problem
+    with pytest.raises(ConfigError) as err:
+        parse_config("version: 1\nplan_dependents: 2\n")
+    assert err.value.key == "plan_dependents"
+
+
 def test_change_rules_and_limits_parse() -> None:
     from core.config import ChangeLimits, ChangeRule
 

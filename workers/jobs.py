@@ -107,10 +107,12 @@ def apply_push(request: PushRequest) -> list[str]:
 
 
 @reschedulable
-def apply_project(push: PushRequest, project: Project, where: ApplyConversation) -> str:
+def apply_project(
+    push: PushRequest, project: Project, where: ApplyConversation, waits: dict[str, tuple[str, ...]] | None = None
+) -> str:
     this = get_current_job()
     assert this is not None, "runs as an RQ job"
-    return asyncio.run(apply_flow.run(context(), push, project, where, this.id))
+    return asyncio.run(apply_flow.run(context(), push, project, where, this.id, waits))
 
 
 @reschedulable

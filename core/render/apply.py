@@ -270,3 +270,13 @@ def render_not_applied(*, project: str, sha: str, summary: str, reason: str) -> 
         f"{marker('not-applied', sha=sha, project=project)}\n"
         f"Not applied at {sha[:7]} (project {code(project, 200)}): {one_line(reason, 1_000)}.{said}\n"
     )
+
+
+def render_waiting(*, project: str, sha: str, holdup: str, dependency: str) -> str:
+    """A project not planned nor applied because a project it depends on did not apply (core.apply_order):
+    `holdup` is "waiting on NAME (failed)"; the same fix that applies NAME applies this one after it."""
+    return (
+        f"{marker('apply-waiting', sha=sha, project=project)}\n"
+        f"Not applied at {sha[:7]} (project {code(project, 200)}): {one_line(holdup, 1_000)}. "
+        f"It is planned and applied once {code(dependency, 200)} applies.\n"
+    )

@@ -48,6 +48,8 @@ def apply_status(
         return "failure", describe(f"blocked: plan cannot be trusted in {_names(by[Ending.UNTRUSTED], 80)}{also}")
     if Ending.BLOCKED in by:
         return "failure", describe(f"blocked: {destroys:,} to destroy — /approve-destroy")
+    if Ending.WAITING in by:
+        return "failure", describe(f"waiting on a dependency: {_names(by[Ending.WAITING], 100)}")
     if still_failed:
         return "failure", still_failed_status(still_failed)[1]
     applied, skipped = len(by.get(Ending.APPLIED, [])), len(by.get(Ending.NOT_APPLIED, []))

@@ -251,6 +251,12 @@ def render_planned_on_merge(head: str, merge: str, branch: str) -> str:
     )
 
 
+def render_apply_order(order: str) -> str:
+    """The order a merge applies the PR's projects in (`depends_on`; waves of projects applied together
+    are comma-separated), so reviewers see it before merging."""
+    return f"Apply order on merge: {one_line(order, 1_000)}"
+
+
 def render_config_error(key: str, problem: str) -> str:
     """An invalid `.plangate.yml`: name the key and the problem; nothing was planned or applied."""
     return (

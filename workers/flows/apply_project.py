@@ -12,6 +12,7 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
+from collections.abc import Mapping
 
 from core.apply_outcome import ApplyOutcome, Ending
 from core.apply_outcome import held as held_outcome
@@ -38,23 +39,37 @@ from workers.adapters.store.apply_phases import Phase
 from workers.adapters.terraform import pipeline
 from workers.adapters.terraform.steps import Terraform
 from workers.context import WorkerContext
-from workers.flows import apply_decision, failed_applies, push_apply, superseded
+from workers.flows import apply_decision, dependents, failed_applies, push_apply, superseded
 from workers.flows.apply_decision import Decided
 from workers.flows.push_apply import record_outcome
 
 log = logging.getLogger("plangate.apply")
 
 
-async def run(ctx: WorkerContext, req: PushRequest, project: Project, where: ApplyConversation, run_id: str) -> str:
+async def run(
+    ctx: WorkerContext,
+    req: PushRequest,
+    project: Project,
+    where: ApplyConversation,
+    run_id: str,
+    waits: Mapping[str, tuple[str, ...]] | None = None,
+) -> str:
     """The job body (`run_id`: its RQ job); returns the project's outcome for `plangate/apply`. A GitHub
-    outage is raised while the run can still be taken up again (workers.rescheduling)."""
+    outage is raised while the run can still be taken up again (workers.rescheduling). `waits`: the
+    push's order (core.apply_order) for this project and those before it; a dependency that did not
+    apply at this SHA holds it (workers.flows.dependents)."""
     phase = apply_phases.read(ctx.records, run_id)
     if phase is not None and phase.name == "reported" and phase.outcome is not None:
+        await dependents.release(ctx, req, project, phase.outcome)  # again, if a death cut it short
         return phase.outcome.stored()
     try:
         if phase is None or phase.name == "planning":
             apply_phases.write(ctx.records, run_id, Phase("planning"))
-            outcome = await _run(ctx, req, project, where, run_id)
+            held_back = dependents.holdup_of(ctx, req, project, waits or {})
+            if held_back is not None:
+                outcome = await dependents.wait(ctx, req, project, where, waits or {}, held_back)
+            else:
+                outcome = await _run(ctx, req, project, where, run_id)
         else:
             outcome = await push_apply.settle(ctx, req, project, where, phase)
     except Exception as exc:
@@ -70,6 +85,7 @@ async def run(ctx: WorkerContext, req: PushRequest, project: Project, where: App
     record_outcome(ctx, req, project.name, outcome)
     ended = apply_phases.read(ctx.records, run_id)
     apply_phases.write(ctx.records, run_id, Phase("reported", outcome, detail=ended.detail if ended else ""))
+    await dependents.release(ctx, req, project, outcome)
     return outcome.stored()
 
 

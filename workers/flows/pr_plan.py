@@ -14,9 +14,11 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 
 from core import redis_keys
+from core.apply_order import order_line
 from core.config import ConfigError, RepoConfig
 from core.contract import DESTROY_CONTEXT, PLAN_CONTEXT, PlanRequest
 from core.project_limit import over_limit
+from core.project_order import merge_waits, with_dependents
 from core.projects import Project, ProjectSelection
 from core.render.plan import render_config_error, render_fork_refused, render_too_many_projects
 from core.render.status import pending_status
@@ -33,7 +35,7 @@ from workers.adapters.terraform import pipeline
 from workers.adapters.terraform.sandbox import SandboxError
 from workers.context import WorkerContext
 from workers.flows import carry, commit_tree
-from workers.flows.discovery import discover, to_plan
+from workers.flows.discovery import Discovered, discover, to_plan
 from workers.flows.gate_check import at_commit
 from workers.flows.pr_publish import bot_login, is_current, meta_key, publish
 
@@ -80,6 +82,8 @@ async def dispatch(ctx: WorkerContext, req: PlanRequest) -> PlansToMake | None:
             learn = functools.partial(_learn_comments, ctx, gh, req)
             policy, changed = await _while_fetching(files, gh, req, known, learn)
             found = discover(files.result(), changed, req.only)
+            affected = {p.identity for p in found.selection.projects}
+            found = _with_dependents(policy, found)
             inputs = await asyncio.to_thread(carry.fingerprints, ctx, req, files.result(), found)
         except ConfigError as exc:
             await _config_failed(ctx, gh, req, exc)
@@ -95,7 +99,8 @@ async def dispatch(ctx: WorkerContext, req: PlanRequest) -> PlansToMake | None:
             await vcs.set_status(gh, req.repo, req.sha, DESTROY_CONTEXT, *gate)
             return None
     masks = policy.mask_patterns
-    _remember_selection(ctx, req, masks, found.selection, inputs)
+    order = _order(policy, [p for p in projects if p.identity in affected or p.destroy_from])
+    _remember_selection(ctx, req, masks, found.selection, inputs, order)
     fresh, kept = carry.split(ctx, req, projects, inputs)
     if kept:
         log.info(
@@ -210,12 +215,33 @@ async def _refused(ctx: WorkerContext, gh: GitHub, req: PlanRequest, body: str, 
     await vcs.set_status(gh, req.repo, req.sha, DESTROY_CONTEXT, *verdict, url)
 
 
+def _with_dependents(policy: RepoConfig, found: Discovered) -> Discovered:
+    """`plan_dependents: true` (default branch): the change's projects and every project depending on one."""
+    chosen = with_dependents(policy, found.every, found.selection.projects)
+    return replace(found, selection=replace(found.selection, projects=tuple(chosen)))
+
+
+def _order(policy: RepoConfig, projects: list[Project]) -> str | None:
+    """The order a merge of these projects would apply them in (the policy's `depends_on`), as the plan
+    comment says it; a loop (a deleted project's old order against the policy's) is said as such."""
+    try:
+        return order_line(merge_waits(policy, projects))
+    except ValueError as exc:
+        return f"none: {exc}, nothing would be applied"
+
+
 def _remember_selection(
-    ctx: WorkerContext, req: PlanRequest, masks: tuple[str, ...], sel: ProjectSelection, inputs: dict[str, str]
+    ctx: WorkerContext,
+    req: PlanRequest,
+    masks: tuple[str, ...],
+    sel: ProjectSelection,
+    inputs: dict[str, str],
+    order: str | None,
 ) -> None:
     """What publish needs besides the results: the default branch's mask patterns, the 3,000-file note,
-    the fingerprints of the projects' inputs (for the next push to compare)."""
-    meta = {"mask_patterns": list(masks), "changes_unknown": sel.changes_unknown, "inputs": inputs}
+    the fingerprints of the projects' inputs (for the next push to compare), the order a merge applies
+    them in."""
+    meta = {"mask_patterns": list(masks), "changes_unknown": sel.changes_unknown, "inputs": inputs, "order": order}
     ctx.records.set(meta_key(req), json.dumps(meta), ex=redis_keys.PLAN_META_TTL)
 
 

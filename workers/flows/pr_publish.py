@@ -18,7 +18,7 @@ from core.gated import Gated, plan_digest, published_digest
 from core.plan import summary_line
 from core.render.failed_apply import with_banner
 from core.render.mask import mask
-from core.render.plan import render_plan_comments, render_planned_on_merge, render_too_many_files
+from core.render.plan import render_apply_order, render_plan_comments, render_planned_on_merge, render_too_many_files
 from core.render.replies import approval_status
 from core.render.status import State, destroy_status, plan_status
 from core.results import ProjectResult
@@ -140,6 +140,8 @@ def _note(req: PlanRequest, meta: dict[str, Any]) -> str:
     notes = [render_too_many_files(vcs.MAX_PR_FILES)] if meta.get("changes_unknown") else []
     if req.code_sha:
         notes.append(render_planned_on_merge(req.sha, req.code_sha, req.default_branch))
+    if isinstance(meta.get("order"), str):
+        notes.append(render_apply_order(meta["order"]))
     return "\n\n".join(notes)
 
 

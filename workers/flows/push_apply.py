@@ -16,6 +16,7 @@ from core.apply_outcome import ApplyOutcome, Ending
 from core.config import ConfigError, RepoConfig
 from core.contract import APPLY_CONTEXT, ApplyConversation, PushRequest
 from core.project_limit import over_limit
+from core.project_order import merge_waits
 from core.projects import Project
 from core.render.apply import render_apply_died
 from core.render.apply_status import apply_pending
@@ -26,7 +27,7 @@ from workers.adapters.github.auth import installation_client
 from workers.adapters.github.commits import compare
 from workers.adapters.github.issues import close_issue
 from workers.adapters.github.pulls import pulls_of_commit
-from workers.adapters.github.repo_config import base_config
+from workers.adapters.github.repo_config import base_config, policy_ref
 from workers.adapters.queue import fanout, follow_ups
 from workers.adapters.store import applies as apply_store
 from workers.adapters.store import apply_outcomes, apply_phases, audit, pr_plans
@@ -53,6 +54,7 @@ class AppliesToRun:
     projects: list[Project]
     pr: MergedPR | None
     replans: list[PlannedPR]  # open PRs planned against the code this push replaced: plan them on the merge
+    waits: dict[str, tuple[str, ...]]  # project → those applied before it (core.apply_order)
 
     def where(self, req: PushRequest) -> ApplyConversation:
         """Where the applies talk to humans (the merged PR, else an issue later) and who may not approve."""
@@ -70,7 +72,8 @@ async def run(ctx: WorkerContext, req: PushRequest) -> list[str]:
     if found is None:
         return []
     fanout.enqueue_replans(ctx.redis, req, found.replans)
-    return fanout.enqueue_applies(ctx.redis, req, found.projects, found.where(req), ctx.settings.tf_timeout)
+    where, timeout = found.where(req), ctx.settings.tf_timeout
+    return fanout.enqueue_applies(ctx.redis, req, found.projects, where, timeout, waits=found.waits)
 
 
 async def dispatch(ctx: WorkerContext, req: PushRequest) -> AppliesToRun | None:
@@ -104,9 +107,31 @@ async def dispatch(ctx: WorkerContext, req: PushRequest) -> AppliesToRun | None:
                 body = render_too_many_projects(too_many)
                 await vcs.post_comment(gh, ctx.records, repo=req.repo, repo_id=req.repo_id, number=pr.number, body=body)
             return None
+        waits = await _order(ctx, gh, req, policy, projects, pr)
+        if waits is None:
+            return None
         await vcs.set_status(gh, req.repo, req.after, APPLY_CONTEXT, *apply_pending(len(projects)))
         replans = await _stale(ctx, gh, req, projects, pr) if policy.replan_on_base_change else []
-    return AppliesToRun(projects, pr, replans)
+    return AppliesToRun(projects, pr, replans, waits)
+
+
+async def _order(
+    ctx: WorkerContext, gh: GitHub, req: PushRequest, policy: RepoConfig, projects: list[Project], pr: MergedPR | None
+) -> dict[str, tuple[str, ...]] | None:
+    """The order of the applies, from the policy that judges them (the default branch before the push, as
+    the PR's plan comment said it); None, with the push marked failed, when it cannot be had: then
+    nothing is applied rather than applied out of order."""
+    ref = policy_ref(req)
+    try:
+        judging = policy if ref == req.default_branch else await base_config(gh, req.repo, ref)
+        return merge_waits(judging, projects)
+    except (ConfigError, ValueError) as exc:  # a deleted project's old order can loop with the policy's
+        key, problem = (exc.key, exc.problem) if isinstance(exc, ConfigError) else ("depends_on", str(exc))
+        await vcs.set_status(gh, req.repo, req.after, APPLY_CONTEXT, "failure", f"invalid .plangate.yml: {key}")
+        if pr is not None:
+            body = render_config_error(key, problem)
+            await vcs.post_comment(gh, ctx.records, repo=req.repo, repo_id=req.repo_id, number=pr.number, body=body)
+        return None
 
 
 async def _apply_policy(gh: GitHub, req: PushRequest) -> RepoConfig | None:

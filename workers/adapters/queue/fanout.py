@@ -5,7 +5,7 @@ reports them all, which waits for every one of them."""
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any, Protocol
 
 import redis
@@ -13,6 +13,7 @@ from rq import Queue, Worker
 from rq.job import Dependency, Job, JobStatus
 from rq.utils import as_text
 
+from core.apply_order import waves
 from core.contract import PLANS_QUEUE, ApplyConversation, Jobs, PlanRequest, PushRequest, job_id
 from core.projects import Project
 from core.trigger import Trigger, Why
@@ -192,29 +193,48 @@ def fallback_publish_id(planner: str) -> str:
 
 
 def enqueue_applies(
-    conn: redis.Redis, push: PushRequest, projects: Sequence[Project], where: ApplyConversation, tf_timeout: float
+    conn: redis.Redis,
+    push: PushRequest,
+    projects: Sequence[Project],
+    where: ApplyConversation,
+    tf_timeout: float,
+    waits: Mapping[str, Sequence[str]] | None = None,
 ) -> list[str]:
     """Per project, in push order and one at a time (the project's RateLimit), re-run after a death
-    as its recorded phase allows (workers.flows.apply_project); then the job that sets the combined
-    `plangate/apply`, whatever became of them."""
+    as its recorded phase allows (workers.flows.apply_project), each after the jobs of the projects it
+    `waits` on (core.apply_order) have ended, however they ended (it reads how, and goes on or waits);
+    then the job that sets the combined `plangate/apply`, whatever became of them."""
     queue = Queue(PLANS_QUEUE, connection=conn)
-    ids = [
-        queue.enqueue(
+    waits = waits or {}
+    order = {name: tuple(deps) for name, deps in waits.items()}
+    ids: dict[str, str] = {}
+    job_ids = []
+    for project in _dependencies_first(projects, waits):
+        after = tuple(waits.get(project.name, ()))
+        before = [ids[name] for name in after if name in ids]
+        job = queue.enqueue(
             Jobs.APPLY_PROJECT,
-            kwargs={"push": push, "project": project, "where": where},
+            kwargs={"push": push, "project": project, "where": where, **({"waits": order} if after else {})},
+            depends_on=Dependency(jobs=before, allow_failure=True) if before else None,
             **OPTIONS[Jobs.APPLY_PROJECT].enqueue_args(
                 tf_timeout=tf_timeout, rate_limit=project_rate_limit(push.repo_id, project)
             ),
-        ).id
-        for project in projects
-    ]
+        )
+        ids[project.name] = job.id
+        job_ids.append(job.id)
     queue.enqueue(
         Jobs.FINISH_APPLY,
-        kwargs={"push": push, "job_ids": ids, "where": where},
-        depends_on=all_ended(queue, ids),
+        kwargs={"push": push, "job_ids": job_ids, "where": where},
+        depends_on=all_ended(queue, job_ids),
         **OPTIONS[Jobs.FINISH_APPLY].enqueue_args(),
     )
-    return ids
+    return job_ids
+
+
+def _dependencies_first(projects: Sequence[Project], waits: Mapping[str, Sequence[str]]) -> list[Project]:
+    """`projects` wave by wave (core.apply_order.waves), so each comes after those it waits on."""
+    level = {name: i for i, wave in enumerate(waves(dict(waits))) for name in wave} if waits else {}
+    return sorted(projects, key=lambda p: level.get(p.name, 0))
 
 
 def enqueue_replans(conn: redis.Redis, push: PushRequest, prs: Sequence[OpenPR]) -> None:
