@@ -13,7 +13,7 @@ import posixpath
 from dataclasses import dataclass, field
 
 from core.config_schema import ConfigError as ConfigError
-from core.config_schema import FileConfig, FileProject, read
+from core.config_schema import FileConfig, FileProject, FileRule, read
 from core.config_yaml import YamlError, load
 
 # Atlantis' default, plus the lock file (a provider upgrade changes the plan). Relative to the project dir.
@@ -61,6 +61,47 @@ class DestroyRule:
 
 
 @dataclass(frozen=True)
+class ChangeRule:
+    """One entry of `change_rules`: a destroy rule for the `actions` it names (core.change_rules)."""
+
+    match: tuple[str, ...]
+    actions: tuple[str, ...] = ("delete", "replace")
+    approvals: int = 1
+    users: tuple[str, ...] = ()
+    teams: tuple[str, ...] = ()
+    never: bool = False
+
+    @property
+    def narrowed(self) -> bool:
+        return bool(self.users or self.teams)
+
+    def label(self, index: int) -> str:
+        return f"change_rules[{index}]"
+
+
+@dataclass(frozen=True)
+class ChangeLimits:
+    """`change_limits`: a PR's plan past a limit is gated until approved (core.change_rules)."""
+
+    max_destroys: int | None = None
+    max_projects: int | None = None
+    approvals: int = 1
+    users: tuple[str, ...] = ()  # with teams: who counts for the limits (empty: whoever may approve)
+    teams: tuple[str, ...] = ()
+    never: bool = False  # a limit is always approvable; here so that a limit reads like a rule
+
+    @property
+    def narrowed(self) -> bool:
+        return bool(self.users or self.teams)
+
+    def label(self, index: int) -> str:
+        return "change_limits"
+
+
+Rule = DestroyRule | ChangeRule | ChangeLimits  # what core.destroy_rules weighs approvals against
+
+
+@dataclass(frozen=True)
 class RepoConfig:
     version: int = 1
     projects: tuple[ProjectConfig, ...] | None = None  # None: autodiscovery
@@ -74,6 +115,13 @@ class RepoConfig:
     gate_code_at_apply: bool = True  # code that runs at apply (provisioners…) needs an approval
     max_projects: int | None = None  # lowers the server's PLANGATE_MAX_PROJECTS (core/project_limit.py)
     plan_dependents: bool = False  # a PR also plans the dependents of the projects it changes
+    change_rules: tuple[ChangeRule, ...] = ()
+    change_limits: ChangeLimits | None = None
+
+    @property
+    def rules(self) -> tuple[Rule, ...]:
+        """Every rule an approval is weighed against, by index: destroy rules, change rules, the limits."""
+        return (*self.destroy_rules, *self.change_rules, *((self.change_limits,) if self.change_limits else ()))
 
     def gates_code(self, name: str, workspace: str, dir: str) -> bool:
         """Does code that runs at apply need an approval in the project of this identity? Read on the
@@ -124,7 +172,23 @@ def _config(f: FileConfig) -> RepoConfig:
         gate_code_at_apply=f.gate_code_at_apply,
         max_projects=f.max_projects,
         plan_dependents=f.plan_dependents,
+        change_rules=tuple(
+            ChangeRule(r.match, r.actions, r.approvals or 1, *_approvers(r), r.never) for r in f.change_rules
+        ),
+        change_limits=_limits(f),
     )
+
+
+def _approvers(r: FileRule) -> tuple[tuple[str, ...], tuple[str, ...]]:
+    return (r.approvers.users, r.approvers.teams) if r.approvers else ((), ())
+
+
+def _limits(f: FileConfig) -> ChangeLimits | None:
+    c = f.change_limits
+    if c is None:
+        return None
+    users, teams = (c.approvers.users, c.approvers.teams) if c.approvers else ((), ())
+    return ChangeLimits(c.max_destroys, c.max_projects, c.approvals or 1, users, teams)
 
 
 def _project(p: FileProject) -> ProjectConfig:

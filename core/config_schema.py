@@ -133,6 +133,39 @@ class FileRule(_Strict):
             raise _invalid("never", "a `never` rule takes no approvals or approvers: nothing unlocks it")
 
 
+Action = Literal["delete", "replace", "create", "update", "read"]
+
+
+class FileChangeRule(FileRule):
+    """A destroy rule that names the actions it gates; by default the destroys (delete, replace)."""
+
+    actions: tuple[Action, ...] = ("delete", "replace")
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        if not self.actions:
+            raise _invalid("actions", f"empty list: name the actions this rule gates ({', '.join(get_args(Action))})")
+
+
+class FileChangeLimits(_Strict):
+    """Per-PR limits that gate a plan exceeding them, and who may approve that."""
+
+    max_destroys: int | None = None
+    max_projects: int | None = None
+    approvals: int | None = None  # None: 1
+    approvers: FileRuleApprovers | None = None
+
+    def __post_init__(self) -> None:
+        for key in ("max_destroys", "max_projects"):
+            value = getattr(self, key)
+            if value is not None and value < 0:
+                raise _invalid(key, f"expected 0 or more, got {shown(value)}")
+        if self.max_destroys is None and self.max_projects is None:
+            raise _invalid("max_destroys", "required (with or instead of max_projects): a limit to gate on")
+        if self.approvals is not None and not 1 <= self.approvals <= 10:
+            raise _invalid("approvals", f"expected 1 to 10, got {shown(self.approvals)}")
+
+
 class FileConfig(_Strict):
     version: int | float | None = None  # required, but said after the shape: "the only version is 1"
     projects: tuple[FileProject, ...] | None = None  # None: autodiscovery
@@ -146,6 +179,8 @@ class FileConfig(_Strict):
     gate_code_at_apply: bool = True
     max_projects: int | None = None
     plan_dependents: bool = False
+    change_rules: tuple[FileChangeRule, ...] = ()
+    change_limits: FileChangeLimits | None = None
 
     def __post_init__(self) -> None:
         if self.version is None:
@@ -227,7 +262,11 @@ _LABELS = {
     "max_projects": "a number of projects",
     "projects": "a list of projects",
     "destroy_rules": "a list of rules",
+    "change_rules": "a list of rules",
+    "actions": f"a list of {', '.join(get_args(Action))}",
+    "max_destroys": "a number of destroys",
 }
+_ITEM_LABELS = {"actions": f"one of {', '.join(get_args(Action))}"}
 _KINDS = {
     "str": "a string",
     "int": "a number",
@@ -243,6 +282,8 @@ _STRUCTS: dict[str, type[msgspec.Struct]] = {
     "destroy_approvers": FileApprovers,
     "destroy_rules": FileRule,
     "approvers": FileRuleApprovers,
+    "change_rules": FileChangeRule,
+    "change_limits": FileChangeLimits,
 }
 _STEP = re.compile(r"\.(\w+)|\[(\d+)\]")
 _UNKNOWN = "Object contains unknown field `"
@@ -271,6 +312,8 @@ def _config_error(message: str, data: object) -> ConfigError:
     if message.startswith(("Expected `", "Invalid enum value")):
         kind = message.removeprefix("Expected `").partition("`")[0].split(" ")[0]
         label = _LABELS.get(str(steps[-1]) if steps else "", _KINDS.get(kind, "another value"))
+        if len(steps) > 1 and isinstance(steps[-1], int):  # an item of a list: its list's key says what it may be
+            label = _ITEM_LABELS.get(str(steps[-2]), label)
         return ConfigError(path or "(file)", f"expected {label}, got {describe(value)}")
     field, _, problem = message.partition(": ")  # raised by a __post_init__
     return ConfigError(_join(path, field), problem)

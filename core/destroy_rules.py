@@ -10,14 +10,15 @@ destroy_rules:
 ```
 
 A destroy with no matching rule needs one approval from anyone `destroy_approvers` allows. A destroy
-several rules match needs every one of them. A rule sees every name the condemned object has in the
+several rules match needs every one of them; `change_rules` (core.change_rules) are weighed the same way,
+each for the actions it names, and the `change_limits` are one more rule that only a limit matches.
+A rule sees every name the condemned object has in the
 plan, so renaming it in the same change cannot dodge it: the address, the address before a move
 (`moved` blocks, and the implicit move when `count`/`for_each` is added), and both without instance
 keys (`x` covers `x[0]`, `x["a"]` and `module.m["k"].x`). Address globs match a whole name (`*`
 crosses dots and brackets; `?` one character; `[...]` a class), so `module.prod.*` covers everything
 in that module. Rules come from the default branch only, like the rest of the policy: a PR that edits
-them is judged by the rules it wants to change. They are about destroys: code that runs at apply
-(core.gated) needs one approval.
+them is judged by the rules it wants to change. Code that runs at apply (core.gated) needs one approval.
 """
 
 from __future__ import annotations
@@ -27,7 +28,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
 from core.approvals import Approval, Coverage, Pair, voided
-from core.config import DestroyRule
+from core.config import ChangeLimits, DestroyRule, Rule
 from core.gated import Gated, Gates
 
 
@@ -71,9 +72,8 @@ def unkeyed(address: str) -> str:
 
 
 def names(gated: Gated) -> tuple[str, ...]:
-    """Every name a destroy has in its plan: its address, the one before a move, each also unkeyed."""
-    address = gated.key.split(" (deposed ", 1)[0]
-    known = [address, *([gated.previous] if gated.previous else [])]
+    """Every name a destroy or change has in its plan: its address, the one before a move, each also unkeyed."""
+    known = [gated.address, *([gated.previous] if gated.previous else [])]
     return tuple(dict.fromkeys([*known, *(unkeyed(a) for a in known)]))
 
 
@@ -87,27 +87,54 @@ def resource_type(address: str) -> str | None:
     return parts[0] if len(parts) >= 2 else None
 
 
-def matches(rule: DestroyRule, gated: Gated) -> bool:
-    if gated.runs_code:
+def data_type(address: str) -> str | None:
+    """The data source type of an address (`module.a.data.aws_ami.b` → aws_ami); None for a resource."""
+    parts = unkeyed(address).split(".")
+    while len(parts) >= 2 and parts[0] == "module":
+        parts = parts[2:]
+    return parts[1] if len(parts) >= 3 and parts[0] == "data" else None
+
+
+def _acts(rule: Rule, gated: Gated) -> bool:
+    """Is the rule about this kind of gated change? A destroy rule is about every destroy; a change rule
+    about the actions it names, a destroy whose action is not known (an unknown action, an older record)
+    counting as both delete and replace; the limits about the limits alone."""
+    kind = gated.kind
+    if isinstance(rule, ChangeLimits) or kind == "limit":
+        return isinstance(rule, ChangeLimits) and kind == "limit"
+    if kind == "code":
         return False
+    if isinstance(rule, DestroyRule):
+        return kind == "destroy"
+    if kind == "destroy" and gated.action not in ("delete", "replace"):
+        return bool({"delete", "replace"} & set(rule.actions))
+    return gated.action in rule.actions
+
+
+def matches(rule: Rule, gated: Gated) -> bool:
+    if not _acts(rule, gated):
+        return False
+    if isinstance(rule, ChangeLimits):
+        return True
     for name in names(gated):
         for pattern in rule.match:
             if pattern.startswith("type:"):
-                if resource_type(name) == pattern[len("type:") :]:
+                wanted = pattern[len("type:") :]
+                if wanted in (resource_type(name), data_type(name) if gated.action == "read" else None):
                     return True
             elif fnmatch.fnmatchcase(name, pattern):
                 return True
     return False
 
 
-def matching(rules: Sequence[DestroyRule], gated: Gated) -> tuple[int, ...]:
+def matching(rules: Sequence[Rule], gated: Gated) -> tuple[int, ...]:
     return tuple(i for i, rule in enumerate(rules) if matches(rule, gated))
 
 
 def needs(
     gates: Gates,
     approvals: Iterable[Approval],
-    rules: Sequence[DestroyRule],
+    rules: Sequence[Rule],
     eligible: Mapping[str, frozenset[int]],
 ) -> list[Need]:
     """Per gated change, what is still missing. `approvals` must already be bound to `gates`
@@ -140,14 +167,20 @@ def satisfied_pairs(needs_: Iterable[Need]) -> frozenset[Pair]:
     return frozenset(n.pair for n in needs_ if n.satisfied)
 
 
-def explain(need: Need, rules: Sequence[DestroyRule]) -> str:
+def label(rules: Sequence[Rule], index: int) -> str:
+    """A rule as the file names it: `destroy_rules[0]`, `change_rules[1]`, `change_limits`."""
+    rule = rules[index]
+    return rule.label(sum(1 for r in rules[:index] if type(r) is type(rule)))
+
+
+def explain(need: Need, rules: Sequence[Rule]) -> str:
     """For comments and summaries: which rule applies and what it still needs."""
     if need.never:
         index = next(i for i in need.rules if rules[i].never)
-        return f"{rules[index].label(index)}: never — no approval can unlock it"
+        return f"{label(rules, index)}: never — no approval can unlock it"
     if not need.rules:
         return "approved" if need.missing == 0 else "needs 1 approval"
-    labels = ", ".join(rules[i].label(i) for i in need.rules)
+    labels = ", ".join(label(rules, i) for i in need.rules)
     if need.missing == 0:
         return f"{labels}: approved"
     noun = "approval" if need.missing == 1 else "approvals"
@@ -159,7 +192,7 @@ def rule_coverage(
     approvals: Iterable[Approval],
     *,
     sha: str,
-    rules: Sequence[DestroyRule],
+    rules: Sequence[Rule],
     eligible: Mapping[str, frozenset[int]],
 ) -> Coverage:
     """How far approvals at `sha` reach into its gated changes, under the rules. Approvals for any other

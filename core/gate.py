@@ -85,8 +85,8 @@ def unreadable(message: str) -> Block:
 
 def decide_apply(plan: Plan, approved: frozenset[str], gates: Mapping[str, Gated] | None = None) -> Decision:
     """Apply only when the plan is trustworthy and every gated change is in `approved`. `gates`: this
-    plan's gated changes (core.gated.plan_gates: its destroys, and the code it would run at apply);
-    by default its destroys alone."""
+    plan's gated changes (core.gated.plan_gates: its destroys, and the code it would run at apply; with
+    core.change_rules' changes and limits); by default its destroys alone."""
     gates = plan_gates(plan) if gates is None else gates
     keys = tuple(gates)
     unapproved = tuple(k for k in keys if k not in approved)
@@ -103,9 +103,16 @@ def decide_apply(plan: Plan, approved: frozenset[str], gates: Mapping[str, Gated
     return Apply(keys)
 
 
+_PHRASES = {
+    "destroy": "to destroy",
+    "change": "gated changes (change_rules)",
+    "code": "that run code at apply",
+    "limit": "limits passed (change_limits)",
+}
+
+
 def _not_approved(gates: Mapping[str, Gated], unapproved: tuple[str, ...]) -> str:
-    destroys, code = counts(gates)
-    open_destroys, open_code = counts({k: gates[k] for k in unapproved})
-    parts = [f"{open_destroys} of {destroys} to destroy"] if destroys else []
-    parts += [f"{open_code} of {code} that run code at apply"] if code else []
+    total = counts(gates)
+    still = counts({k: gates[k] for k in unapproved})
+    parts = [f"{still[kind]} of {n} {_PHRASES[kind]}" for kind, n in total.items() if n]
     return " and ".join(parts) + " not approved"

@@ -15,11 +15,16 @@ import hashlib
 import json
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
+from typing import Literal
 
 from core.plan import Plan, ResourceChange
 from core.plan_code import CodeRun
 
 CODE_PREFIX = "run "  # every code run's key starts so; a terraform address never does
+LIMIT_PREFIX = "limit "  # a limit's key ("limit max_destroys"); no address starts so either
+CHANGE_ACTIONS = ("create", "update", "read")  # a non-destroy change's key is "ACTION ADDRESS"
+Kind = Literal["destroy", "code", "change", "limit"]
+KINDS: tuple[Kind, ...] = ("destroy", "change", "limit", "code")
 
 
 @dataclass(frozen=True)
@@ -29,11 +34,22 @@ class Gated:
     key: str  # a destroy key (destroy_key), or a code run's key ("run …")
     object: str  # digest of the object destroyed, or of the code that would run: what an approval binds to
     previous: str | None = None  # the address before a move (a `moved` block, count/for_each added)
-    what: str = ""  # a code run, for people ("local-exec provisioner of terraform_data.x (at create)")
+    what: str = ""  # a code run or a limit, for people ("local-exec provisioner of terraform_data.x (at create)")
+    action: str = ""  # a destroy's or change's action class (core.plan); "" for code, limits, older records
 
     @property
     def runs_code(self) -> bool:
         return is_code_key(self.key)
+
+    @property
+    def kind(self) -> Kind:
+        return kind_of(self.key)
+
+    @property
+    def address(self) -> str:
+        """The address a destroy or change acts on (without its action prefix or deposed key)."""
+        key = self.key.split(" ", 1)[1] if self.kind == "change" else self.key
+        return key.split(" (deposed ", 1)[0]
 
 
 Gates = Mapping[str, Mapping[str, Gated]]  # project identity → key → gated change, of one published plan
@@ -41,6 +57,21 @@ Gates = Mapping[str, Mapping[str, Gated]]  # project identity → key → gated 
 
 def is_code_key(key: str) -> bool:
     return key.startswith(CODE_PREFIX)
+
+
+def kind_of(key: str) -> Kind:
+    """What a gated key names, by its prefix: every key without one is a destroy's (fails closed)."""
+    if key.startswith(CODE_PREFIX):
+        return "code"
+    if key.startswith(LIMIT_PREFIX):
+        return "limit"
+    if key.split(" ", 1)[0] in CHANGE_ACTIONS and " " in key:
+        return "change"
+    return "destroy"
+
+
+def change_key(change: ResourceChange) -> str:
+    return f"{change.action_class} {change.address}"
 
 
 def destroy_key(change: ResourceChange) -> str:
@@ -59,17 +90,19 @@ def plan_gates(plan: Plan, code_runs: Iterable[CodeRun] = (), *, gate_code: bool
     for change in plan.destroys:
         key = destroy_key(change)
         previous = change.previous_address if change.is_moved else None
-        gates.setdefault(key, Gated(key, change.object_digest, previous))
+        gates.setdefault(key, Gated(key, change.object_digest, previous, action=change.action_class))
     if gate_code:
         for run in code_runs:
             gates.setdefault(run.key, Gated(run.key, run.digest, what=run.what))
     return gates
 
 
-def counts(gates: Mapping[str, Gated]) -> tuple[int, int]:
-    """(destroys, code runs) among `gates`."""
-    code = sum(1 for g in gates.values() if g.runs_code)
-    return len(gates) - code, code
+def counts(gates: Mapping[str, Gated]) -> dict[Kind, int]:
+    """How many of `gates` there are of each kind (every kind, 0 when none)."""
+    out = dict.fromkeys(KINDS, 0)
+    for gated in gates.values():
+        out[gated.kind] += 1
+    return out
 
 
 def plan_digest(code_sha: str, identity: str, gates: Mapping[str, Gated]) -> str:
@@ -87,20 +120,22 @@ def published_digest(plans: Mapping[str, str]) -> str:
 
 
 def to_plain(gates: Mapping[str, Gated]) -> dict[str, list[str | None]]:
-    """JSON-ready: key → [object, previous, what]."""
-    return {g.key: [g.object, g.previous, g.what or None] for g in gates.values()}
+    """JSON-ready: key → [object, previous, what, action]."""
+    return {g.key: [g.object, g.previous, g.what or None, g.action or None] for g in gates.values()}
 
 
 def from_plain(data: object) -> dict[str, Gated]:
-    """`to_plain` read back; ValueError when it is not one (a record of another version counts for nothing)."""
+    """`to_plain` read back; ValueError when it is not one (a record of another version counts for nothing).
+    A record without actions (written before change_rules) reads with none: rules then take its destroys
+    for any destroy action (core.destroy_rules), which can only ask for more."""
     if not isinstance(data, dict):
         raise ValueError("gated changes must be a mapping")
     out: dict[str, Gated] = {}
     for key, value in data.items():
-        if not isinstance(key, str) or not key or not isinstance(value, list) or len(value) != 3:
-            raise ValueError("a gated change must be key → [object, previous, what]")
-        obj, previous, what = value
-        if not isinstance(obj, str) or not all(v is None or isinstance(v, str) for v in (previous, what)):
+        if not isinstance(key, str) or not key or not isinstance(value, list) or len(value) not in (3, 4):
+            raise ValueError("a gated change must be key → [object, previous, what, action]")
+        obj, previous, what, action = [*value, None][:4]
+        if not isinstance(obj, str) or not all(v is None or isinstance(v, str) for v in (previous, what, action)):
             raise ValueError("a gated change's object must be a string")
-        out[key] = Gated(key, obj, previous, what or "")
+        out[key] = Gated(key, obj, previous, what or "", action or "")
     return out

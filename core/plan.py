@@ -16,7 +16,7 @@ from core.drift_diff import AttributeChange, attribute_changes
 from core.plan_code import CodeRun as CodeRun
 from core.plan_code import code_runs
 from core.plan_json import PlanError as PlanError
-from core.plan_json import any_marked, digest, load_document, masked, sensitive_of
+from core.plan_json import any_marked, change_digest, digest, load_document, masked, sensitive_of
 from core.plan_lean import LeanChange, LeanEntry, LeanPlan, read_lean
 
 # Action classes a resource change is sorted into. "unknown" fails closed: it counts as a destroy.
@@ -63,6 +63,7 @@ class ResourceChange:
     replace_paths: tuple[str, ...] = ()
     sensitive_values: tuple[str, ...] = field(default=(), compare=False)  # plain values to mask
     object_digest: str = ""  # the real object acted on (object_digest()): what an approval is bound to
+    change_digest: str = ""  # a create, update or read: what it would do (change_digest()), for change_rules
     # For an update: the attributes that change (core/drift_diff.py, secrets hidden), in `resource_drift`
     # always, in `resource_changes` when asked for (parse_plan); a deleted or created object is only named
     attributes: tuple[AttributeChange, ...] = field(default=(), compare=False)
@@ -245,6 +246,9 @@ def _change(entry: Any, where: str, *, diff: bool = False) -> ResourceChange:
         replace_paths=_replace_paths(change.get("replace_paths"), where),
         sensitive_values=sensitive_of(values),
         object_digest=object_digest(entry.get("provider_name"), rtype, values),
+        change_digest=change_digest(entry.get("provider_name"), rtype, actions, change, values)
+        if KNOWN_ACTIONS.get(actions) in ("create", "update", "read")
+        else "",
         attributes=attribute_changes(change) if diff and KNOWN_ACTIONS.get(actions) == "update" else (),
     )
 

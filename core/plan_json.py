@@ -122,6 +122,19 @@ def masked(value: Any, marks: Any) -> Any:
     return value
 
 
+def change_digest(provider: Any, rtype: Any, actions: tuple[str, ...], change: Values, values: Values) -> str:
+    """32 hex naming what a create, update or read does: its actions and both sides as terraform wrote
+    them, which values are unknown until apply, and which are sensitive, masked like an object's (their
+    digests are published): the reviewer never sees a secret, so a change of it alone is the same change.
+    `values`: what core.plan decoded of `change` already (each value of a lean change is decoded once)."""
+    known = {key: values.get(key) for key in ("before", "after", "before_sensitive", "after_sensitive")}
+    for key in ("after", "after_sensitive"):
+        known[key] = known[key] if known[key] is not None else change.get(key)
+    sides = {side: masked(known[side], known[f"{side}_sensitive"]) for side in ("before", "after")}
+    facts = {"provider_name": provider, "type": rtype, "actions": list(actions), **sides}
+    return digest({**facts, "after_unknown": change.get("after_unknown")})
+
+
 def sensitive_of(change: Values) -> tuple[str, ...]:
     """Every plain value either side of a change marks sensitive, to be masked wherever it is shown."""
     found: dict[str, None] = {}

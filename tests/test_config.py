@@ -360,3 +360,76 @@ def test_depends_on_names_known_projects_without_a_cycle(projects: str, key: str
     with pytest.raises(ConfigError) as err:
         parse_config("version: 1\nplan_dependents: 2\n")
     assert err.value.key == "plan_dependents"
+
+
+def test_change_rules_and_limits_parse() -> None:
+    from core.config import ChangeLimits, ChangeRule
+
+    config = parse_config(
+        textwrap.dedent(
+            """\
+            version: 1
+            destroy_rules:
+              - match: ["aws_db_instance.*"]
+            change_rules:
+              - match: ["type:terraform_data", "module.prod.*"]
+                actions: [update, create]
+                approvals: 2
+                approvers: {users: [alice], teams: [acme/sre]}
+              - match: ["aws_iam_*"]
+              - match: ["data.http.*"]
+                actions: [read]
+                never: true
+            change_limits: {max_destroys: 0, max_projects: 3, approvals: 2, approvers: {teams: [acme/leads]}}
+            """
+        )
+    )
+    assert config.change_rules == (
+        ChangeRule(("type:terraform_data", "module.prod.*"), ("update", "create"), 2, ("alice",), ("acme/sre",)),
+        ChangeRule(("aws_iam_*",), ("delete", "replace")),  # by default a change rule is about destroys
+        ChangeRule(("data.http.*",), ("read",), never=True),
+    )
+    assert config.change_limits == ChangeLimits(0, 3, 2, (), ("acme/leads",))
+    assert config.rules == (*config.destroy_rules, *config.change_rules, config.change_limits)
+    assert [config.change_limits.narrowed, config.change_rules[0].narrowed, config.change_rules[1].narrowed] == [
+        True,
+        True,
+        False,
+    ]
+    assert parse_config("version: 1\n").change_limits is None and parse_config("version: 1\n").rules == ()
+    assert parse_config("version: 1\nchange_limits: {max_projects: 1}\n").change_limits == ChangeLimits(max_projects=1)
+
+
+CHANGE_ERRORS: list[tuple[str, str, str]] = [
+    (V + "change_rules: {match: [x]}\n", "change_rules", "a list of rules"),
+    (V + "change_rules:\n  - {actions: [update]}\n", "change_rules[0].match", "required"),
+    (V + "change_rules:\n  - {match: []}\n", "change_rules[0].match", "empty list"),
+    (V + "change_rules:\n  - {match: ['type:']}\n", "change_rules[0].match[0]", "type:RESOURCE_TYPE"),
+    (V + "change_rules:\n  - {match: [x], actions: []}\n", "change_rules[0].actions", "empty list"),
+    (V + "change_rules:\n  - {match: [x], actions: update}\n", "change_rules[0].actions", "a list of delete"),
+    (V + "change_rules:\n  - {match: [x], actions: [destroy]}\n", "change_rules[0].actions[0]", "one of delete"),
+    (V + "change_rules:\n  - {match: [x], action: [update]}\n", "change_rules[0].action", "unknown key"),
+    (V + "change_rules:\n  - {match: [x], approvals: 0}\n", "change_rules[0].approvals", "expected 1 to 10"),
+    (V + "change_rules:\n  - {match: [x], approvals: 11}\n", "change_rules[0].approvals", "expected 1 to 10"),
+    (V + "change_rules:\n  - {match: [x], never: true, approvals: 2}\n", "change_rules[0].never", "no approvals"),
+    (
+        V + "change_rules:\n  - {match: [x], approvers: {users: ['a b']}}\n",
+        "change_rules[0].approvers.users[0]",
+        "login",
+    ),
+    (V + "change_rules:\n  - {match: [x], approvers: {user: [a]}}\n", "change_rules[0].approvers.user", "unknown"),
+    (V + "change_limits: [1]\n", "change_limits", "expected a mapping"),
+    (V + "change_limits: {}\n", "change_limits.max_destroys", "required (with or instead of max_projects)"),
+    (V + "change_limits: {approvals: 2}\n", "change_limits.max_destroys", "required"),
+    (V + "change_limits: {max_destroys: -1}\n", "change_limits.max_destroys", "expected 0 or more"),
+    (V + "change_limits: {max_projects: -2}\n", "change_limits.max_projects", "expected 0 or more"),
+    (V + "change_limits: {max_destroys: many}\n", "change_limits.max_destroys", "a number of destroys"),
+    (V + "change_limits: {max_projects: 1, approvals: 0}\n", "change_limits.approvals", "expected 1 to 10"),
+    (V + "change_limits: {max_destroy: 1}\n", "change_limits.max_destroy", "unknown key"),
+    (V + "change_limits: {max_destroys: 1, approvers: {teams: [x]}}\n", "change_limits.approvers.teams[0]", "org/"),
+]
+
+
+@pytest.mark.parametrize(("text", "key", "fragment"), CHANGE_ERRORS)
+def test_change_rule_and_limit_errors_name_the_key(text: str, key: str, fragment: str) -> None:
+    test_errors_name_the_key(text, key, fragment)

@@ -44,7 +44,7 @@ def test_every_destroy_and_code_run_is_gated_with_its_object() -> None:
     assert gates["terraform_data.d[0]"].previous == "terraform_data.d"
     assert gates["terraform_data.a"].object != gates["terraform_data.b"].object
     assert gates[RUN.key] == Gated(RUN.key, RUN.digest, what=RUN.what) and gates[RUN.key].runs_code
-    assert counts(gates) == (3, 1)
+    assert counts(gates) == {"destroy": 3, "change": 0, "code": 1, "limit": 0}
     assert RUN.key not in plan_gates(plan, [RUN], gate_code=False)
 
 

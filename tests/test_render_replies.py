@@ -14,11 +14,11 @@ from core.commands import NearMiss, parse_command
 from core.config import DestroyApprovers, RepoConfig, parse_config
 from core.destroy_rules import rule_coverage
 from core.gated import Gated
+from core.render.items import destroy_item
 from core.render.marker import open_sealed, parse_marker
 from core.render.replies import (
     GITHUB_LIMIT,
     approval_status,
-    destroy_item,
     render_approved,
     render_help,
     render_near_miss,

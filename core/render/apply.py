@@ -12,12 +12,12 @@ import re
 from collections.abc import Mapping, Sequence
 
 from core.gate import Block
-from core.gated import Gated, destroy_key, is_code_key
+from core.gated import Gated, counts, destroy_key, kind_of
 from core.plan import Plan, ResourceChange
 from core.render.destroys import action_label, reason_label
+from core.render.items import destroy_item
 from core.render.marker import marker
 from core.render.mask import Masker, fit_masked
-from core.render.replies import destroy_item
 from core.render.text import code, code_block, collapsed, diff_lines, one_line, plain_lines
 
 GITHUB_LIMIT = 65_536
@@ -75,15 +75,21 @@ def _destroy_sections(
     changes = {destroy_key(c): c for c in reversed(plan.destroys)} if plan is not None else {}
     changes = dict(reversed(changes.items()))  # first change per key, in plan order
     if block.error:
-        keys = list(changes) or [k for k in block.unapproved if not is_code_key(k)]
+        keys = list(changes) or [k for k in block.unapproved if kind_of(k) == "destroy"]
         return [(f"The plan would destroy {_count(len(keys))}:", [_item(k, changes.get(k), m) for k in keys])]
-    unapproved = [_item(k, changes.get(k), m) for k in block.unapproved if not is_code_key(k)]
+    unapproved = [_item(k, changes.get(k), m) for k in block.unapproved if kind_of(k) == "destroy"]
     approved = [_item(k, c, m) for k, c in changes.items() if k not in block.unapproved]
     runs = [g for g in gates.values() if g.runs_code]
     open_runs = [f"- {m(one_line(g.what or g.key, 1_000))}" for g in runs if g.key in block.unapproved]
     approved_runs = [f"- {m(one_line(g.what or g.key, 1_000))}" for g in runs if g.key not in block.unapproved]
+    open_changes = [f"- {code(m(k), 300)}" for k in block.unapproved if kind_of(k) == "change"]
+    open_limits = [
+        f"- {m(one_line(gates[k].what if k in gates else k, 300))}" for k in block.unapproved if kind_of(k) == "limit"
+    ]
     return [
         (f"Not approved ({len(unapproved):,}):", unapproved),
+        (f"Gated changes (change_rules), not approved ({len(open_changes):,}):", open_changes),
+        (f"Limits passed (change_limits), not approved ({len(open_limits):,}):", open_limits),
         (f"Runs code at apply, not approved ({len(open_runs):,}):", open_runs),
         (f"Already approved ({len(approved):,}), destroyed too when this applies:", approved),
         (f"Already approved code that runs at apply ({len(approved_runs):,}):", approved_runs),
@@ -137,12 +143,15 @@ def render_blocked(
         ]
         bottom = [f"Fix the cause and push again, or comment `/plan` here to plan {short} again."]
     else:
-        runs = sum(1 for k in block.unapproved if is_code_key(k))
-        what = [f"{len(block.unapproved) - runs:,} to destroy"] if runs < len(block.unapproved) else []
+        n = counts({k: Gated(k, "") for k in block.unapproved})
+        runs = n["code"]
+        what = [f"{n['destroy']:,} to destroy"] if n["destroy"] else []
+        what += [f"{n['change']:,} gated change{'' if n['change'] == 1 else 's'} (change_rules)"] if n["change"] else []
+        what += [f"{n['limit']:,} limit{'' if n['limit'] == 1 else 's'} passed (change_limits)"] if n["limit"] else []
         what += [f"{runs:,} that run{'s' if runs == 1 else ''} code at apply"] if runs else []
         top += ["> [!CAUTION]", f"> **{' and '.join(what)} — not approved.**"]
         if approved_on:
-            these = "these changes" if runs else "these destroys"
+            these = "these destroys" if n["destroy"] == len(block.unapproved) else "these changes"
             top += [f"> The approval given on {one_line(approved_on, 64)[:7]} did not cover {these}."]
         if voided:
             shown = ", ".join(code(m(k)) for k in list(voided)[:10])

@@ -158,3 +158,32 @@ def voided_note(voided: Collection[tuple[str, str]]) -> str:
         "> [!WARNING]\n> An earlier approval no longer covers "
         f"{shown}: the object it destroys (or the code it runs) changed since that approval. Look again and approve."
     )
+
+
+_LIMIT_NAMES = {"change": "Gated changes (change_rules)", "limit": "Limits passed (change_limits)"}
+
+
+def changes_section(gates: Gates, mask: Mask, budget: int, notes: Notes | None = None) -> str:
+    """A CAUTION alert listing the creates, updates and reads the default branch's change rules gate, and
+    the limits the plan is past: each with the rule and what it still needs. Gated like destroys."""
+    several = len(gates) > 1
+    lines: dict[str, list[str]] = {"change": [], "limit": []}
+    for identity, gated in gates.items():
+        for g in gated.values():
+            if g.kind not in lines:
+                continue
+            note = (notes or {}).get((identity, g.key))
+            text = code(mask(g.key), 300) if g.kind == "change" else mask(one_line(g.what or g.key, 300))
+            where = f" · {code(mask(identity_label(identity)), 200)}" if several else ""
+            lines[g.kind].append(f"> - {text}{where}" + (f" · *{one_line(note, 200)}*" if note else ""))
+    if not any(lines.values()):
+        return ""
+    top = [
+        "> [!CAUTION]",
+        "> **Gated by the default branch's rules**: nothing here is applied until `/approve-destroy`.",
+    ]
+    items: list[str] = []
+    for kind, found in lines.items():
+        items += [f"> **{_LIMIT_NAMES[kind]}** ({len(found):,}):", *found] if found else []
+    kept, _ = fit_items(items, budget - sum(len(line) + 1 for line in top), "> - … and {n} more")
+    return "\n".join([*top, *kept])

@@ -12,7 +12,7 @@ from collections.abc import Callable, Sequence
 
 from core.gated import Gates
 from core.project_limit import TooMany
-from core.render.destroys import Notes, code_section, destroy_section, drift_lines, voided_note
+from core.render.destroys import Notes, changes_section, code_section, destroy_section, drift_lines, voided_note
 from core.render.marker import marker, parse_marker
 from core.render.mask import MASK, Masker, mask
 from core.render.status import destroy_status, failed, pending_status, plan_status
@@ -176,8 +176,9 @@ def _layout(
     reserve = len(widest) + len(title) + 200  # marker, continuation title / footer
     warning = voided_note(voided)
     runs = code_section(gates, m, (limit - reserve - len(intro)) // 4)
-    room = limit - reserve - len(intro) - len(warning) - len(runs) - 8
-    sections = [warning, destroy_section(results, m, room, notes), runs]
+    ruled = changes_section(gates, m, (limit - reserve - len(intro)) // 4, notes)
+    room = limit - reserve - len(intro) - len(warning) - len(runs) - len(ruled) - 10
+    sections = [warning, destroy_section(results, m, room, notes), ruled, runs]
     first = "\n\n".join([intro, *(s for s in sections if s)])
     blocks: list[Block] = [b for b in [_drift_block(results, m)] if b is not None]
     blocks += [_error_block(r, m) for r in results if failed(r)]

@@ -16,8 +16,9 @@ from typing import Any
 from core.approvals import Approval, Coverage
 from core.commands import NearMiss
 from core.config import RepoConfig
-from core.gated import is_code_key
+from core.gated import KINDS, kind_of
 from core.projects import identity_label
+from core.render.items import gated_item, gated_phrase
 from core.render.marker import marker
 from core.render.status import State, describe
 from core.render.text import ELLIPSIS, code, one_line
@@ -32,38 +33,8 @@ def reply_marker(command: str, outcome: str, reply_to: int | None, **fields: Any
     return marker("reply", command=command, outcome=outcome, **fields)
 
 
-def _span(text: str) -> str:
-    """Inline code that shows an address exactly (spaces kept), even with backticks inside."""
-    text = text.replace("\r", " ").replace("\n", " ")
-    longest, run = 0, 0
-    for ch in text:
-        run = run + 1 if ch == "`" else 0
-        longest = max(longest, run)
-    ticks = "`" * (longest + 1)
-    edge = text.startswith("`") or text.endswith("`") or (text.startswith(" ") and text.endswith(" "))
-    pad = " " if edge else ""  # CommonMark strips exactly one such space from each side
-    return f"{ticks}{pad}{text}{pad}{ticks}"
-
-
-def destroy_item(key: str) -> str:
-    """A list item for one destroy key; a deposed object is named the way the plan comment names it."""
-    address, sep, deposed = key.rpartition(" (deposed ")
-    if sep and deposed.endswith(")") and address:
-        return f"- {_span(address)} (deposed object {_span(deposed[:-1])})"
-    return f"- {_span(key)}"
-
-
 def _count(n: int) -> str:
     return f"{n:,} destroy" if n == 1 else f"{n:,} destroys"
-
-
-def _gated(keys: Sequence[str] | frozenset[str]) -> str:
-    """ "2 destroys", "1 destroy and 1 change that runs code at apply"…"""
-    code = sum(1 for k in keys if is_code_key(k))
-    runs = f"{code:,} change{'s' if code != 1 else ''} that run{'s' if code == 1 else ''} code at apply"
-    if not code:
-        return _count(len(keys))
-    return runs if code == len(keys) else f"{_count(len(keys) - code)} and {runs}"
 
 
 def _listing(addresses: dict[str, list[str]], budget: int) -> str:
@@ -74,14 +45,15 @@ def _listing(addresses: dict[str, list[str]], budget: int) -> str:
     used = shown = 0
     for project, keys in addresses.items():
         label = one_line(identity_label(project))
-        block = [*([""] if lines else []), f"**{label}** ({_count(len(keys))}):"] if several else []
+        keys = sorted(keys, key=lambda k: KINDS.index(kind_of(k)))
+        block = [*([""] if lines else []), f"**{label}** ({gated_phrase(keys)}):"] if several else []
         cost = sum(len(line) + 1 for line in block)
         if used + cost > budget:
             break
         lines.extend(block)
         used += cost
         for key in keys:
-            item = destroy_item(key)
+            item = gated_item(key)
             if used + len(item) + 1 > budget:
                 break
             lines.append(item)
@@ -95,33 +67,38 @@ def _listing(addresses: dict[str, list[str]], budget: int) -> str:
     return "\n".join(lines)
 
 
+def _what(cov: Coverage) -> str:
+    only_destroys = all(kind_of(k) == "destroy" for _, k in cov.approved_pairs)
+    return "destroy" if only_destroys else "gated change"
+
+
 def _still_open(cov: Coverage, sha: str) -> str:
     if cov.complete:
         return (
-            f"Every destroy at {sha[:7]} is now approved. Merging applies exactly these; "
+            f"Every {_what(cov)} at {sha[:7]} is now approved. Merging applies exactly these; "
             "a new push needs a new approval."
         )
     projects = sorted({p for p, _ in cov.unapproved_pairs})
     text = (
-        f"Still not approved at {sha[:7]}: {_gated([k for _, k in cov.unapproved_pairs])} in "
+        f"Still not approved at {sha[:7]}: {gated_phrase([k for _, k in cov.unapproved_pairs])} in "
         f"{_project_names(projects)} (comment /approve-destroy, or /approve-destroy PROJECT)."
     )
     if cov.voided:
         text += (
-            f"\n\n{_gated([k for _, k in cov.voided])} approved before no longer covered: what they destroy "
+            f"\n\n{gated_phrase([k for _, k in cov.voided])} approved before no longer covered: what they destroy "
             "(or the code they run) changed since that approval."
         )
     waiting = sorted(
         (pair, note) for pair, note in cov.notes.items() if pair in cov.unapproved_pairs and pair not in cov.never
     )
     if waiting:
-        text += "\n\nUnder the default branch's `destroy_rules`:\n" + "\n".join(
+        text += "\n\nUnder the default branch's rules:\n" + "\n".join(
             f"- {code(key, 300)}: {one_line(note, 200)}" for (_, key), note in waiting[:20]
         )
     if cov.never:
         text += (
-            f"\n\n{_count(len(cov.never))} no approval can unlock (a `never` rule in the default branch's "
-            "`destroy_rules`): change the rule on the default branch first."
+            f"\n\n{gated_phrase([k for _, k in cov.never])} no approval can unlock (a `never` rule in the default "
+            "branch's `destroy_rules` or `change_rules`): change the rule on the default branch first."
         )
     return text
 
@@ -136,7 +113,7 @@ def render_approved(approval: Approval, cov: Coverage | None = None, *, marker: 
     approval; `marker`: the approval's sealed marker (core.approvals.approval_marker), which opens the body."""
     addresses = approval.addresses()
     head = (
-        f"Approved by @{one_line(approval.approver, 100)}: {_gated([k for _, k in approval.pairs])} in "
+        f"Approved by @{one_line(approval.approver, 100)}: {gated_phrase([k for _, k in approval.pairs])} in "
         f"{_project_names(list(addresses))} at {approval.sha[:7]}:"
     )
     tail = _still_open(cov, approval.sha) if cov is not None else ""
@@ -244,7 +221,8 @@ def render_help(
         "",
         "| command | what it does |",
         "|---|---|",
-        "| `/approve-destroy` | approve every destroy in the latest plan of the head commit |",
+        "| `/approve-destroy` | approve every gated change (destroys, what rules gate) in the latest plan of the "
+        "head commit |",
         "| `/approve-destroy PROJECT ...` | approve only the destroys of the named projects |",
         "| `/plan [PROJECT ...]` | plan again (write permission or higher) |",
         "| `/accept-drift` | in a drift issue: record what changed outside Terraform as the new state, "
@@ -265,8 +243,11 @@ def approval_status(cov: Coverage) -> tuple[State, str]:
     if cov.total == 0:
         return "success", "No destroys"
     keys = [k for _, k in cov.approved_pairs | cov.unapproved_pairs]
-    code = sum(1 for k in keys if is_code_key(k))
-    parts = [f"{len(keys) - code:,} to destroy"] if code < len(keys) else []
+    found = [kind_of(k) for k in keys]
+    code = found.count("code")
+    parts = [f"{n:,} to destroy"] if (n := found.count("destroy")) else []
+    parts += [f"{n:,} gated change{'s' if n != 1 else ''}"] if (n := found.count("change")) else []
+    parts += [f"{n:,} limit{'s' if n != 1 else ''} passed"] if (n := found.count("limit")) else []
     parts += [f"{code:,} run{'s' if code == 1 else ''} code at apply"] if code else []
     gated = ", ".join(parts)
     if cov.never:
@@ -274,7 +255,7 @@ def approval_status(cov: Coverage) -> tuple[State, str]:
     if cov.complete:
         names = [f"@{one_line(a, 60)}" for a in cov.approvers]
         who = names[0] if len(names) == 1 else f"{', '.join(names[:-1])} and {names[-1]}"
-        return "success", describe(f"{_gated(keys)} approved by {who}")
+        return "success", describe(f"{gated_phrase(keys)} approved by {who}")
     done = f" ({len(cov.approved_pairs):,} approved)" if cov.approved_pairs else ""
     return "failure", describe(f"{gated}{done} — comment /approve-destroy")
 

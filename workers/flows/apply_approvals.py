@@ -14,7 +14,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 
 from core.approvals import Approval, voided
-from core.config import DestroyApprovers, DestroyRule
+from core.config import DestroyApprovers, Rule
 from core.destroy_rules import needs, satisfied_pairs
 from core.gated import Gated
 from workers.adapters.github import GitHub
@@ -48,11 +48,11 @@ async def standing(
     bot_login: str,
     authors: Authors,
     policy: DestroyApprovers | None,
-    rules: tuple[DestroyRule, ...] = (),
+    rules: tuple[Rule, ...] = (),
 ) -> Standing:
     """`gates`: the project's gated changes in the plan about to be applied (core.gated.plan_gates).
     `policy` None: the default branch's config is unreadable, so no approver can be confirmed.
-    `rules`: the default branch's destroy rules; a key is approved only when they are satisfied."""
+    `rules`: the default branch's rules (RepoConfig.rules); a key is approved only when they are satisfied."""
     if number is None:
         barred = authors.describe() if policy is None or not policy.allow_self_approval else ""
         return Standing(frozenset(), (), authors=barred)

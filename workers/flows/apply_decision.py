@@ -6,15 +6,17 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from core.change_rules import limit_gate, project_gates, with_limits
 from core.config import RepoConfig
 from core.contract import ApplyConversation, PushRequest
 from core.gate import Decision, decide_apply, unreadable
-from core.gated import Gated, plan_gates
+from core.gated import Gated
 from core.plan import Plan
 from core.projects import Project
 from workers.adapters.github import GitHub, vcs
 from workers.adapters.github.authors import Authors, of_pull, of_push, record_unapplied, unapplied
 from workers.adapters.github.pulls import get_pull
+from workers.adapters.store import gates as gate_store
 from workers.adapters.terraform import pipeline
 from workers.context import WorkerContext
 from workers.flows.apply_approvals import Standing, standing
@@ -53,9 +55,38 @@ async def decide(
     if saved.plan is None:
         return Decided(saved, {}, unreadable(saved.error or "no plan"), patterns, Standing(frozenset(), ()))
     gate_code = policy.gates_code(project.name, project.workspace, project.dir)
-    gates = plan_gates(saved.plan, saved.code_runs, gate_code=gate_code)
+    judged = project_gates(saved.plan, saved.code_runs, gate_code=gate_code, rules=policy.rules)
+    changed = [project.identity] if saved.plan.has_changes else []
+    gates = with_limits({project.identity: judged}, changed, policy.change_limits)[project.identity]
+    gates.update(_limits_of_the_pr(ctx, req, project, where, policy, gates) if changed else {})
     approved = await _approved(ctx, gh, req, project, where, policy, gates)
     return Decided(saved, gates, decide_apply(saved.plan, approved.keys, gates), patterns, approved)
+
+
+def _limits_of_the_pr(
+    ctx: WorkerContext,
+    req: PushRequest,
+    project: Project,
+    where: ApplyConversation,
+    policy: RepoConfig,
+    gates: dict[str, Gated],
+) -> dict[str, Gated]:
+    """The limits the merged PR's published plan was past in this project, bound to this plan: this job
+    sees one project, so a limit only the PR's other projects took it past is known from the PR's record
+    alone (core.change_rules). No record (Redis lost it, a direct push): the project alone decided."""
+    if policy.change_limits is None or not where.is_pr or where.number is None or not where.approved_on:
+        return {}
+    record = gate_store.load_plan(ctx.records, req.repo_id, where.number, where.approved_on)
+    published = record.gates.get(project.identity, {}) if record is not None else {}
+    out: dict[str, Gated] = {}
+    for key, gated in published.items():
+        found = (
+            limit_gate(key, policy.change_limits, project.identity, gates, gated.what)
+            if gated.kind == "limit"
+            else None
+        )
+        out.update({key: found} if found is not None and key not in gates else {})
+    return out
 
 
 async def _approved(
@@ -88,7 +119,7 @@ async def _approved(
         bot_login=login,
         authors=authors,
         policy=policy.destroy_approvers,
-        rules=policy.destroy_rules,
+        rules=policy.rules,
     )
 
 

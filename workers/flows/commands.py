@@ -261,7 +261,7 @@ async def _record_approval(
     known = await gate_store.load_approvals(
         ctx.records, gh, repo=req.repo, repo_id=req.repo_id, number=req.number, sha=approval.sha, bot_login=login
     )
-    cov = await covered(gh, record.gates, [*known, approval], sha=approval.sha, rules=policy.destroy_rules)
+    cov = await covered(gh, record.gates, [*known, approval], sha=approval.sha, rules=policy.rules)
     seal = approval_marker(
         approval, key=ctx.records.marker_key, repo_id=req.repo_id, number=req.number, reply_to=req.comment_id
     )

@@ -62,7 +62,7 @@ async def on_dismissal(ctx: WorkerContext, req: ReviewDismissal) -> str:
             sha=head,
             gates=record.gates,
             bot_login=login,
-            rules=policy.destroy_rules if policy is not None else None,
+            rules=policy.rules if policy is not None else None,
         )
         state = gate_check.at_commit(ctx.records, repo_id, head, number, approval_status(cov))
         waiting = record.digest if not cov.complete and not cov.never else None

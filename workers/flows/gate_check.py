@@ -1,4 +1,4 @@
-"""How far the approvals at one SHA reach into its gated changes, under the default branch's destroy rules
+"""How far the approvals at one SHA reach into its gated changes, under the default branch's rules
 (one place for the PR plan, the approval command and the held apply)."""
 
 from __future__ import annotations
@@ -8,10 +8,11 @@ import logging
 from collections.abc import Awaitable, Iterable
 
 from core.approvals import Approval, Coverage
-from core.config import ConfigError, DestroyRule, RepoConfig
+from core.change_rules import project_gates, with_limits
+from core.config import ConfigError, RepoConfig, Rule
 from core.contract import CommandRequest
 from core.destroy_rules import rule_coverage
-from core.gated import Gated, Gates, plan_gates
+from core.gated import Gated, Gates
 from core.render.status import State, held_by_others
 from core.results import ProjectResult
 from workers.adapters.github import GitHub
@@ -37,18 +38,25 @@ async def policy(gh: GitHub, repo: str, default_branch: str) -> RepoConfig | Non
 
 def gates_of(results: Iterable[ProjectResult], config: RepoConfig | None) -> dict[str, dict[str, Gated]]:
     """Each planned project's gated changes (every planned project, empty when it has none); code at apply
-    is gated unless the default branch's config turned that off for the project."""
-    return {
-        r.identity: plan_gates(
-            r.plan, r.code_runs, gate_code=config is None or config.gates_code(r.name, r.workspace, r.dir)
+    is gated unless the default branch's config turned that off for the project; changes its change rules
+    match, and the limits the plan as a whole is past (core.change_rules)."""
+    results = list(results)
+    gates = {
+        r.identity: project_gates(
+            r.plan,
+            r.code_runs,
+            gate_code=config is None or config.gates_code(r.name, r.workspace, r.dir),
+            rules=config.rules if config is not None else (),
         )
         for r in results
         if r.plan is not None
     }
+    changed = [r.identity for r in results if r.plan is not None and r.plan.has_changes]
+    return with_limits(gates, changed, config.change_limits if config is not None else None)
 
 
 async def covered(
-    gh: GitHub, gates: Gates, approvals: list[Approval], *, sha: str, rules: tuple[DestroyRule, ...] | None
+    gh: GitHub, gates: Gates, approvals: list[Approval], *, sha: str, rules: tuple[Rule, ...] | None
 ) -> Coverage:
     """Coverage under `rules`, each approval bound to the objects it saw; unreadable rules (None) approve
     nothing: every gated change stays open."""
@@ -68,7 +76,7 @@ async def coverage_at(
     sha: str,
     gates: Gates,
     bot_login: str,
-    rules: tuple[DestroyRule, ...] | None,
+    rules: tuple[Rule, ...] | None,
 ) -> Coverage:
     """The approvals recorded at `sha` (Redis, else the sealed markers in the bot's comments) against its
     gated changes."""

@@ -146,7 +146,7 @@ async def _approve(ctx: WorkerContext, gh: GitHub, req: CommandRequest, held: li
     )
     gate_store.add_approval(ctx.records, req.repo_id, req.number, sha, known, decision)
     gates = {b.project.identity: b.gates() for b in held}
-    cov = await covered(gh, gates, [*known, decision], sha=sha, rules=policy.destroy_rules)
+    cov = await covered(gh, gates, [*known, decision], sha=sha, rules=policy.rules)
     audit.record(ctx.redis, "approved", destroys=len(decision.pairs), complete=cov.complete, **where)
     approved_projects = {project for project, _ in decision.pairs}
     rerun = [b for b in held if b.project.identity in approved_projects]

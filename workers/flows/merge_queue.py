@@ -128,7 +128,7 @@ async def publish(ctx: WorkerContext, req: GroupRequest, results: list[ProjectRe
             await vcs.set_status(gh, req.repo, req.head_sha, DESTROY_CONTEXT, *destroy_status(results), summary=summary)
             return
         approvals = await _approvals(ctx, gh, req, gates, policy)
-        rules = policy.destroy_rules
+        rules = policy.rules
         cov = rule_coverage(gates, approvals, sha=req.head_sha, rules=rules, eligible=_all_rules(approvals, rules))
         await vcs.set_status(gh, req.repo, req.head_sha, DESTROY_CONTEXT, *approval_status(cov), summary=summary)
 
@@ -171,7 +171,7 @@ async def _approvals(
                 bot_login=login,
                 authors=authors,
                 policy=policy.destroy_approvers,
-                rules=policy.destroy_rules,
+                rules=policy.rules,
             )
             seen = frozenset((identity, key, gated[key].object[:OBJECT_LEN]) for key in counted.keys)
             found += [Approval(approver, req.head_sha, seen) for approver in counted.approvers]

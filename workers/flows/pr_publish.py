@@ -146,9 +146,10 @@ def _note(req: PlanRequest, meta: dict[str, Any]) -> str:
 
 
 async def _judge(ctx: WorkerContext, gh: GitHub, req: PlanRequest, results: list[ProjectResult], login: str) -> Judged:
-    """The gated changes under the default branch's destroy rules, and the approvals recorded for them."""
+    """The gated changes under the default branch's rules, and the approvals recorded for them. The rules
+    are read whenever something would change: a change rule or a limit may gate any change."""
     failed = [r.identity for r in results if r.plan is None]
-    gated = any(r.plan is not None and (r.plan.destroys or r.code_runs) for r in results)
+    gated = any(r.plan is not None and (r.plan.has_changes or r.code_runs) for r in results)
     policy = await gate_check.policy(gh, req.repo, req.default_branch) if gated else None
     gates = gate_check.gates_of(results, policy)
     digest = published_digest(
@@ -165,7 +166,7 @@ async def _judge(ctx: WorkerContext, gh: GitHub, req: PlanRequest, results: list
             sha=req.sha,
             gates=gates,
             bot_login=login,
-            rules=policy.destroy_rules if policy is not None else None,
+            rules=policy.rules if policy is not None else None,
         )
     return Judged(gates, failed, digest, cov)
 

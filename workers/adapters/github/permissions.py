@@ -17,7 +17,7 @@ from urllib.parse import quote
 from gidgethub import BadRequest
 from gidgethub.abc import GitHubAPI
 
-from core.config import DestroyApprovers, DestroyRule
+from core.config import DestroyApprovers, Rule
 from workers.adapters.github.authors import Authors
 
 log = logging.getLogger("plangate.permissions")
@@ -144,11 +144,9 @@ async def may_plan(gh: GitHubAPI, repo: str, login: str, user_type: str) -> Perm
     return Permission(False, f"{_role_text(role, repo, login)}; /plan needs write or higher")
 
 
-async def rule_eligibility(
-    gh: GitHubAPI, logins: Iterable[str], rules: Sequence[DestroyRule]
-) -> dict[str, frozenset[int]]:
-    """login → the narrowed destroy rules (by index) the person counts for: listed in the rule's users,
-    or a member of one of its teams. An API error counts as not a member (fail closed)."""
+async def rule_eligibility(gh: GitHubAPI, logins: Iterable[str], rules: Sequence[Rule]) -> dict[str, frozenset[int]]:
+    """login → the narrowed rules (by index in RepoConfig.rules) the person counts for: listed in the
+    rule's users, or a member of one of its teams. An API error counts as not a member (fail closed)."""
     out: dict[str, frozenset[int]] = {}
     for login in dict.fromkeys(logins):
         ok: set[int] = set()
