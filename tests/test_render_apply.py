@@ -297,7 +297,7 @@ def test_apply_statuses() -> None:
     )
     assert _status({"a": "blocked:2", "b": "blocked:3", "c": "applied"}) == (
         "failure",
-        "blocked: 5 to destroy — /approve-destroy",
+        "blocked: 5 gated changes — /approve-destroy",
     )
     assert _status({"a": "blocked:0", "b": "blocked:3"}) == (
         "failure",
@@ -335,7 +335,7 @@ def test_descriptions_fit_140(outcomes: dict[str, str], n: int) -> None:
         any(v.startswith("blocked:") and v != "blocked:0" for v in outcomes.values())
         and "failed" not in outcomes.values()
     ):
-        assert state == "failure" and "to destroy" in text
+        assert state == "failure" and ("gated change" in text or "cannot be trusted" in text)
     assert len(apply_pending(n)[1]) <= 140
 
 
