@@ -28,6 +28,7 @@ import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, replace
 from functools import lru_cache
+from typing import Any
 
 from wcmatch import glob
 
@@ -52,6 +53,11 @@ class Project:
     drift_schedule: str | None = None
     destroy_from: str | None = None  # deleted by the change: `plan -destroy` of its code at this SHA
     depends_on: tuple[str, ...] = ()  # as its commit's `.plangate.yml` said (a deleted one's only order)
+
+    @classmethod
+    def from_plain(cls, data: Mapping[str, Any]) -> Project:
+        """A project read back from JSON (a record, a job's arguments), where tuples come back as lists."""
+        return cls(**{**data, "depends_on": tuple(data.get("depends_on", ()))})
 
     @property
     def identity(self) -> str:

@@ -43,9 +43,9 @@ def test_a_caller_that_disabled_it_keeps_it_disabled() -> None:
 def test_the_pipeline_parses_with_the_gc_paused(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     seen: list[bool] = []
 
-    def parse_watched(raw: bytes) -> Plan:
+    def parse_watched(raw: bytes, *, attributes: bool = False) -> Plan:
         seen.append(gc.isenabled())
-        return parse_plan(raw)
+        return parse_plan(raw, attributes=attributes)
 
     monkeypatch.setattr(pipeline, "parse_plan", parse_watched)
     gc.enable()

@@ -86,7 +86,7 @@ async def decide(ctx: WorkerContext, gh: GitHub, req: CommandRequest) -> Outcome
         return Outcome(
             render_not_allowed(req.commenter, allowed.reason, command=COMMAND, reply_to=req.comment_id), "-1"
         )
-    project = Project(**watched["project"])
+    project = Project.from_plain(watched["project"])
     if not project.apply_on_merge:
         reason = f"`{project.name}` has `apply_on_merge: false`: plangate never writes its state"
         return Outcome(render_refusal(reason, command=COMMAND, reply_to=req.comment_id), "confused")

@@ -29,7 +29,7 @@ async def decide(ctx: WorkerContext, gh: GitHub, req: CommandRequest) -> Outcome
     if failed is not None:
         project, earlier = failed.project, failed.authors
     elif watched is not None:
-        project, earlier = Project(**watched["project"]), ()
+        project, earlier = Project.from_plain(watched["project"]), ()
     else:
         return Outcome(render_apply_elsewhere(reply_to=req.comment_id), "confused")
     allowed = await may_plan(gh, req.repo, req.commenter, req.commenter_type)

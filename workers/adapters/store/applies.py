@@ -54,7 +54,7 @@ class BlockedApply:
             **{
                 **{k: v for k, v in data.items() if k in known},
                 "push": PushRequest(**{**push, "authors": tuple(push.get("authors", ()))}),
-                "project": Project(**{**data["project"], "depends_on": tuple(data["project"].get("depends_on", ()))}),
+                "project": Project.from_plain(data["project"]),
                 "authors": tuple(data["authors"]),
                 "gated": tuple(Gated(**g) for g in data.get("gated", ())),
             }

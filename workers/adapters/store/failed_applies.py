@@ -33,7 +33,7 @@ class FailedApply:
     def from_json(cls, text: str | bytes) -> FailedApply:
         data = json.loads(text)
         return cls(
-            project=Project(**data["project"]),
+            project=Project.from_plain(data["project"]),
             sha=str(data["sha"]),
             number=int(data["number"]),
             branch=str(data["branch"]),

@@ -42,7 +42,7 @@ class WaitingApply:
         push, project, where = data["push"], data["project"], data["where"]
         return cls(
             push=PushRequest(**{**push, "authors": tuple(push.get("authors", ()))}),
-            project=Project(**{**project, "depends_on": tuple(project.get("depends_on", ()))}),
+            project=Project.from_plain(project),
             where=ApplyConversation(**{**where, "authors": tuple(where.get("authors", ()))}),
             dependency=str(data["dependency"]),
             waits={str(k): tuple(v) for k, v in data["waits"].items()},
