@@ -10,16 +10,20 @@ from uuid import uuid4
 
 import pytest
 
-from core.contract import APPLY_CONTEXT, PushRequest
+from core.contract import APPLY_CONTEXT, CommandRequest, PushRequest
+from core.projects import Project
 from core.render.failed_apply import FAILED_LABEL
 from core.render.lost import KILLED
 from standin.state import Issue
-from tests.e2e import BASE
+from tests.e2e import BASE, BOT
 from tests.flows import World, world_at
 from tests.tfproject import main_tf
+from workers.adapters.github.auth import installation_client
 from workers.adapters.store import failed_applies
 from workers.adapters.store.apply_phases import Phase
-from workers.flows import apply_project, push_apply
+from workers.adapters.store.failed_applies import FailedApply
+from workers.flows import apply_command, apply_project, push_apply
+from workers.flows.outcome import Outcome
 
 
 @pytest.fixture
@@ -76,3 +80,44 @@ def test_one_issue_per_project_until_an_apply_of_it_succeeds(world: World) -> No
     assert closed.state == "closed" and any("succeeded" in b for b in world.bot_bodies(issue.number))
     assert world.reports(fixed.after)[APPLY_CONTEXT][0] == "success"
     assert failed_applies.of_repo(world.ctx.redis, world.repo.id) == []
+
+
+def _apply_in(world: World, number: int, login: str = "bob") -> Outcome:
+    assert world.repo.installation_id is not None
+    req = CommandRequest(
+        installation_id=world.repo.installation_id,
+        repo_id=world.repo.id,
+        repo=world.repo.full_name,
+        clone_url=f"{world.ctx.settings.api_url}/{world.repo.full_name}.git",
+        default_branch="main",
+        number=number,
+        is_pr=False,
+        comment_id=98765,
+        commenter=login,
+        commenter_type="User",
+        command="apply",
+        issue_author=BOT,
+    )
+
+    async def go() -> Outcome:
+        async with installation_client(world.ctx.tokens, req.installation_id, world.ctx.settings.api_url) as gh:
+            return await apply_command.decide(world.ctx, gh, req)
+
+    return world.run(go())
+
+
+def test_apply_in_the_issue_acts_on_the_project_as_the_branch_head_declares_it_now(world: World) -> None:
+    """The failure's record keeps the project as it was: a project since set to `apply_on_merge: false` (or
+    removed) is not applied by `/apply` in its old issue."""
+    project, sha = Project("infra", "infra"), world.gh.head(world.repo, "main") or ""
+    failed = FailedApply(project, sha, 77, "main", ("alice",), world.repo.full_name, "")
+    failed_applies.record(world.ctx.redis, world.repo.id, failed)
+    assert _apply_in(world, 77).reapply, "as recorded, it is applied"
+    off = "version: 1\nprojects:\n  - name: infra\n    dir: infra\n    apply_on_merge: false\n"
+    world.gh.commit(world.repo, "main", {".plangate.yml": off}, author="alice")
+    refused = _apply_in(world, 77)
+    assert not refused.reapply and "`apply_on_merge: false`" in refused.reply
+    gone = "version: 1\nprojects:\n  - name: other\n    dir: infra\n"
+    world.gh.commit(world.repo, "main", {".plangate.yml": gone}, author="alice")
+    refused = _apply_in(world, 77)
+    assert not refused.reapply and "is no longer a project" in refused.reply
