@@ -5,11 +5,13 @@ apply of the project that succeeds closes it."""
 from __future__ import annotations
 
 from collections.abc import Iterator
+from dataclasses import replace
 from pathlib import Path
 from uuid import uuid4
 
 import pytest
 
+from core.apply_outcome import ApplyOutcome, Ending
 from core.contract import APPLY_CONTEXT, CommandRequest, PushRequest
 from core.projects import Project
 from core.render.failed_apply import FAILED_LABEL
@@ -23,6 +25,7 @@ from workers.adapters.store import failed_applies
 from workers.adapters.store.apply_phases import Phase
 from workers.adapters.store.failed_applies import FailedApply
 from workers.flows import apply_command, apply_project, push_apply
+from workers.flows import failed_applies as failed_flow
 from workers.flows.outcome import Outcome
 
 
@@ -121,3 +124,27 @@ def test_apply_in_the_issue_acts_on_the_project_as_the_branch_head_declares_it_n
     world.gh.commit(world.repo, "main", {".plangate.yml": gone}, author="alice")
     refused = _apply_in(world, 77)
     assert not refused.reapply and "is no longer a project" in refused.reply
+
+
+def test_an_apply_of_an_older_commit_than_the_one_that_failed_leaves_the_failure_open(world: World) -> None:
+    """An apply that waited its project's turn (or an `/apply` that read the head before a push) can end after
+    a newer push's apply failed: it leaves the newer change unapplied, so the issue stays open and red."""
+    lost, found = _merge(world, "one", {"infra/main.tf": main_tf(world.state, {**BASE, "one": "1"})})
+    assert found is not None
+    (project,) = found.projects
+    where = found.where(lost)
+    world.run(push_apply.finish(world.ctx, lost, where, [(project, None, KILLED)], found.projects))
+    (issue,) = _issues(world)
+    older = replace(lost, after=lost.before)
+    outcomes = {project.name: ApplyOutcome(Ending.NOOP)}
+
+    async def go() -> tuple[str, str]:
+        async with installation_client(world.ctx.tokens, lost.installation_id, world.ctx.settings.api_url) as gh:
+            return await failed_flow.after_apply(world.ctx, gh, older, where, [project], outcomes, {})
+
+    state, _ = world.run(go())
+    (still,) = _issues(world)
+    assert still.state == "open" and not any("succeeded" in b for b in world.bot_bodies(issue.number))
+    recorded = failed_applies.of_project(world.ctx.redis, world.repo.id, project.identity)
+    assert recorded is not None and recorded.sha == lost.after
+    assert state == "failure"
