@@ -148,3 +148,17 @@ def test_an_apply_of_an_older_commit_than_the_one_that_failed_leaves_the_failure
     recorded = failed_applies.of_project(world.ctx.redis, world.repo.id, project.identity)
     assert recorded is not None and recorded.sha == lost.after
     assert state == "failure"
+
+
+def test_an_older_commit_never_applies_over_a_newer_ones_failed_apply(world: World) -> None:
+    """A newer push's apply that failed may have applied part of its change: an older commit's apply (one
+    that waited its turn, an `/apply` that read the head before that push) would undo it, ungated for an
+    update, and clear the newer change's authors. It is superseded, like one older than an applied push."""
+    push, found = _merge(world, "one", {"infra/main.tf": main_tf(world.state, {**BASE, "one": "1"})})
+    assert found is not None
+    (project,) = found.projects
+    newer = world.gh.commit(world.repo, "main", {"infra/main.tf": main_tf(world.state, {**BASE, "two": "2"})})
+    failed = FailedApply(project, newer, 99, "main", ("carol",), world.repo.full_name, "")
+    failed_applies.record(world.ctx.redis, world.repo.id, failed)
+    assert world.run(apply_project.run(world.ctx, push, project, found.where(push), uuid4().hex)) == "not-applied"
+    assert "one" not in world.state.read_text()
