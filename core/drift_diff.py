@@ -79,8 +79,9 @@ def _walk(
     if b_marks is True or a_marks is True:
         _secret(before, after, unknown, path, out)
         return
-    if unknown is True:
-        out.append(AttributeChange(path or "(whole object)", _text(before), UNKNOWN))
+    if unknown is True:  # the whole value shown: hidden when any part of it is secret
+        shown = SENSITIVE if _marked(b_marks) else _text(before)
+        out.append(AttributeChange(path or "(whole object)", shown, UNKNOWN))
         return
     if isinstance(before, dict) and isinstance(after, dict) and (before or after):
         keys = list(dict.fromkeys([*before, *after]))

@@ -52,6 +52,15 @@ def test_a_deposed_object_being_deleted_is_refused() -> None:
     assert refresh_only_refusal(plan([_entry("terraform_data.y", ["delete"], deposed="00000001")])) is not None
 
 
+def test_a_move_terraform_records_only_as_drift_is_refused() -> None:
+    """terraform 1.11's `plan -refresh-only` with a `moved` block writes no resource_changes: the move is a
+    `resource_drift` entry with `previous_address`, and applying the plan moves the object in the state."""
+    moved = _entry("terraform_data.new", ["no-op"], previous_address="terraform_data.old")
+    edited = _entry("terraform_data.x", ["update"])
+    reason = refresh_only_refusal(plan(resource_drift=[edited, moved]))
+    assert reason is not None and "`terraform_data.new`" in reason and "terraform_data.old" in reason
+
+
 def test_a_move_or_an_import_is_refused_even_as_a_no_op() -> None:
     moved = _entry("terraform_data.new", ["no-op"], previous_address="terraform_data.old")
     assert "first `terraform_data.new`" in (refresh_only_refusal(plan([moved])) or "")

@@ -225,3 +225,16 @@ def test_an_object_deleted_outside_terraform_is_named_not_listed_attribute_by_at
     }
     plan = parse_plan(json.dumps({"format_version": "1.2", "resource_drift": [entry]}))
     assert plan.drift[0].action_class == "delete" and plan.drift[0].attributes == ()
+
+
+def test_a_value_known_only_after_apply_never_shows_a_secret_inside_its_old_value() -> None:
+    """A planned update whose block becomes unknown: its old value is shown whole, so a secret leaf inside
+    it (a short number no masker finds by spelling) hides the whole of it."""
+    change = {
+        "before": {"cfg": {"pin": 4821, "user": "x"}},
+        "after": {"cfg": None},
+        "before_sensitive": {"cfg": {"pin": True}},
+        "after_sensitive": {},
+        "after_unknown": {"cfg": True},
+    }
+    assert attribute_changes(change) == (AttributeChange("cfg", SENSITIVE, UNKNOWN),)

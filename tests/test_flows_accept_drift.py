@@ -128,3 +128,18 @@ def test_a_run_whose_worker_died_before_applying_plans_afresh_and_applies_no_cod
     (said,) = world.bot_bodies(issue.number)[before:]
     assert "Nothing to accept in `infra`" in said
     assert issue.inputs() == {"keep": "edited"}, "the code's value was not applied"
+
+
+def test_accept_drift_refreshes_the_apply_branch_head_not_the_default_branch(issue: Issue) -> None:
+    """With `apply_branch: production`, reality is recorded against the code plangate applies (production's
+    head), never the default branch's: another region or provider there could read resources as gone."""
+    world = issue.world
+    production = world.gh.commit(world.repo, "production", {"README.md": "production\n"}, author="alice")
+    main = world.gh.commit(
+        world.repo, "main", {".plangate.yml": "version: 1\napply_branch: production\n"}, author="alice"
+    )
+    assert production != main
+    before = len(world.bot_bodies(issue.number))
+    world.run(accept_drift.run(world.ctx, issue.request(), issue.target, issue.project, "run-3"))
+    (said,) = world.bot_bodies(issue.number)[before:]
+    assert f"at {production[:7]}" in said and main[:7] not in said

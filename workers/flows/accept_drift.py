@@ -93,7 +93,10 @@ async def decide(ctx: WorkerContext, gh: GitHub, req: CommandRequest) -> Outcome
     target = replace(DriftTarget.from_plain(watched["target"]), project=project.name)
     audit.record(ctx.redis, "accept-drift-allowed", project=project.name, **where)
     reply = render_accepting(
-        project=project.name, branch=target.default_branch, login=req.commenter, reply_to=req.comment_id
+        project=project.name,
+        branch=policy.apply_branch or target.default_branch,
+        login=req.commenter,
+        reply_to=req.comment_id,
     )
     return Outcome(reply, "+1", accept=(target, project))
 
@@ -126,9 +129,12 @@ async def run(ctx: WorkerContext, req: CommandRequest, target: DriftTarget, proj
 
 async def _accept(ctx: WorkerContext, req: CommandRequest, target: DriftTarget, project: Project, run_id: str) -> Phase:
     token = await ctx.tokens.token(target.installation_id)
-    sha = await asyncio.to_thread(remote_head, target.clone_url, target.default_branch, token, timeout=60)
     async with installation_client(ctx.tokens, req.installation_id, ctx.settings.api_url) as gh:
         policy = await base_config(gh, req.repo, req.default_branch)
+    # The code plangate applies (and so the state's code): the apply branch's, never the default branch's
+    # when they differ (another region or provider there would read this state's resources as gone).
+    branch = policy.apply_branch or target.default_branch
+    sha = await asyncio.to_thread(remote_head, target.clone_url, branch, token, timeout=60)
     patterns = [*ctx.settings.mask_patterns, *policy.mask_patterns]
     # As a merge's apply: the code's init and plan with the plan phase's credentials, only `terraform
     # apply` of the checked plan file with the apply phase's.

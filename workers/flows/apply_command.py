@@ -9,7 +9,9 @@ push) and those of the failed push: none of them may approve what it holds.
 
 from __future__ import annotations
 
-from core.config import ConfigError
+from dataclasses import replace
+
+from core.config import ConfigError, RepoConfig
 from core.contract import ApplyConversation, CommandRequest, PushRequest
 from core.projects import Project
 from core.render.failed_apply import render_apply_elsewhere, render_apply_started
@@ -44,6 +46,15 @@ async def decide(ctx: WorkerContext, gh: GitHub, req: CommandRequest) -> Outcome
         return Outcome(render_refusal(reason, command="apply", reply_to=req.comment_id), "confused")
     branch = policy.apply_branch or req.default_branch
     head = await commits.branch_head(gh, req.repo, branch)
+    try:  # the project as the head's own `.plangate.yml` has it now, as a push of the head would
+        at_head = policy if branch == req.default_branch else await base_config(gh, req.repo, head)
+    except ConfigError as exc:
+        reason = f"the `.plangate.yml` of `{branch}` is invalid ({exc}); fix it first"
+        return Outcome(render_refusal(reason, command="apply", reply_to=req.comment_id), "confused")
+    current = project_now(project, at_head)
+    if isinstance(current, str):
+        return Outcome(render_refusal(current, command="apply", reply_to=req.comment_id), "confused")
+    project = current
     authors = tuple(dict.fromkeys([*await commits.commit_logins(gh, req.repo, head), req.commenter, *earlier]))
     push = PushRequest(**req.target(), before=head, after=head, branch=branch, authors=authors)
     where = ApplyConversation(number=req.number, is_pr=False, authors=authors, approved_on=None)
@@ -51,3 +62,23 @@ async def decide(ctx: WorkerContext, gh: GitHub, req: CommandRequest) -> Outcome
     audit.record(ctx.redis, "apply-requested", repo=req.repo, number=req.number, sha=head, by=req.commenter)
     reply = render_apply_started(project.name, head, branch, reply_to=req.comment_id)
     return Outcome(reply, "+1", reapply=[run])
+
+
+def project_now(project: Project, config: RepoConfig) -> Project | str:
+    """The issue's project (as recorded when it failed, or at the last drift check) as `config` (the
+    apply branch head's) declares it now; why `/apply` is refused when it no longer may be applied: a
+    project since set to `apply_on_merge: false`, removed, or (a deleted project whose destroy failed)
+    added back. Discovered projects (no `projects:` list) are always applied on merge."""
+    if config.projects is None:
+        return project
+    key = (project.name, project.workspace, project.dir)
+    found = next((p for p in config.projects if (p.name, p.workspace, p.dir) == key), None)
+    if project.destroy_from is not None:
+        if found is not None:
+            return f"`{project.name}` was added back since its destroy failed: a push that changes it plans it"
+        return project
+    if found is None:
+        return f"`{project.name}` (dir `{project.dir}`, workspace `{project.workspace}`) is no longer a project"
+    if not found.apply_on_merge:
+        return f"`{project.name}` has `apply_on_merge: false`: plangate does not apply it"
+    return replace(project, tool=found.tool, apply_on_merge=True)

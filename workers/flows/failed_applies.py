@@ -32,7 +32,7 @@ from core.render.failed_apply import (
     with_banner,
 )
 from core.render.status import State
-from workers.adapters.github import GitHub, comments, issues, vcs
+from workers.adapters.github import GitHub, comments, commits, issues, vcs
 from workers.adapters.github.authors import Authors, of_pull, of_push, record_unapplied
 from workers.adapters.github.pulls import get_pull
 from workers.adapters.queue import follow_ups
@@ -52,6 +52,7 @@ async def after_apply(
 ) -> tuple[State, str]:
     """Each project of `ran` (its outcome in `known`, a failure's output in `details`) opens, rewrites or
     closes its failure issue; `plangate/apply` for the SHA, red too for projects it left failed."""
+    older: set[str] = set()  # projects whose failure is at a newer commit than this one: still failed
     for project in ran:
         outcome = known.get(project.name)
         if outcome is None:
@@ -62,9 +63,10 @@ async def after_apply(
             )
             await _failed(ctx, gh, req, where, project, failure)
         elif outcome.ending in RESOLVING_ENDINGS:
-            await _resolved(ctx, gh, req, project)
+            if not await _resolved(ctx, gh, req, project):
+                older.add(project.name)
             _recheck_drift(ctx, req, where, project)
-    return apply_status(known, still_failed(ctx, req.repo_id, set(known)))
+    return apply_status(known, still_failed(ctx, req.repo_id, set(known) - older))
 
 
 def still_failed(ctx: WorkerContext, repo_id: int, applied: set[str]) -> list[tuple[str, int]]:
@@ -139,16 +141,22 @@ async def _find_issue(ctx: WorkerContext, gh: GitHub, repo: str, project: str) -
     return None
 
 
-async def _resolved(ctx: WorkerContext, gh: GitHub, req: PushRequest, project: Project) -> None:
+async def _resolved(ctx: WorkerContext, gh: GitHub, req: PushRequest, project: Project) -> bool:
+    """The project's failure closed by this apply; False when it failed at a newer commit than this one
+    (an apply that waited its turn, an `/apply` that read the head before a push): that change is still
+    not applied, so its issue, its red and its record stay."""
     known = failed_applies.of_project(ctx.redis, req.repo_id, project.identity)
     if known is None:
-        return
+        return True
+    if known.sha != req.after and (await commits.compare(gh, req.repo, known.sha, req.after)).get("status") == "behind":
+        return False
     body = render_failed_resolved(project.name, req.after, _branch(req))
     await vcs.post_comment(gh, ctx.records, repo=req.repo, repo_id=req.repo_id, number=known.number, body=body)
     await issues.close_issue(gh, req.repo, known.number)
     failed_applies.clear(ctx.redis, req.repo_id, project.identity)
     audit.record(ctx.redis, "apply-failed-resolved", repo=req.repo, sha=req.after, project=project.name)
     await _rebanner(ctx, gh, req, project)
+    return True
 
 
 async def _rebanner(ctx: WorkerContext, gh: GitHub, req: PushRequest, project: Project) -> None:

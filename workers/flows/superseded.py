@@ -1,5 +1,6 @@
-"""An older push never applies over a newer one (pushes can be handled out of order: a retry, a job
-that waited its project's turn); a newer push closes the older push's blocked apply, on its PR or issue."""
+"""An older push never applies over a newer one, applied, blocked or failed (pushes can be handled out of
+order: a retry, a job that waited its project's turn, an `/apply` that read the head before a push); a
+newer push closes the older push's blocked apply, on its PR or issue."""
 
 from __future__ import annotations
 
@@ -13,20 +14,25 @@ from workers.adapters.github import GitHub, vcs
 from workers.adapters.github.commits import compare
 from workers.adapters.github.issues import close_issue
 from workers.adapters.store import applies as apply_store
-from workers.adapters.store import audit
+from workers.adapters.store import audit, failed_applies
 from workers.adapters.store.applies import BlockedApply
 from workers.context import WorkerContext
 from workers.flows.push_apply import record_outcome
 
 
 async def older_than_applied(ctx: WorkerContext, gh: GitHub, req: PushRequest, project: Project) -> bool:
-    """An older push never applies over a newer one; a newer push closes the older blocked apply."""
+    """An older push never applies over a newer one (applied, blocked, or whose apply failed); a newer push
+    closes the older blocked apply."""
     blocked = apply_store.blocked_for_project(ctx.records, req.repo_id, project.identity)
     if blocked is not None and blocked.push.after != req.after:
         newer = await is_newer(gh, req.repo, blocked.push.after, req.after)
         if not newer:
             return True
         await close_blocked(ctx, gh, req, blocked)
+    # A newer push whose apply failed may have applied part of its change: an older commit would undo it.
+    failed = failed_applies.of_project(ctx.redis, req.repo_id, project.identity)
+    if failed is not None and failed.sha != req.after and not await is_newer(gh, req.repo, failed.sha, req.after):
+        return True
     applied = apply_store.last_applied(ctx.records, req.repo_id, project.identity)
     return applied is not None and applied != req.after and not await is_newer(gh, req.repo, applied, req.after)
 
