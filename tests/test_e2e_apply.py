@@ -53,7 +53,7 @@ def test_merges_apply_and_destroys_wait_for_approval(tmp_path: Path, redis_url: 
         )
         planned(stack, repo, removing.head_sha)
         merged = gh.merge_pr(removing, method="squash")
-        assert "blocked: 1 to destroy" in status(stack, repo, merged, "plangate/apply", "failure")
+        assert "blocked: 1 gated change" in status(stack, repo, merged, "plangate/apply", "failure")
         assert "terraform_data.doomed" in state_addresses(state)
         blocked = [b for b in bot_bodies(stack, repo, removing.number) if "plangate:apply-blocked" in b]
         assert len(blocked) == 1 and "`terraform_data.doomed`" in blocked[0]
@@ -89,7 +89,7 @@ def test_pr_approval_carries_over_unless_the_destroy_set_grew(
         apply_directly(tmp_path / "applied2", main_tf(state, {"keep": "a", "doomed": "b", "stray": "s", "late": "l"}))
         assert "Approved by @bob" in comment_and_wait(stack, repo, pr2.number, "bob", "/approve-destroy")
         merged2 = gh.merge_pr(pr2, method="merge")
-        assert "blocked: 1 to destroy" in status(stack, repo, merged2, "plangate/apply", "failure")
+        assert "blocked: 1 gated change" in status(stack, repo, merged2, "plangate/apply", "failure")
         blocked = next(b for b in bot_bodies(stack, repo, pr2.number) if "plangate:apply-blocked" in b)
         assert "`terraform_data.late`" in blocked
         assert "terraform_data.late" in state_addresses(state)

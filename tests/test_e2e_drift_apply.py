@@ -53,7 +53,7 @@ def test_apply_in_a_drift_issue_is_gated_and_the_next_check_closes_it(
         head = gh.head(repo, "main") or ""
         started = comment_and_wait(stack, repo, issue.number, "alice", "/apply")
         assert f"/apply: planning `app` at {head[:7]}" in started
-        status(stack, repo, head, "plangate/apply", "failure", "blocked: 1 to destroy")
+        status(stack, repo, head, "plangate/apply", "failure", "blocked: 1 gated change")
         blocked = next(b for b in bot_bodies(stack, repo, issue.number) if "plangate:apply-blocked" in b)
         assert "`terraform_data.stray`" in blocked
         assert "terraform_data.stray" in state_addresses(state), "nothing is destroyed before an approval"

@@ -93,7 +93,7 @@ def test_a_failed_apply_stays_red_until_apply_in_its_issue_succeeds(
         started = comment_and_wait(stack, repo, issue.number, "bob", "/apply")
         assert f"/apply: planning `app` at {unrelated[:7]}" in started
         # the hook failed while it was created: terraform replaces the tainted object, a destroy
-        status(stack, repo, unrelated, "plangate/apply", "failure", "blocked: 1 to destroy")
+        status(stack, repo, unrelated, "plangate/apply", "failure", "blocked: 1 gated change")
         assert "terraform_data.hook" in state_addresses(state) and not _closed(stack, repo, issue.number)
 
         next_second()

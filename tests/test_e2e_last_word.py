@@ -206,7 +206,7 @@ def test_a_held_apply_survives_redis_losing_everything(tmp_path: Path) -> None:
             pr = stack.gh.open_pr(repo, "drop", "alice", "Drop", {"infra/main.tf": main_tf(state, {"keep": "a"})})
             planned(stack, repo, pr.head_sha)
             merged = stack.gh.merge_pr(pr, method="squash")
-            assert "blocked: 1 to destroy" in status(stack, repo, merged, "plangate/apply", "failure")
+            assert "blocked: 1 gated change" in status(stack, repo, merged, "plangate/apply", "failure")
             server.stop()
             server.start()  # back, and empty: the held apply's record is gone
             client = redis.Redis.from_url(server.url)

@@ -436,7 +436,7 @@ def test_an_unapproved_destroy_is_held_with_nothing_applied(world: World) -> Non
     assert [g.key for g in held.gated] == ["terraform_data.doomed"] and held.gated[0].object
     assert held.is_pr and held.approved_on == world.pr(req.pr).head_sha
     assert any("terraform_data.doomed" in body for body in world.bot_bodies(req.pr))
-    assert world.reports(held.push.after)[APPLY_CONTEXT] == ("failure", "blocked: 1 to destroy — /approve-destroy")
+    assert world.reports(held.push.after)[APPLY_CONTEXT] == ("failure", "blocked: 1 gated change — /approve-destroy")
 
 
 def test_an_older_push_never_applies_over_a_newer_one(world: World) -> None:

@@ -297,7 +297,7 @@ def test_apply_statuses() -> None:
     )
     assert _status({"a": "blocked:2", "b": "blocked:3", "c": "applied"}) == (
         "failure",
-        "blocked: 5 to destroy — /approve-destroy",
+        "blocked: 5 gated changes — /approve-destroy",
     )
     assert _status({"a": "blocked:0", "b": "blocked:3"}) == (
         "failure",

@@ -47,7 +47,9 @@ def apply_status(
         also = f"; {destroys:,} to destroy" if destroys else ""
         return "failure", describe(f"blocked: plan cannot be trusted in {_names(by[Ending.UNTRUSTED], 80)}{also}")
     if Ending.BLOCKED in by:
-        return "failure", describe(f"blocked: {destroys:,} to destroy — /approve-destroy")
+        return "failure", describe(
+            f"blocked: {destroys:,} gated change{'s' if destroys != 1 else ''} — /approve-destroy"
+        )
     if Ending.WAITING in by:
         return "failure", describe(f"waiting on a dependency: {_names(by[Ending.WAITING], 100)}")
     if still_failed:
