@@ -44,10 +44,10 @@ def change_gates(plan: Plan, rules: Sequence[Rule]) -> dict[str, Gated]:
     """The creates, updates and reads of one project's plan that a change rule gates, in plan order."""
     gates: dict[str, Gated] = {}
     for change in plan.changes:
-        if change.is_destroy or change.action_class not in CHANGE_ACTIONS:
+        if change.is_destroy or change.rule_action not in CHANGE_ACTIONS:
             continue
         previous = change.previous_address if change.is_moved else None
-        gated = Gated(change_key(change), change.change_digest, previous, action=change.action_class)
+        gated = Gated(change_key(change), change.change_digest, previous, action=change.rule_action)
         if any(matches(rule, gated) for rule in rules):
             gates.setdefault(gated.key, gated)
     return gates

@@ -323,3 +323,23 @@ def test_a_destroy_rule_is_the_change_rule_of_its_default_actions(address: str, 
 @given(st.text(min_size=1).filter(lambda s: s.split(" ", 1)[0] not in ("update", "create", "read", "limit", "run")))
 def test_a_key_without_a_known_prefix_is_a_destroy(key: str) -> None:
     assert kind_of(key) == "destroy"
+
+
+def test_a_replacement_that_forgets_the_old_object_still_creates_a_gated_object() -> None:
+    # ["create","forget"] (Terraform) and ["forget","create"] (OpenTofu) create a new object: a rule that
+    # gates new objects (create, as docs/gate.md says) must see it, bound to what it creates
+    creates = ChangeRule(match=("type:terraform_data",), actions=("create", "replace"))
+    for actions in (["create", "forget"], ["forget", "create"]):
+        plan = plan_of(change("terraform_data.a", actions, {"input": "1"}, {"input": "2"}))
+        gates = change_gates(plan, (creates,))
+        assert list(gates) == ["create terraform_data.a"]
+        assert (
+            gates["create terraform_data.a"].action == "create" and len(gates["create terraform_data.a"].object) == 32
+        )
+        other = plan_of(change("terraform_data.a", actions, {"input": "1"}, {"input": "3"}))
+        assert (
+            change_gates(other, (creates,))["create terraform_data.a"].object != gates["create terraform_data.a"].object
+        )
+        assert change_gates(plan, (UPDATES,)) == {}  # not an update
+    plain = plan_of(change("terraform_data.a", ["forget"], {"input": "1"}))
+    assert change_gates(plain, (creates,)) == {}  # a forget alone creates nothing
