@@ -93,8 +93,9 @@ async def _run(
     ctx: WorkerContext, req: PushRequest, project: Project, where: ApplyConversation, run_id: str
 ) -> ApplyOutcome:
     async with installation_client(ctx.tokens, req.installation_id, ctx.settings.api_url) as gh:
-        if await superseded.older_than_applied(ctx, gh, req, project):
-            return ApplyOutcome(Ending.NOT_APPLIED)
+        stepped_aside = await superseded.older_than_applied(ctx, gh, req, project)
+        if stepped_aside is not None:
+            return ApplyOutcome(stepped_aside)
         # The merged code's init and plan run before the gate has looked at them: with the plan phase's
         # credentials and host paths. Only `terraform apply` of the checked plan gets the apply's.
         plan_tf, tf = ctx.terraform(project.tool, "plan", merged=True), ctx.terraform(project.tool, "apply")

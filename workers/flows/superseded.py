@@ -19,16 +19,20 @@ from workers.context import WorkerContext
 from workers.flows.push_apply import record_outcome
 
 
-async def older_than_applied(ctx: WorkerContext, gh: GitHub, req: PushRequest, project: Project) -> bool:
-    """An older push never applies over a newer one; a newer push closes the older blocked apply."""
+async def older_than_applied(ctx: WorkerContext, gh: GitHub, req: PushRequest, project: Project) -> Ending | None:
+    """An older push never applies over a newer one; a newer push closes the older blocked apply. How the
+    older one ends: `not-applied` when a newer one applied, `superseded` when a newer one is held (what
+    this commit changed is not applied yet: its dependents wait, core.apply_order); None: go on."""
     blocked = apply_store.blocked_for_project(ctx.records, req.repo_id, project.identity)
     if blocked is not None and blocked.push.after != req.after:
         newer = await is_newer(gh, req.repo, blocked.push.after, req.after)
         if not newer:
-            return True
+            return Ending.SUPERSEDED
         await close_blocked(ctx, gh, req, blocked)
     applied = apply_store.last_applied(ctx.records, req.repo_id, project.identity)
-    return applied is not None and applied != req.after and not await is_newer(gh, req.repo, applied, req.after)
+    if applied is not None and applied != req.after and not await is_newer(gh, req.repo, applied, req.after):
+        return Ending.NOT_APPLIED
+    return None
 
 
 async def is_newer(gh: GitHub, repo: str, old: str, new: str) -> bool:
@@ -44,5 +48,5 @@ async def close_blocked(ctx: WorkerContext, gh: GitHub, req: PushRequest, blocke
     if not blocked.is_pr:
         await close_issue(gh, req.repo, blocked.number)
     apply_store.clear_blocked(ctx.records, blocked)
-    record_outcome(ctx, replace(req, after=old), name, ApplyOutcome(Ending.NOT_APPLIED))
+    record_outcome(ctx, replace(req, after=old), name, ApplyOutcome(Ending.SUPERSEDED))  # the newer may be held too
     audit.record(ctx.redis, "voided", repo=req.repo, project=name, sha=old, superseded_by=req.after)
