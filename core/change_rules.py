@@ -23,7 +23,8 @@ destroys with their objects, or the project itself): an approval stands while th
 a project that joins the count brings a limit of its own to approve. A plan is judged as a whole where
 every project of it is seen (the PR's plan, an approval, the button, a merge group). A merge-time apply
 sees one project: there a limit is gated when that project alone is past it, or when the merged PR's
-published plan gated it in that project (its record in Redis; without one, the project alone decides).
+published plan gated it in that project (its record in Redis; without one, or with a project whose plan
+failed there, every limit the project counts towards is gated: fails closed).
 """
 
 from __future__ import annotations
@@ -38,6 +39,7 @@ from core.plan_json import digest
 
 MAX_DESTROYS = f"{LIMIT_PREFIX}max_destroys"
 MAX_PROJECTS = f"{LIMIT_PREFIX}max_projects"
+LIMIT_KEYS = (MAX_DESTROYS, MAX_PROJECTS)
 
 
 def change_gates(plan: Plan, rules: Sequence[Rule]) -> dict[str, Gated]:

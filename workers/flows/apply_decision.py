@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from core.change_rules import limit_gate, project_gates, with_limits
+from core.change_rules import LIMIT_KEYS, limit_gate, project_gates, with_limits
 from core.config import RepoConfig
 from core.contract import ApplyConversation, PushRequest
 from core.gate import Decision, decide_apply, unreadable
@@ -73,11 +73,17 @@ def _limits_of_the_pr(
 ) -> dict[str, Gated]:
     """The limits the merged PR's published plan was past in this project, bound to this plan: this job
     sees one project, so a limit only the PR's other projects took it past is known from the PR's record
-    alone (core.change_rules). No record (Redis lost it, a direct push): the project alone decided."""
+    alone (core.change_rules). Without that whole plan (Redis lost the record, or a project's plan failed
+    there, so it counted nothing) the others' part is unknown: every limit this project counts towards is
+    held (fails closed; an approval of it on the PR still covers it). A direct push: the project alone."""
     if policy.change_limits is None or not where.is_pr or where.number is None or not where.approved_on:
         return {}
     record = gate_store.load_plan(ctx.records, req.repo_id, where.number, where.approved_on)
-    published = record.gates.get(project.identity, {}) if record is not None else {}
+    if record is None or record.failed:
+        unknown = f"the merged PR's plan at {where.approved_on[:7]} is not known whole: the limits cannot be counted"
+        every = [limit_gate(key, policy.change_limits, project.identity, gates, unknown) for key in LIMIT_KEYS]
+        return {found.key: found for found in every if found is not None and found.key not in gates}
+    published = record.gates.get(project.identity, {})
     out: dict[str, Gated] = {}
     for key, gated in published.items():
         found = (
