@@ -15,8 +15,10 @@ change_limits:                                  # a PR's plan past a limit is ga
 ```
 
 A create, update or read is gated only when a change rule names its action and matches it (by every
-name it has, like a destroy rule: core.destroy_rules). Destroys are always gated, whatever the rules
-say; a change rule naming delete or replace adds to what a destroy needs, like a destroy rule.
+name it has, like a destroy rule: core.destroy_rules). A replacement counts as a create and an update
+too (core.destroy_rules.COUNTS_AS), so a forced replacement cannot dodge an update rule. Destroys are
+always gated, whatever the rules say; a change rule naming delete or replace adds to what a destroy
+needs, like a destroy rule.
 
 A limit is gated in each project that counts towards it, bound to what that project contributed (its
 destroys with their objects, or the project itself): an approval stands while those stay the same, and
@@ -49,7 +51,8 @@ def change_gates(plan: Plan, rules: Sequence[Rule]) -> dict[str, Gated]:
         if change.is_destroy or change.rule_action not in CHANGE_ACTIONS:
             continue
         previous = change.previous_address if change.is_moved else None
-        gated = Gated(change_key(change), change.change_digest, previous, action=change.rule_action)
+        action = "forget-replace" if change.rule_action != change.action_class else change.action_class
+        gated = Gated(change_key(change), change.change_digest, previous, action=action)
         if any(matches(rule, gated) for rule in rules):
             gates.setdefault(gated.key, gated)
     return gates
