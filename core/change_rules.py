@@ -26,7 +26,8 @@ a project that joins the count brings a limit of its own to approve. A plan is j
 every project of it is seen (the PR's plan, an approval, the button, a merge group). A merge-time apply
 sees one project: there a limit is gated when that project alone is past it, or when the merged PR's
 published plan gated it in that project (its record in Redis; without one, or with a project whose plan
-failed there, every limit the project counts towards is gated: fails closed).
+failed there, every limit the project counts towards is gated: fails closed). A direct push is judged
+by the number of projects it affects (workers.flows.apply_decision).
 """
 
 from __future__ import annotations

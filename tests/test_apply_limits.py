@@ -16,6 +16,7 @@ from core.projects import Project
 from tests.flows import World, world_at
 from tests.tfproject import main_tf
 from workers.adapters.store import gates as gate_store
+from workers.adapters.store import waiting_applies
 from workers.flows import apply_decision
 
 LIMITS = RepoConfig(change_limits=ChangeLimits(max_destroys=1, max_projects=1, approvals=2, users=("carol",)))
@@ -51,3 +52,22 @@ def test_without_the_prs_whole_plan_every_limit_the_project_counts_towards_is_he
     assert _held(world, None) == {MAX_DESTROYS, MAX_PROJECTS}
     failed = gate_store.PlanRecord({NET.identity: dict(DOOMED)}, ["dns@default:dns"])
     assert _held(world, failed, "two") == {MAX_DESTROYS, MAX_PROJECTS}
+
+
+def test_a_direct_push_is_judged_by_the_projects_it_affects(world: World) -> None:
+    """No PR, no published plan: a push affecting more projects than max_projects holds that limit in each,
+    and one affecting several holds max_destroys in each with destroys (the others' are unknown)."""
+    opened = world.opened("one", {"infra/main.tf": main_tf(world.state, {"k": "1"})})
+    req = world.merged(world.pr(opened.pr))
+    where = ApplyConversation(number=None, is_pr=False, authors=("alice",), approved_on=None)
+
+    def held(affected: dict[str, tuple[str, ...]] | None, gates: dict[str, Gated]) -> set[str]:
+        world.ctx.redis.delete(*world.ctx.redis.keys("plangate:apply-order:*") or ["none"])
+        if affected is not None:
+            waiting_applies.save_order(world.ctx.records, req.repo_id, req.after, affected)
+        return set(apply_decision._limits_of_the_pr(world.ctx, req, NET, where, LIMITS, gates))
+
+    assert held({"net": ()}, dict(DOOMED)) == set()  # alone: only what the project alone passes
+    assert held({"net": (), "dns": ()}, dict(DOOMED)) == {MAX_DESTROYS, MAX_PROJECTS}
+    assert held({"net": (), "dns": ()}, {}) == {MAX_PROJECTS}  # no destroys here: none counted
+    assert held(None, dict(DOOMED)) == set()  # nothing kept: the project alone decides

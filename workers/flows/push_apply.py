@@ -72,8 +72,9 @@ async def run(ctx: WorkerContext, req: PushRequest) -> list[str]:
     if found is None:
         return []
     fanout.enqueue_replans(ctx.redis, req, found.replans)
-    if any(found.waits.values()):  # for an apply run again without it (workers.flows.apply_project)
-        waiting_applies.save_order(ctx.records, req.repo_id, req.after, found.waits)
+    # every affected project: for an apply run again without it (workers.flows.apply_project), and the
+    # count a direct push's limits are judged by (workers.flows.apply_decision)
+    waiting_applies.save_order(ctx.records, req.repo_id, req.after, found.waits)
     where, timeout = found.where(req), ctx.settings.tf_timeout
     return fanout.enqueue_applies(ctx.redis, req, found.projects, where, timeout, waits=found.waits)
 
