@@ -17,7 +17,8 @@ from core.apply_outcome import ApplyOutcome, Ending
 Graph = Mapping[str, Sequence[str]]
 
 # How a dependency's apply must have ended for its dependents to go on. `not-applied`: left to humans
-# (`apply_on_merge: false`) or already applied at a newer commit; nothing of it is in doubt.
+# (`apply_on_merge: false`) or already applied at a newer commit; nothing of it is in doubt. Not
+# `superseded`: a newer push's apply of it is held, so this commit's changes to it are not applied yet.
 GOES_ON = frozenset({Ending.APPLIED, Ending.NOOP, Ending.NOT_APPLIED})
 _WHY = {
     Ending.FAILED: "failed",
@@ -26,6 +27,7 @@ _WHY = {
     Ending.BLOCKED: "blocked",
     Ending.UNTRUSTED: "blocked",
     Ending.WAITING: "waiting",
+    Ending.SUPERSEDED: "held at a newer commit",
 }
 
 

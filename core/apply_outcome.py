@@ -20,6 +20,7 @@ class Ending(StrEnum):
     BLOCKED = "blocked"  # held: destroys or code run at apply wait for /approve-destroy
     UNTRUSTED = "untrusted"  # held: the gate could not read the plan, so nothing may be applied
     WAITING = "waiting"  # not planned: a project it depends on failed or is held (core.apply_order)
+    SUPERSEDED = "superseded"  # not planned: a newer push's apply of the project is held, with this one's changes
 
 
 HELD = frozenset({Ending.BLOCKED, Ending.UNTRUSTED})

@@ -15,15 +15,19 @@ change_limits:                                  # a PR's plan past a limit is ga
 ```
 
 A create, update or read is gated only when a change rule names its action and matches it (by every
-name it has, like a destroy rule: core.destroy_rules). Destroys are always gated, whatever the rules
-say; a change rule naming delete or replace adds to what a destroy needs, like a destroy rule.
+name it has, like a destroy rule: core.destroy_rules). A replacement counts as a create and an update
+too (core.destroy_rules.COUNTS_AS), so a forced replacement cannot dodge an update rule. Destroys are
+always gated, whatever the rules say; a change rule naming delete or replace adds to what a destroy
+needs, like a destroy rule.
 
 A limit is gated in each project that counts towards it, bound to what that project contributed (its
 destroys with their objects, or the project itself): an approval stands while those stay the same, and
 a project that joins the count brings a limit of its own to approve. A plan is judged as a whole where
 every project of it is seen (the PR's plan, an approval, the button, a merge group). A merge-time apply
 sees one project: there a limit is gated when that project alone is past it, or when the merged PR's
-published plan gated it in that project (its record in Redis; without one, the project alone decides).
+published plan gated it in that project (its record in Redis; without one, or with a project whose plan
+failed there, every limit the project counts towards is gated: fails closed). A direct push is judged
+by the number of projects it affects (workers.flows.apply_decision).
 """
 
 from __future__ import annotations
@@ -38,16 +42,18 @@ from core.plan_json import digest
 
 MAX_DESTROYS = f"{LIMIT_PREFIX}max_destroys"
 MAX_PROJECTS = f"{LIMIT_PREFIX}max_projects"
+LIMIT_KEYS = (MAX_DESTROYS, MAX_PROJECTS)
 
 
 def change_gates(plan: Plan, rules: Sequence[Rule]) -> dict[str, Gated]:
     """The creates, updates and reads of one project's plan that a change rule gates, in plan order."""
     gates: dict[str, Gated] = {}
     for change in plan.changes:
-        if change.is_destroy or change.action_class not in CHANGE_ACTIONS:
+        if change.is_destroy or change.rule_action not in CHANGE_ACTIONS:
             continue
         previous = change.previous_address if change.is_moved else None
-        gated = Gated(change_key(change), change.change_digest, previous, action=change.action_class)
+        action = "forget-replace" if change.rule_action != change.action_class else change.action_class
+        gated = Gated(change_key(change), change.change_digest, previous, action=action)
         if any(matches(rule, gated) for rule in rules):
             gates.setdefault(gated.key, gated)
     return gates

@@ -238,16 +238,24 @@ def read(data: object) -> FileConfig:
         raise _config_error(str(exc), data) from None
 
 
+# Keys whose default a null must not quietly stand for: `actions:` left empty in a change rule would make
+# a rule meant for updates one about destroys alone (`actions: []` is refused too).
+_NULL_REFUSED = frozenset({("change_rules", "actions")})
+
+
 def _without_nulls(value: object, under: str = "") -> object:
-    """A declared key whose value is null (`projects:` with nothing after it) is as if absent; an
-    undeclared one stays, to be refused. Walks only the mappings the file declares, so never deep."""
+    """A declared key whose value is null (`projects:` with nothing after it) is as if absent, except
+    those of _NULL_REFUSED; an undeclared one stays, to be refused. Walks only the mappings the file
+    declares, so never deep."""
     if isinstance(value, list):
         return [_without_nulls(item, under) if isinstance(item, dict) else item for item in value]
     if not isinstance(value, dict) or under not in _STRUCTS:
         return value
     fields = _STRUCTS[under].__struct_fields__
     return {
-        k: v if k not in fields else _without_nulls(v, k) for k, v in value.items() if v is not None or k not in fields
+        k: v if k not in fields else _without_nulls(v, k)
+        for k, v in value.items()
+        if v is not None or k not in fields or (under, k) in _NULL_REFUSED
     }
 
 

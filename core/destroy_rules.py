@@ -95,10 +95,31 @@ def data_type(address: str) -> str | None:
     return parts[1] if len(parts) >= 3 and parts[0] == "data" else None
 
 
+# The actions a gated change counts as for change rules. A replacement makes the object anew with its new
+# configuration: it is also a create and an update, so a rule naming either gates it (else a force-new
+# attribute or `replace_triggered_by` turns a gated update into a destroy any one approver can approve).
+# A replacement that forgets the old object (core.plan.ResourceChange.rule_action) creates and updates.
+COUNTS_AS: dict[str, frozenset[str]] = {
+    "delete": frozenset({"delete"}),
+    "replace": frozenset({"replace", "create", "update"}),
+    "forget-replace": frozenset({"create", "update"}),
+}
+_ANY_DESTROY = frozenset({"delete", "replace", "create", "update"})
+_ANY_CHANGE = frozenset({"create", "update", "read"})
+
+
+def counts_as(gated: Gated) -> frozenset[str]:
+    """The actions a destroy or change counts as; one whose action is not known (an unknown action, an
+    older record) counts as every action of its kind: rules can only ask more of it."""
+    known = COUNTS_AS.get(gated.action, frozenset({gated.action}))
+    if gated.kind == "destroy":
+        return known if gated.action in ("delete", "replace") else _ANY_DESTROY
+    return known if gated.action in (*_ANY_CHANGE, "forget-replace") else _ANY_CHANGE
+
+
 def _acts(rule: Rule, gated: Gated) -> bool:
     """Is the rule about this kind of gated change? A destroy rule is about every destroy; a change rule
-    about the actions it names, a destroy whose action is not known (an unknown action, an older record)
-    counting as both delete and replace; the limits about the limits alone."""
+    about the actions it names (COUNTS_AS); the limits about the limits alone."""
     kind = gated.kind
     if isinstance(rule, ChangeLimits) or kind == "limit":
         return isinstance(rule, ChangeLimits) and kind == "limit"
@@ -106,9 +127,7 @@ def _acts(rule: Rule, gated: Gated) -> bool:
         return False
     if isinstance(rule, DestroyRule):
         return kind == "destroy"
-    if kind == "destroy" and gated.action not in ("delete", "replace"):
-        return bool({"delete", "replace"} & set(rule.actions))
-    return gated.action in rule.actions
+    return bool(counts_as(gated) & set(rule.actions))
 
 
 def matches(rule: Rule, gated: Gated) -> bool:

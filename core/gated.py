@@ -71,7 +71,7 @@ def kind_of(key: str) -> Kind:
 
 
 def change_key(change: ResourceChange) -> str:
-    return f"{change.action_class} {change.address}"
+    return f"{change.rule_action} {change.address}"
 
 
 def destroy_key(change: ResourceChange) -> str:

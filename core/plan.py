@@ -79,6 +79,12 @@ class ResourceChange:
     def is_moved(self) -> bool:
         return self.previous_address is not None and self.previous_address != self.address
 
+    @property
+    def rule_action(self) -> str:
+        """The action change rules see: the class, except that a replacement forgetting the old object
+        (`["create","forget"]`, `["forget","create"]`) still creates one, so it is a create."""
+        return "create" if _forget_creates(self) else self.action_class
+
 
 @dataclass(frozen=True)
 class OutputChange:
@@ -248,6 +254,7 @@ def _change(entry: Any, where: str, *, diff: bool = False) -> ResourceChange:
         object_digest=object_digest(entry.get("provider_name"), rtype, values),
         change_digest=change_digest(entry.get("provider_name"), rtype, actions, change, values)
         if KNOWN_ACTIONS.get(actions) in ("create", "update", "read")
+        or (KNOWN_ACTIONS.get(actions) == "forget" and "create" in actions)
         else "",
         attributes=attribute_changes(change) if diff and KNOWN_ACTIONS.get(actions) == "update" else (),
     )

@@ -16,6 +16,8 @@ _KINDS = {bool: "boolean", int: "number", float: "number", str: "string", list: 
 
 def describe(value: object) -> str:
     """`string 'x'`, `list [1, 2]`: a value's kind and its start, for "expected …, got …"."""
+    if value is None:
+        return "nothing (null)"
     return f"{_KINDS.get(type(value), type(value).__name__)} {shown(value)}"
 
 

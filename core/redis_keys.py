@@ -159,6 +159,11 @@ def check_runs(repo: str, sha: str) -> str:
     return f"plangate:check-runs:{repo}:{sha}"
 
 
+def apply_order(repo_id: int, sha: str) -> str:
+    """The order a push's applies run in (core.apply_order.waits), for an apply run again without it."""
+    return f"plangate:apply-order:{repo_id}:{sha}"
+
+
 def waiting_applies(repo_id: int, dependency: str) -> str:
     """The applies a project's failed or held apply stopped (workers.adapters.store.waiting_applies)."""
     return f"plangate:waiting-applies:{repo_id}:{dependency}"

@@ -168,3 +168,13 @@ def test_waiting_turns_the_apply_status_red() -> None:
     assert state == "failure" and "waiting on a dependency: app" in text
     state, _ = apply_status({"net": ApplyOutcome(Ending.FAILED), "app": ApplyOutcome(Ending.WAITING)})
     assert state == "failure"
+
+
+def test_a_dependency_left_to_a_newer_held_apply_holds_its_dependent() -> None:
+    """`superseded`: a newer push's apply of net is held, so what this commit changed in net is not applied."""
+    wait_for = {"net": (), "app": ("net",)}
+    found = holdup("app", wait_for, {"net": ApplyOutcome(Ending.SUPERSEDED)})
+    assert found is not None and found.text() == "waiting on net (held at a newer commit)"
+    state, text = apply_status({"net": ApplyOutcome(Ending.SUPERSEDED), "dns": ApplyOutcome(Ending.APPLIED)})
+    assert state == "success" and text == "applied 1 project; 1 left to a newer push's held apply"
+    assert ApplyOutcome.read(ApplyOutcome(Ending.SUPERSEDED).stored()) == ApplyOutcome(Ending.SUPERSEDED)

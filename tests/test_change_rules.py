@@ -121,11 +121,11 @@ def test_change_and_destroy_rules_both_apply_and_actions_select() -> None:
     replaced = Gated("terraform_data.db", "o", action="replace")
     deleted = Gated("terraform_data.db", "o", action="delete")
     updated = Gated("update terraform_data.db", "o", action="update")
-    assert [matches(r, replaced) for r in rules] == [True, True, False, False]
+    assert [matches(r, replaced) for r in rules] == [True, True, True, False]  # a replace is an update too
     assert [matches(r, deleted) for r in rules] == [True, False, False, False]
     assert [matches(r, updated) for r in rules] == [False, False, True, False]
     unknown = Gated("terraform_data.db", "o")  # an older record, or an unknown action: any destroy action
-    assert [matches(r, unknown) for r in rules] == [True, True, False, False]
+    assert [matches(r, unknown) for r in rules] == [True, True, True, False]
     assert not any(matches(r, Gated("run x", "o")) for r in rules)
     assert label(rules, 2) == "change_rules[1]" and label(rules, 0) == "destroy_rules[0]"
     gates = {P: {"terraform_data.db": replaced, updated.key: updated}}
@@ -323,3 +323,43 @@ def test_a_destroy_rule_is_the_change_rule_of_its_default_actions(address: str, 
 @given(st.text(min_size=1).filter(lambda s: s.split(" ", 1)[0] not in ("update", "create", "read", "limit", "run")))
 def test_a_key_without_a_known_prefix_is_a_destroy(key: str) -> None:
     assert kind_of(key) == "destroy"
+
+
+def test_a_replacement_that_forgets_the_old_object_still_creates_a_gated_object() -> None:
+    # ["create","forget"] (Terraform) and ["forget","create"] (OpenTofu) create a new object: a rule that
+    # gates new objects (create, as docs/gate.md says) must see it, bound to what it creates
+    creates = ChangeRule(match=("type:terraform_data",), actions=("create", "replace"))
+    for actions in (["create", "forget"], ["forget", "create"]):
+        plan = plan_of(change("terraform_data.a", actions, {"input": "1"}, {"input": "2"}))
+        gates = change_gates(plan, (creates,))
+        assert list(gates) == ["create terraform_data.a"]
+        assert len(gates["create terraform_data.a"].object) == 32
+        assert gates["create terraform_data.a"].action == "forget-replace" and from_plain(to_plain(gates)) == gates
+        other = plan_of(change("terraform_data.a", actions, {"input": "1"}, {"input": "3"}))
+        assert (
+            change_gates(other, (creates,))["create terraform_data.a"].object != gates["create terraform_data.a"].object
+        )
+        assert list(change_gates(plan, (UPDATES,))) == ["create terraform_data.a"]  # new configuration: an update too
+        assert change_gates(plan, (ChangeRule(match=("*",), actions=("replace",)),)) == {}  # nothing destroyed
+    plain = plan_of(change("terraform_data.a", ["forget"], {"input": "1"}))
+    assert change_gates(plain, (creates,)) == {}  # a forget alone creates nothing
+
+
+def test_an_update_rule_cannot_be_dodged_by_forcing_a_replacement() -> None:
+    """`replace_triggered_by` or a force-new attribute turns an update into a replace: the update rule's
+    approvals and approvers still apply to it, on top of what the destroy needs."""
+    sre = ChangeRule(match=("type:terraform_data",), actions=("update",), approvals=2, users=("sre1", "sre2"))
+    plan = plan_of(change("terraform_data.a", ["delete", "create"], {"input": "1"}, {"input": "2"}))
+    gates = {P: project_gates(plan, rules=(sre,))}
+    assert list(gates[P]) == ["terraform_data.a"]
+    anyone = [_approve(who, gates) for who in ("bob", "carol")]
+    assert not rule_coverage(gates, anyone, sha=SHA, rules=(sre,), eligible={}).complete
+    sres = [_approve(who, gates) for who in ("sre1", "sre2")]
+    eligible = {"sre1": frozenset({0}), "sre2": frozenset({0})}
+    assert rule_coverage(gates, sres, sha=SHA, rules=(sre,), eligible=eligible).complete
+    creates = ChangeRule(match=("type:terraform_data",), actions=("create",))
+    assert matches(creates, gates[P]["terraform_data.a"])  # a replacement makes a new object
+    assert not matches(creates, Gated("terraform_data.a", "o", action="delete"))
+    assert matches(sre, Gated("terraform_data.a", "o"))  # an older record: every destroy action
+    assert matches(ChangeRule(match=("*",), actions=("read",)), Gated("read data.x.y", "o"))
+    assert matches(ChangeRule(match=("*",), actions=("read",)), Gated("read data.x.y", "o", action=""))

@@ -406,6 +406,8 @@ CHANGE_ERRORS: list[tuple[str, str, str]] = [
     (V + "change_rules:\n  - {match: []}\n", "change_rules[0].match", "empty list"),
     (V + "change_rules:\n  - {match: ['type:']}\n", "change_rules[0].match[0]", "type:RESOURCE_TYPE"),
     (V + "change_rules:\n  - {match: [x], actions: []}\n", "change_rules[0].actions", "empty list"),
+    # left empty, `actions:` must not quietly mean the destroys: the rule was meant for something else
+    (V + "change_rules:\n  - match: [x]\n    actions:\n", "change_rules[0].actions", "got nothing (null)"),
     (V + "change_rules:\n  - {match: [x], actions: update}\n", "change_rules[0].actions", "a list of delete"),
     (V + "change_rules:\n  - {match: [x], actions: [destroy]}\n", "change_rules[0].actions[0]", "one of delete"),
     (V + "change_rules:\n  - {match: [x], action: [update]}\n", "change_rules[0].action", "unknown key"),

@@ -81,10 +81,12 @@ def test_each_apply_job_waits_for_the_jobs_of_what_it_depends_on(redis_conn: red
     assert jobs["net"].dependency_ids == [] and jobs["dns"].dependency_ids == []
     assert jobs["app"].allow_dependency_failures  # it runs whatever became of cluster, and reads what did
     assert jobs["app"].get_status() == JobStatus.DEFERRED
-    assert jobs["app"].kwargs["waits"] == waits and "waits" not in jobs["net"].kwargs
+    assert jobs["app"].kwargs["waits"] == waits and jobs["net"].kwargs["waits"] == waits  # even with nothing before
     deferred = Job.fetch_many(Queue(PLANS_QUEUE, connection=redis_conn).deferred_job_registry.get_job_ids(), redis_conn)
     finish = [j for j in deferred if j is not None and j.func_name == Jobs.FINISH_APPLY]
     assert len(finish) == 1 and sorted(finish[0].dependency_ids) == sorted(ids)
+    (again,) = fanout.enqueue_applies(redis_conn, PUSH, [APP], WHERE, 60)  # a held apply run again: none given,
+    assert "waits" not in Job.fetch(again, connection=redis_conn).kwargs  # so it reads the push's order as kept
 
 
 def test_who_waits_on_whom_is_sealed_and_read_back(redis_conn: redis.Redis) -> None:

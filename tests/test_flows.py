@@ -22,6 +22,7 @@ from gidgethub.abc import GitHubAPI
 
 from bot.events.pulls import plan_request
 from core import redis_keys
+from core.apply_order import holdup
 from core.contract import APPLY_CONTEXT, DESTROY_CONTEXT, PLAN_CONTEXT
 from core.projects import Project
 from core.trigger import Trigger, Why
@@ -453,6 +454,28 @@ def test_an_older_push_never_applies_over_a_newer_one(world: World) -> None:
     assert outcome == "not-applied"
     assert state_addresses(world.state) == {"terraform_data.keep", "terraform_data.doomed"}
     assert world.bot_bodies(first.pr) == []
+
+
+def test_an_older_push_behind_a_newer_held_apply_holds_its_dependents(world: World) -> None:
+    """A newer push's apply of the project is held (not applied): the older push's apply steps aside, and
+    says so in a way that holds the projects depending on it at the older commit (its changes are in
+    neither commit's applied state yet), unlike an apply superseded by a newer one that applied."""
+    first = world.opened("one", _tf(world, {**BASE, "one": "1"}))
+    older = world.merged(world.pr(first.pr))
+    second = world.opened("two", _tf(world, {**BASE, "one": "1", "two": "2"}))
+    newer = world.merged(world.pr(second.pr))
+    found = world.run(push_apply.dispatch(world.ctx, older))
+    assert found is not None
+    (project,) = found.projects
+    held = apply_store.hold(newer, project, found.where(older), second.pr, True, [])
+    apply_store.save_blocked(world.ctx.records, held)
+
+    outcome = world.run(apply_project.run(world.ctx, older, project, found.where(older), "run-older"))
+    assert outcome == "superseded"
+    assert state_addresses(world.state) == {"terraform_data.keep", "terraform_data.doomed"}
+    waits = {"infra": (), "app": ("infra",)}
+    found_holdup = holdup("app", waits, push_apply.outcomes(world.ctx, older))
+    assert found_holdup is not None and found_holdup.dependency == "infra"
 
 
 def test_a_report_only_project_is_planned_and_never_applied(tmp_path: Path, redis_url: str) -> None:

@@ -18,7 +18,7 @@ from tests.flows import World, world_at
 from tests.tfproject import main_tf
 from workers.adapters.store import waiting_applies
 from workers.adapters.store.waiting_applies import WaitingApply
-from workers.flows import dependents
+from workers.flows import apply_project, dependents, push_apply
 
 BASE = {"keep": "a"}
 NET, APP = Project("net", "net"), Project("app", "app")
@@ -82,3 +82,19 @@ def test_a_dependent_held_after_its_dependency_was_fixed_is_released_at_once(wor
     world.run(dependents.wait(world.ctx, first, APP, where, waits, held_back))  # recorded after that success
     assert _applies(world) == ["app", "app"]
     assert waiting_applies.held_by(world.ctx.records, world.repo.id, "net") == []
+
+
+def test_a_held_apply_run_again_still_waits_on_what_did_not_apply_at_its_commit(world: World) -> None:
+    """An approval of a held apply, or `/plan` on it, runs it again without the push's order (the held
+    record does not carry it): it reads the order kept for the push, so a dependency that failed there
+    still holds it instead of it being applied first."""
+    opened = world.opened("one", {"infra/main.tf": main_tf(world.state, {**BASE, "k": "1"})})
+    push = world.merged(world.pr(opened.pr))
+    infra = Project("infra", "infra")
+    where = ApplyConversation(number=opened.pr, is_pr=True, authors=("alice",), approved_on=opened.sha)
+    waiting_applies.save_order(world.ctx.records, world.repo.id, push.after, {"net": (), "infra": ("net",)})
+    push_apply.record_outcome(world.ctx, push, "net", ApplyOutcome(Ending.FAILED))
+
+    assert world.run(apply_project.run(world.ctx, push, infra, where, "run-again")) == "waiting"
+    assert [w.project.name for w in waiting_applies.held_by(world.ctx.records, world.repo.id, "net")] == ["infra"]
+    assert waiting_applies.order_at(world.ctx.records, world.repo.id, "f" * 40) == {}  # none kept: nothing waits

@@ -160,5 +160,7 @@ def test_an_older_commit_never_applies_over_a_newer_ones_failed_apply(world: Wor
     newer = world.gh.commit(world.repo, "main", {"infra/main.tf": main_tf(world.state, {**BASE, "two": "2"})})
     failed = FailedApply(project, newer, 99, "main", ("carol",), world.repo.full_name, "")
     failed_applies.record(world.ctx.redis, world.repo.id, failed)
-    assert world.run(apply_project.run(world.ctx, push, project, found.where(push), uuid4().hex)) == "not-applied"
+    assert (
+        world.run(apply_project.run(world.ctx, push, project, found.where(push), uuid4().hex)) == "superseded"
+    )  # its change is not applied: dependents wait
     assert "one" not in world.state.read_text()

@@ -57,6 +57,8 @@ def apply_status(
     applied, skipped = len(by.get(Ending.APPLIED, [])), len(by.get(Ending.NOT_APPLIED, []))
     parts = [f"applied {applied} project{'s' if applied != 1 else ''}"] if applied else []
     parts += [f"{skipped} not applied (apply_on_merge: false)"] if skipped else []
+    later = len(by.get(Ending.SUPERSEDED, []))
+    parts += [f"{later} left to a newer push's held apply"] if later else []
     return "success", describe("; ".join(parts) or "nothing to apply")
 
 

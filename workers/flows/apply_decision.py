@@ -6,8 +6,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from core.change_rules import limit_gate, project_gates, with_limits
-from core.config import RepoConfig
+from core.change_rules import LIMIT_KEYS, MAX_DESTROYS, MAX_PROJECTS, limit_gate, project_gates, with_limits
+from core.config import ChangeLimits, RepoConfig
 from core.contract import ApplyConversation, PushRequest
 from core.gate import Decision, decide_apply, unreadable
 from core.gated import Gated
@@ -17,6 +17,7 @@ from workers.adapters.github import GitHub, vcs
 from workers.adapters.github.authors import Authors, of_pull, of_push, record_unapplied, unapplied
 from workers.adapters.github.pulls import get_pull
 from workers.adapters.store import gates as gate_store
+from workers.adapters.store import waiting_applies
 from workers.adapters.terraform import pipeline
 from workers.context import WorkerContext
 from workers.flows.apply_approvals import Standing, standing
@@ -73,11 +74,21 @@ def _limits_of_the_pr(
 ) -> dict[str, Gated]:
     """The limits the merged PR's published plan was past in this project, bound to this plan: this job
     sees one project, so a limit only the PR's other projects took it past is known from the PR's record
-    alone (core.change_rules). No record (Redis lost it, a direct push): the project alone decided."""
-    if policy.change_limits is None or not where.is_pr or where.number is None or not where.approved_on:
+    alone (core.change_rules). Without that whole plan (Redis lost the record, or a project's plan failed
+    there, so it counted nothing) the others' part is unknown: every limit this project counts towards is
+    held (fails closed; an approval of it on the PR still covers it). A direct push: `_limits_of_the_push`."""
+    if policy.change_limits is None:
+        return {}
+    if not where.is_pr:
+        return _limits_of_the_push(ctx, req, project, policy.change_limits, gates)
+    if where.number is None or not where.approved_on:
         return {}
     record = gate_store.load_plan(ctx.records, req.repo_id, where.number, where.approved_on)
-    published = record.gates.get(project.identity, {}) if record is not None else {}
+    if record is None or record.failed:
+        unknown = f"the merged PR's plan at {where.approved_on[:7]} is not known whole: the limits cannot be counted"
+        every = [limit_gate(key, policy.change_limits, project.identity, gates, unknown) for key in LIMIT_KEYS]
+        return {found.key: found for found in every if found is not None and found.key not in gates}
+    published = record.gates.get(project.identity, {})
     out: dict[str, Gated] = {}
     for key, gated in published.items():
         found = (
@@ -87,6 +98,24 @@ def _limits_of_the_pr(
         )
         out.update({key: found} if found is not None and key not in gates else {})
     return out
+
+
+def _limits_of_the_push(
+    ctx: WorkerContext, req: PushRequest, project: Project, limits: ChangeLimits, gates: dict[str, Gated]
+) -> dict[str, Gated]:
+    """A direct push has no published plan: the projects it affects (kept at dispatch) are what is known
+    of it. More than `max_projects` of them: the limit is held in each; more than one: the others'
+    destroys are unknown, so `max_destroys` is held in each project with destroys (fails closed). No
+    count kept (Redis lost it): the project alone decided."""
+    affected = waiting_applies.order_at(ctx.records, req.repo_id, req.after)
+    what = f"this push (no PR) applies {len(affected)} projects; their plans are judged one by one"
+    found = [
+        limit_gate(MAX_PROJECTS, limits, project.identity, gates, what)
+        if limits.max_projects is not None and len(affected) > limits.max_projects
+        else None,
+        limit_gate(MAX_DESTROYS, limits, project.identity, gates, what) if len(affected) > 1 else None,
+    ]
+    return {g.key: g for g in found if g is not None and g.key not in gates}
 
 
 async def _approved(

@@ -34,7 +34,7 @@ from workers.adapters.github.authors import applied
 from workers.adapters.github.client import outage
 from workers.adapters.github.repo_config import base_config, policy_ref
 from workers.adapters.store import applies as apply_store
-from workers.adapters.store import apply_phases, audit
+from workers.adapters.store import apply_phases, audit, waiting_applies
 from workers.adapters.store.apply_phases import Phase
 from workers.adapters.terraform import pipeline
 from workers.adapters.terraform.steps import Terraform
@@ -57,7 +57,10 @@ async def run(
     """The job body (`run_id`: its RQ job); returns the project's outcome for `plangate/apply`. A GitHub
     outage is raised while the run can still be taken up again (workers.rescheduling). `waits`: the
     push's order (core.apply_order) for this project and those before it; a dependency that did not
-    apply at this SHA holds it (workers.flows.dependents)."""
+    apply at this SHA holds it (workers.flows.dependents). None: run again without it (a held apply
+    approved, `/plan` on it): the push's order as it was kept, so it still waits on what did not apply."""
+    if waits is None:
+        waits = waiting_applies.order_at(ctx.records, req.repo_id, req.after)
     phase = apply_phases.read(ctx.records, run_id)
     if phase is not None and phase.name == "reported" and phase.outcome is not None:
         await dependents.release(ctx, req, project, phase.outcome)  # again, if a death cut it short
@@ -93,8 +96,9 @@ async def _run(
     ctx: WorkerContext, req: PushRequest, project: Project, where: ApplyConversation, run_id: str
 ) -> ApplyOutcome:
     async with installation_client(ctx.tokens, req.installation_id, ctx.settings.api_url) as gh:
-        if await superseded.older_than_applied(ctx, gh, req, project):
-            return ApplyOutcome(Ending.NOT_APPLIED)
+        stepped_aside = await superseded.older_than_applied(ctx, gh, req, project)
+        if stepped_aside is not None:
+            return ApplyOutcome(stepped_aside)
         # The merged code's init and plan run before the gate has looked at them: with the plan phase's
         # credentials and host paths. Only `terraform apply` of the checked plan gets the apply's.
         plan_tf, tf = ctx.terraform(project.tool, "plan", merged=True), ctx.terraform(project.tool, "apply")

@@ -30,7 +30,7 @@ from workers.adapters.github.pulls import pulls_of_commit
 from workers.adapters.github.repo_config import base_config, policy_ref
 from workers.adapters.queue import fanout, follow_ups
 from workers.adapters.store import applies as apply_store
-from workers.adapters.store import apply_outcomes, apply_phases, audit, pr_plans
+from workers.adapters.store import apply_outcomes, apply_phases, audit, pr_plans, waiting_applies
 from workers.adapters.store.apply_phases import Phase
 from workers.adapters.store.pr_plans import PlannedPR
 from workers.context import WorkerContext
@@ -72,6 +72,9 @@ async def run(ctx: WorkerContext, req: PushRequest) -> list[str]:
     if found is None:
         return []
     fanout.enqueue_replans(ctx.redis, req, found.replans)
+    # every affected project: for an apply run again without it (workers.flows.apply_project), and the
+    # count a direct push's limits are judged by (workers.flows.apply_decision)
+    waiting_applies.save_order(ctx.records, req.repo_id, req.after, found.waits)
     where, timeout = found.where(req), ctx.settings.tf_timeout
     return fanout.enqueue_applies(ctx.redis, req, found.projects, where, timeout, waits=found.waits)
 

@@ -20,21 +20,25 @@ from workers.context import WorkerContext
 from workers.flows.push_apply import record_outcome
 
 
-async def older_than_applied(ctx: WorkerContext, gh: GitHub, req: PushRequest, project: Project) -> bool:
+async def older_than_applied(ctx: WorkerContext, gh: GitHub, req: PushRequest, project: Project) -> Ending | None:
     """An older push never applies over a newer one (applied, blocked, or whose apply failed); a newer push
-    closes the older blocked apply."""
+    closes the older blocked apply. How the older one ends: `not-applied` when a newer one applied,
+    `superseded` when a newer one is held or failed (what this commit changed is not applied yet: its
+    dependents wait, core.apply_order); None: go on."""
     blocked = apply_store.blocked_for_project(ctx.records, req.repo_id, project.identity)
     if blocked is not None and blocked.push.after != req.after:
         newer = await is_newer(gh, req.repo, blocked.push.after, req.after)
         if not newer:
-            return True
+            return Ending.SUPERSEDED
         await close_blocked(ctx, gh, req, blocked)
     # A newer push whose apply failed may have applied part of its change: an older commit would undo it.
     failed = failed_applies.of_project(ctx.redis, req.repo_id, project.identity)
     if failed is not None and failed.sha != req.after and not await is_newer(gh, req.repo, failed.sha, req.after):
-        return True
+        return Ending.SUPERSEDED
     applied = apply_store.last_applied(ctx.records, req.repo_id, project.identity)
-    return applied is not None and applied != req.after and not await is_newer(gh, req.repo, applied, req.after)
+    if applied is not None and applied != req.after and not await is_newer(gh, req.repo, applied, req.after):
+        return Ending.NOT_APPLIED
+    return None
 
 
 async def is_newer(gh: GitHub, repo: str, old: str, new: str) -> bool:
@@ -50,5 +54,5 @@ async def close_blocked(ctx: WorkerContext, gh: GitHub, req: PushRequest, blocke
     if not blocked.is_pr:
         await close_issue(gh, req.repo, blocked.number)
     apply_store.clear_blocked(ctx.records, blocked)
-    record_outcome(ctx, replace(req, after=old), name, ApplyOutcome(Ending.NOT_APPLIED))
+    record_outcome(ctx, replace(req, after=old), name, ApplyOutcome(Ending.SUPERSEDED))  # the newer may be held too
     audit.record(ctx.redis, "voided", repo=req.repo, project=name, sha=old, superseded_by=req.after)

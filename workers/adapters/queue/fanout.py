@@ -205,6 +205,7 @@ def enqueue_applies(
     `waits` on (core.apply_order) have ended, however they ended (it reads how, and goes on or waits);
     then the job that sets the combined `plangate/apply`, whatever became of them."""
     queue = Queue(PLANS_QUEUE, connection=conn)
+    given = waits is not None  # None: each job reads the push's order as kept (a held apply run again)
     waits = waits or {}
     order = {name: tuple(deps) for name, deps in waits.items()}
     ids: dict[str, str] = {}
@@ -214,7 +215,7 @@ def enqueue_applies(
         before = [ids[name] for name in after if name in ids]
         job = queue.enqueue(
             Jobs.APPLY_PROJECT,
-            kwargs={"push": push, "project": project, "where": where, **({"waits": order} if after else {})},
+            kwargs={"push": push, "project": project, "where": where, **({"waits": order} if given else {})},
             depends_on=Dependency(jobs=before, allow_failure=True) if before else None,
             **OPTIONS[Jobs.APPLY_PROJECT].enqueue_args(
                 tf_timeout=tf_timeout, rate_limit=project_rate_limit(push.repo_id, project)

@@ -9,6 +9,7 @@ merged PR runs them.
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass
 from typing import Any
 
@@ -84,3 +85,19 @@ def succeeded(records: Records, repo_id: int, dependency: str, sha: str) -> None
 def last_success(records: Records, repo_id: int, dependency: str) -> str | None:
     """The commit `dependency` last applied successfully at, as `succeeded` said it."""
     return records.get(_success_key(repo_id, dependency))
+
+
+def save_order(records: Records, repo_id: int, sha: str, waits: Mapping[str, Sequence[str]]) -> None:
+    """The push's order (core.apply_order.waits), kept for an apply of it run again without it (a held
+    apply's approval or `/plan`): it must still wait on what did not apply at that SHA."""
+    plain = {name: list(deps) for name, deps in waits.items()}
+    records.set(redis_keys.apply_order(repo_id, sha), json.dumps(plain), ex=TTL)
+
+
+def order_at(records: Records, repo_id: int, sha: str) -> dict[str, tuple[str, ...]]:
+    """The order `save_order` kept for the push of `sha`; empty when there is none (no dependencies, or
+    Redis lost it)."""
+    data = records.get_json(redis_keys.apply_order(repo_id, sha))
+    if not isinstance(data, dict):
+        return {}
+    return {str(k): tuple(str(d) for d in v) for k, v in data.items() if isinstance(v, list)}
