@@ -228,6 +228,17 @@ def horse_of(job: str, besides: Collection[int] = ()) -> int | None:
     """The pid of a work horse running the job function `job` (RQ titles it `Processing JOB from …`)."""
     wanted = f"Processing {job} from ".encode()
     for proc in Path("/proc").iterdir():
-        if proc.name.isdigit() and int(proc.name) not in besides and wanted in b" ".join(_cmdline(proc)):
-            return int(proc.name)
+        pid = int(proc.name) if proc.name.isdigit() else None
+        if pid is None or pid in besides or wanted not in b" ".join(_cmdline(proc)):
+            continue
+        if _descends_from(pid, os.getpid()):  # this test's workers, never another run's on the same machine
+            return pid
     return None
+
+
+def _descends_from(pid: int | None, ancestor: int) -> bool:
+    while pid is not None and pid > 1:
+        if pid == ancestor:
+            return True
+        pid = _parent(pid)
+    return False
