@@ -10,7 +10,7 @@ UNIT_TOOLS := "terraform|tofu:-:https://opentofu.org/docs/intro/install" git:git
 	bwrap:bubblewrap
 TEST_TOOLS := $(UNIT_TOOLS) chromium:chromium kubectl:kubernetes-client
 
-.PHONY: install tools test unit unit-flows unit-rest lint demo clean
+.PHONY: install tools test test-e2e test-rest unit unit-flows unit-rest lint demo clean
 
 # The product (with its dev tools) and, as a distribution of its own, the GitHub stand-in.
 $(BIN)/plangate: pyproject.toml standin/pyproject.toml
@@ -30,8 +30,16 @@ lint: install
 	$(BIN)/mypy
 	$(BIN)/lint-imports --no-cache --no-logo
 
+# Everything: the end-to-end and slow tests on the Redis the environment names (PLANGATE_TEST_REDIS_URL,
+# else a private one), and beside them, on a private Redis of their own, all the others.
 test: tools lint
-	$(BIN)/pytest -q -p no:cacheprovider
+	@$(MAKE) --no-print-directory -j2 --output-sync=target test-e2e test-rest
+
+test-e2e:
+	$(BIN)/pytest -q -p no:cacheprovider -m "e2e or slow"
+
+test-rest:
+	env -u PLANGATE_TEST_REDIS_URL $(BIN)/pytest -q -p no:cacheprovider -m "not e2e and not slow"
 
 # The pure and flow tests: not the end-to-end ones (`e2e`: workers and a web process), not the `slow`
 # ones (tests/conftest.py), not the GitHub stand-in's own; `make test` runs everything. The flow tests

@@ -50,7 +50,9 @@ def send(url: str, delivery: Delivery, secret: str, app_id: int) -> httpx.Respon
     signed = headers(delivery, body, secret, app_id)
     client = getattr(_clients, "client", None)
     if client is None:
-        client = _clients.client = httpx.Client(timeout=TIMEOUT)
+        # A new connection per delivery, as GitHub's: a kept-alive one the App's server closes while idle
+        # races the next POST ("Server disconnected without sending a response"), a delivery lost.
+        client = _clients.client = httpx.Client(timeout=TIMEOUT, limits=httpx.Limits(max_keepalive_connections=0))
     delivery.sent_at = time.perf_counter()
     response = client.post(url, content=body, headers=signed)
     delivery.status = response.status_code
