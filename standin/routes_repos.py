@@ -14,7 +14,7 @@ from starlette.routing import Route
 
 from standin import commit_shapes, gitops, pulls, shapes
 from standin.auth import DOCS, error, not_found, require_token
-from standin.state import Repo, Status, utcnow
+from standin.state import Repo, State, Status, utcnow
 from standin.web import base_of, json_body, page_response, repo_access, state_of, validation_failed
 
 FULL_SHA = re.compile(r"^[0-9a-f]{40}$")
@@ -97,15 +97,23 @@ def pull_commits(request: Request) -> Response:
     return page_response(request, items)
 
 
-def get_commit(request: Request) -> Response:
-    """One commit, with the logins its author and committer map to."""
+def _commit_of(request: Request) -> tuple[Repo, State, str] | Response:
+    """The repository, the state and the full SHA the path names; else the answer GitHub gives."""
     repo = repo_access(request)
     if isinstance(repo, JSONResponse):
         return repo
-    state = state_of(request)
     sha = gitops.rev(repo.path, request.path_params["sha"])
     if sha is None:
         return error(422, f"No commit found for SHA: {request.path_params['sha']}")
+    return repo, state_of(request), sha
+
+
+def get_commit(request: Request) -> Response:
+    """One commit, with the logins its author and committer map to."""
+    named = _commit_of(request)
+    if isinstance(named, Response):
+        return named
+    repo, state, sha = named
     parent = gitops.rev(repo.path, f"{sha}^")
     found = [c for c in gitops.log(repo.path, parent or "", sha) if c.sha == sha]
     if not found:
@@ -115,13 +123,10 @@ def get_commit(request: Request) -> Response:
 
 def commit_pulls(request: Request) -> Response:
     """PRs whose head is the commit, that merged as it, or whose commits contain it."""
-    repo = repo_access(request)
-    if isinstance(repo, JSONResponse):
-        return repo
-    state = state_of(request)
-    sha = gitops.rev(repo.path, request.path_params["sha"])
-    if sha is None:
-        return error(422, f"No commit found for SHA: {request.path_params['sha']}")
+    named = _commit_of(request)
+    if isinstance(named, Response):
+        return named
+    repo, state, sha = named
     with state.lock:
         found = [
             pulls.pull_json(state, repo, pr, base_of(request))
