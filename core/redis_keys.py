@@ -2,7 +2,7 @@
 
 Redis is queue and cache: GitHub is the system of record. Keys that can move the gate (approvals,
 destroy sets, held applies, the applied guard, the bot login, comment ids) are sealed by the workers
-(workers.adapters.store.records); the others hold nothing an attacker could use to unlock an apply.
+(plumbing.records); the others hold nothing an attacker could use to unlock an apply.
 """
 
 from __future__ import annotations
@@ -17,6 +17,8 @@ REPLAN_PENDING_TTL = 3600  # a re-plan that never ran (its worker died) frees th
 MQ_GONE_TTL = DAY
 SANDBOX_TTL = 7 * DAY
 APPLY_PHASE_TTL = 7 * DAY
+RUN_TTL = {"apply": 7 * DAY, "accept-drift": 7 * DAY}  # a run page lives as long as its job's result
+RUN_DEFAULT_TTL = DAY  # plans, drift checks, merge groups: like a plan job's result
 
 # Counters the workers keep and /metrics reads (hashes).
 GATE_DECISIONS = "plangate:metrics:gate-decisions"
@@ -167,3 +169,18 @@ def apply_order(repo_id: int, sha: str) -> str:
 def waiting_applies(repo_id: int, dependency: str) -> str:
     """The applies a project's failed or held apply stopped (workers.adapters.store.waiting_applies)."""
     return f"plangate:waiting-applies:{repo_id}:{dependency}"
+
+
+def run(run_id: str) -> str:
+    """A run page's record (core.runs): head, plan and gate, each sealed."""
+    return f"plangate:run:{run_id}"
+
+
+def run_output(run_id: str) -> str:
+    """A run's output, a stream of sealed masked lines: a stream id is where a reader resumes."""
+    return f"plangate:run:{run_id}:out"
+
+
+def runs_at(repo_id: int, sha: str) -> str:
+    """The ids of the runs about one commit (its projects' pages link each other)."""
+    return f"plangate:runs-at:{repo_id}:{sha}"

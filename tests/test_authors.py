@@ -14,6 +14,7 @@ import redis
 from gidgethub.abc import GitHubAPI
 
 from core.config import DestroyApprovers
+from plumbing.records import Records
 from standin import Identity
 from standin.facade import StandIn
 from standin.server import Running, start
@@ -30,7 +31,6 @@ from workers.adapters.github.authors import (
     unapplied,
 )
 from workers.adapters.github.permissions import may_approve
-from workers.adapters.store.records import Records
 
 APP_ID = 78
 GHOST = Identity("ghost", "nobody@example.invalid")

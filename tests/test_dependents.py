@@ -16,10 +16,10 @@ from core.project_order import merge_waits, with_dependents
 from core.projects import Project
 from core.render.apply import render_waiting
 from core.render.plan import render_apply_order
+from plumbing.records import Records
 from tests.keys import rsa_pem
 from workers.adapters.queue import fanout
 from workers.adapters.store import waiting_applies
-from workers.adapters.store.records import Records
 from workers.adapters.store.waiting_applies import WaitingApply
 
 POLICY = parse_config(

@@ -15,11 +15,11 @@ from core import redis_keys
 from core.contract import PLANS_QUEUE, Jobs
 from core.drift_schedule import DriftTarget
 from plumbing import settings as settings_module
+from plumbing.records import Records
 from standin.stack import Stack, running_stack
 from standin.state import Issue, Repo
 from tests.tfproject import apply_directly, main_tf, tool
 from workers.adapters.github.auth import TokenCache
-from workers.adapters.store.records import Records
 from workers.adapters.terraform.sandbox import Sandbox
 from workers.context import WorkerContext
 from workers.flows import drift

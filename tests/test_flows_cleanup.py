@@ -13,11 +13,11 @@ from core import redis_keys
 from core.contract import PLANS_QUEUE, GroupRequest, Jobs
 from core.contract_cleanup import GroupGone, PullClosed
 from plumbing import settings as settings_module
+from plumbing.records import Records
 from tests.keys import rsa_pem
 from workers.adapters.github.auth import TokenCache
 from workers.adapters.store import gates as gate_store
 from workers.adapters.store import pr_plans
-from workers.adapters.store.records import Records
 from workers.adapters.terraform.sandbox import Sandbox
 from workers.context import WorkerContext
 from workers.flows import cleanup, merge_queue

@@ -15,13 +15,13 @@ import jwt
 import pytest
 import redis
 
+from plumbing.records import Records
 from standin.facade import StandIn
 from standin.keys import new_private_key_pem
 from standin.server import Running, start
 from tests.keys import public_pem, rsa_pem
 from workers.adapters.github.auth import REFRESH_MARGIN, GitHubAuthError, TokenCache, app_jwt, installation_client
 from workers.adapters.github.client import RateLimited, deferrable
-from workers.adapters.store.records import Records
 
 APP_ID = 77
 
@@ -68,7 +68,7 @@ def test_token_is_minted_once_and_reused(github: tuple[StandIn, Running], redis_
 CHILD = """
 import asyncio, json, sys
 import redis
-from workers.adapters.store.records import Records
+from plumbing.records import Records
 from workers.adapters.github.auth import TokenCache
 url, api, inst, key = sys.argv[1], sys.argv[2], int(sys.argv[3]), sys.stdin.read()
 cache = TokenCache(redis.Redis.from_url(url), app_id=77, private_key=key, api_url=api)

@@ -35,10 +35,10 @@ from core.render.lost import (
 )
 from core.render.marker import parse_marker
 from plumbing.job_options import GAVE_UP
+from plumbing.records import derive_marker_key
 from tests.keys import rsa_pem
 from workers import watchdog
 from workers.adapters.store import applies as apply_store
-from workers.adapters.store.records import derive_marker_key
 
 PUSH = PushRequest(1, 7, "acme/infra", "https://github.example/acme/infra.git", "main", "a" * 40, "b" * 40)
 PROJECT = Project(name="infra", dir="infra")

@@ -9,9 +9,9 @@ import redis
 
 from core.sandbox_paths import Grant
 from plumbing import settings as settings_module
+from plumbing.records import Records
 from tests.keys import rsa_pem
 from workers.adapters.github.auth import TokenCache
-from workers.adapters.store.records import Records
 from workers.adapters.terraform.sandbox import Sandbox
 from workers.context import WorkerContext
 

@@ -1,4 +1,4 @@
-"""workers.adapters.store.records: gate records count only when the App sealed them, for that very key."""
+"""plumbing.records: gate records count only when the App sealed them, for that very key."""
 
 from __future__ import annotations
 
@@ -7,9 +7,9 @@ import logging
 import pytest
 import redis
 
+from plumbing.records import Records
 from standin.keys import new_private_key_pem
 from tests.keys import rsa_pem
-from workers.adapters.store.records import Records
 
 KEY = rsa_pem()
 

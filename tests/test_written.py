@@ -7,10 +7,10 @@ from typing import Any
 
 import redis
 
+from plumbing.records import Records
 from standin.keys import new_private_key_pem
 from tests.keys import rsa_pem
 from workers.adapters.store import written
-from workers.adapters.store.records import Records
 from workers.flows.restore import MAX_BODY, with_note
 
 BODY = '<!-- plangate:plan {"part": 1} -->\n## plangate plan\n\n1 to destroy\n'

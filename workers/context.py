@@ -14,10 +14,10 @@ import redis
 
 from core.sandbox_paths import GRANT_PHASES, GrantPhase
 from plumbing import settings as settings_module
+from plumbing.records import Records
 from plumbing.redis_client import connect
 from plumbing.settings import Settings
 from workers.adapters.github.auth import TokenCache
-from workers.adapters.store.records import Records
 from workers.adapters.terraform.cgroups_probe import MemoryCap
 from workers.adapters.terraform.cgroups_probe import probe as probe_memory_cap
 from workers.adapters.terraform.env import build_env, detect_tool

@@ -17,11 +17,11 @@ from core.approvals import Approval, voided
 from core.config import DestroyApprovers, Rule
 from core.destroy_rules import needs, satisfied_pairs
 from core.gated import Gated
+from plumbing.records import Records
 from workers.adapters.github import GitHub
 from workers.adapters.github.authors import Authors
 from workers.adapters.github.permissions import may_approve, rule_eligibility
 from workers.adapters.store import gates as gate_store
-from workers.adapters.store.records import Records
 
 
 @dataclass(frozen=True)

@@ -15,12 +15,12 @@ from core.destroy_rules import rule_coverage
 from core.gated import Gated, Gates
 from core.render.status import State, held_by_others
 from core.results import ProjectResult
+from plumbing.records import Records
 from workers.adapters.github import GitHub
 from workers.adapters.github.authors import Authors
 from workers.adapters.github.permissions import COULD_NOT_VERIFY, Permission, may_approve, rule_eligibility
 from workers.adapters.github.repo_config import base_config
 from workers.adapters.store import gates as gate_store
-from workers.adapters.store.records import Records
 
 log = logging.getLogger("plangate.gate")
 

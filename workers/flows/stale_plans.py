@@ -10,9 +10,9 @@ default branch can turn it off (`replan_on_base_change: false`).
 
 from __future__ import annotations
 
+from plumbing.records import Records
 from workers.adapters.github import GitHub, comments, vcs
 from workers.adapters.store import written
-from workers.adapters.store.records import Records
 
 STALE_MARKER = "<!-- plangate:stale -->"
 MAX_BODY = 65_536

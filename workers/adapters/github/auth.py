@@ -1,7 +1,7 @@
 """GitHub App authentication for jobs: the App JWT, a Redis-shared installation-token cache, clients.
 
 Tokens live in Redis so every worker process shares one token per installation, encrypted with a
-key derived from the App key (workers.adapters.store.records): Redis is reachable from the network terraform
+key derived from the App key (plumbing.records): Redis is reachable from the network terraform
 shares, and a token there would let the plan's code comment as the bot. A Redis lock makes many
 jobs asking at the same moment mint it once. A token is refreshed when fewer than REFRESH_MARGIN
 seconds of its life remain, so no job starts with a token about to expire.
@@ -31,11 +31,11 @@ from cryptography.hazmat.primitives.serialization import load_pem_private_key
 
 from core import redis_keys
 from core.render.backstop import Backstop
+from plumbing.records import Records
 from workers.adapters.github.checks import CheckRuns
 from workers.adapters.github.client import RETRY_SECONDS, PlangateGitHubAPI, RateLimited, transient
 from workers.adapters.github.metrics import Recorder
 from workers.adapters.github.pacing import Pacer
-from workers.adapters.store.records import Records
 
 USER_AGENT = "plangate"
 REFRESH_MARGIN = 5 * 60

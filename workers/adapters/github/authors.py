@@ -29,7 +29,7 @@ from gidgethub import BadRequest
 from gidgethub.abc import GitHubAPI
 
 from core import redis_keys
-from workers.adapters.store.records import Records
+from plumbing.records import Records
 
 MAX_LISTED_COMMITS = 250  # GitHub's cap on GET /pulls/{n}/commits
 PUSHES = frozenset({"push", "force_push", "branch_creation"})

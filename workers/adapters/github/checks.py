@@ -18,7 +18,7 @@ from gidgethub import BadRequest
 from gidgethub.abc import GitHubAPI
 
 from core import redis_keys
-from workers.adapters.store.records import Records
+from plumbing.records import Records
 
 MODES = ("checks", "statuses")
 APPROVE_PREFIX = "approve-"  # + the plan's digest, cut to GitHub's 20 characters: a stale page approves nothing

@@ -19,11 +19,11 @@ from gidgethub.abc import GitHubAPI
 
 from core import redis_keys
 from core.render.marker import parse_marker
+from plumbing.records import Records
 from workers.adapters.github.auth import app_client
 from workers.adapters.github.checks import CheckRuns
 from workers.adapters.github.comments import set_comment_body
 from workers.adapters.store import written
-from workers.adapters.store.records import Records
 
 MAX_PR_FILES = 3000  # GitHub's pulls/{n}/files stops here
 _POSTING = 0  # a part whose POST may have landed, its id not yet recorded (GitHub's ids start at 1)

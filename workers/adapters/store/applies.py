@@ -1,5 +1,5 @@
 """Redis records of the apply pipeline: blocked applies awaiting approval, the last applied SHA. A lost
-(or badly sealed, see workers.adapters.store.records) record fails closed: nothing is applied without a
+(or badly sealed, see plumbing.records) record fails closed: nothing is applied without a
 fresh plan and check."""
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ from core.contract import ApplyConversation, PushRequest
 from core.gated import Gated
 from core.projects import Project
 from core.render.marker import open_sealed, sealed_marker
-from workers.adapters.store.records import Records
+from plumbing.records import Records
 
 TTL = redis_keys.GATE_TTL
 HELD_KIND = "apply-blocked"

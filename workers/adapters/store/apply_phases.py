@@ -16,7 +16,7 @@ from typing import Any, Literal
 
 from core import redis_keys
 from core.apply_outcome import ApplyOutcome
-from workers.adapters.store.records import Records
+from plumbing.records import Records
 
 Name = Literal["planning", "applying", "applied", "reported"]
 

@@ -2,7 +2,7 @@
 
 Redis is a cache here. The approvals' system of record is the bot's reply comments, each holding a
 sealed marker (core.approvals). When the Redis copy is missing, or its seal does not verify (see
-workers.adapters.store.records), approvals are rebuilt from those markers alone: a marker that does
+plumbing.records), approvals are rebuilt from those markers alone: a marker that does
 not verify, or a bot comment someone else changed (workers.adapters.store.written), counts for nothing.
 """
 
@@ -20,8 +20,8 @@ from core import redis_keys
 from core.approval_markers import approvals_from_comments
 from core.approvals import Approval, from_json, to_json
 from core.gated import Gated, from_plain, to_plain
+from plumbing.records import Records
 from workers.adapters.store import written
-from workers.adapters.store.records import Records
 
 TTL = redis_keys.GATE_TTL
 

@@ -8,7 +8,7 @@ from collections.abc import Mapping
 
 from core import redis_keys
 from core.inputs import LastPlan
-from workers.adapters.store.records import Records
+from plumbing.records import Records
 
 
 def save(records: Records, repo_id: int, pr: int, sha: str, plans: Mapping[str, LastPlan]) -> None:

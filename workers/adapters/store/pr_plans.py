@@ -10,7 +10,7 @@ from dataclasses import asdict, dataclass
 import redis
 
 from core import redis_keys
-from workers.adapters.store.records import Records
+from plumbing.records import Records
 
 TTL = redis_keys.PR_PLANS_TTL
 PENDING_TTL = redis_keys.REPLAN_PENDING_TTL

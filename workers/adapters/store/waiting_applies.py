@@ -1,7 +1,7 @@
 """Who waits on whom: the applies a project's failed, held or lost apply stopped (core.apply_order), so
 that when that project later applies successfully at the branch the dependents it held are applied too.
 
-Sealed like the held applies (workers.adapters.store.records): a record names where approvals are read
+Sealed like the held applies (plumbing.records): a record names where approvals are read
 from. A lost record fails closed: its dependents stay unapplied until a new push or `/plan` on the
 merged PR runs them.
 """
@@ -16,7 +16,7 @@ from typing import Any
 from core import redis_keys
 from core.contract import ApplyConversation, PushRequest
 from core.projects import Project
-from workers.adapters.store.records import Records
+from plumbing.records import Records
 
 TTL = redis_keys.GATE_TTL
 

@@ -19,7 +19,7 @@ from typing import Any
 
 from core import redis_keys
 from core.render.controls import printable
-from workers.adapters.store.records import Records
+from plumbing.records import Records
 
 TTL = redis_keys.GATE_TTL
 
