@@ -1,4 +1,5 @@
-"""Recent runs for the status page: one JSON entry per plan/apply outcome, newest first, capped."""
+"""Recent runs for the status page: one JSON entry per plan/apply outcome (and per closed PR), newest first,
+capped at KEEP: the status page reads them all in one LRANGE and groups them per repository."""
 
 from __future__ import annotations
 
@@ -11,11 +12,12 @@ import redis
 from core import redis_keys
 
 RUNS_KEY = redis_keys.RUNS
-KEEP = 200
+KEEP = 1_000
 
 
 def record_run(conn: redis.Redis, **fields: Any) -> None:
-    """fields: kind (plan|apply|drift), repo, number, project, sha, summary, gate, approver, result, url."""
+    """fields: kind (plan|approval|apply|drift|accept-drift|closed), repo, number, project, sha, summary, gate,
+    gate_description, approver, result, url, run (the id of the run's page, /runs/{run})."""
     entry = {"at": time.time(), **fields}
     with conn.pipeline() as pipe:
         pipe.lpush(RUNS_KEY, json.dumps(entry, default=str))
