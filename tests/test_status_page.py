@@ -26,7 +26,7 @@ from bot.status_page import render_status_page
 from bot.status_reads import read_failed
 from core.contract import COMMANDS_QUEUE, PLANS_QUEUE, Jobs
 from plumbing import settings
-from plumbing.runlog import KEEP, RUNS_KEY, record_run
+from plumbing.runlog import KEEP, RUNS_KEY, recent_runs, record_run
 from standin.local_redis import free_port
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -419,3 +419,12 @@ def test_a_reader_of_some_repositories_sees_their_prs_however_deep_in_the_log(re
     assert "secret" not in page and 'href="/runs/mine-1"' in page and "Open pull requests" in page
     everything = status_reads.read(redis_conn, None)
     assert len(everything.runs) == 901
+
+
+def test_the_run_log_skips_what_is_not_an_entry_and_reads_what_the_stdlib_wrote(redis_conn: redis.Redis) -> None:
+    odd = json.dumps({"kind": "plan", "at": float("nan"), "number": 2**70, "repo": "acme/infra"})
+    redis_conn.lpush(RUNS_KEY, b"not json", b"[1]", b"\xff", odd, json.dumps({"kind": "apply", "at": 5.0}))
+    apply, plan = recent_runs(redis_conn, 10)
+    assert apply == {"kind": "apply", "at": 5.0}
+    assert plan["number"] == 2**70 and plan["at"] != plan["at"]  # NaN, as json.dumps wrote it
+    assert f"#{2**70}" in Parsed(render_status_page([apply, plan], {}, [], NOW)).joined()
