@@ -223,3 +223,16 @@ def test_a_progress_comment_changed_by_someone_else_is_put_back_as_plangate_last
     _publish(world, req, projects)
     was = written.lookup(world.ctx.records, req.repo_id, comment.id)
     assert was is not None and not progress(was.body) and was.body == world.bot_bodies(req.pr)[0]
+
+
+def test_a_progress_edit_github_refuses_fails_nothing(world: World) -> None:
+    req, projects, jobs = _opened(world)
+    world.run(plan_progress.start(world.ctx, req, projects, jobs))
+    (comment,) = world.gh.comments_on(world.repo, req.pr)
+    world.gh.faults.add("PATCH", f"/repos/{world.repo.full_name}/issues/comments/{comment.id}", status=422, times=1)
+    _next_turn(world, req)
+    world.run(plan_progress.done(world.ctx, req, projects[0].identity, jobs[projects[0].identity]))  # no raise
+    assert "0 of 3 done" in world.bot_bodies(req.pr)[0]
+    assert not world.ctx.redis.exists(redis_keys.comment_lock(req.repo_id, req.pr))  # given back all the same
+    _publish(world, req, projects)
+    assert "3 projects planned" in world.bot_bodies(req.pr)[0]

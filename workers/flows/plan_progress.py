@@ -16,8 +16,9 @@ then takes the lock (waiting out any holder: a lock outlives no holder by more t
 progress edit takes the lock without waiting and, holding it, reads the flag and the PR's head: it
 edits only when the flag is unset and its SHA is still the head. So a progress edit either finished
 before the publish took the lock, or saw the flag and did nothing; and an older SHA's progress never
-edits once a newer SHA is dispatched (the head moved). A progress edit gives up its GitHub request
-well within the lock's TTL, so it cannot still be in flight when the lock expires.
+edits once a newer SHA is dispatched (the head moved). A progress edit gives up on GitHub within half
+the lock's TTL (longer than GitHub itself lets a request run), so none is in flight once the lock has
+expired; a holder that died leaves the lock to expire, which the publish waits out.
 
 Nothing here touches the gate: the progress body has no plan and no approval marker, and a SHA whose
 plan was already published (a `/plan` again, a re-plan on the test merge) gets no progress at all,
@@ -29,8 +30,8 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
-from collections.abc import AsyncIterator, Mapping, Sequence
-from contextlib import asynccontextmanager
+from collections.abc import AsyncIterator, Iterator, Mapping, Sequence
+from contextlib import asynccontextmanager, contextmanager
 
 from core import redis_keys
 from core.contract import PlanRequest
@@ -56,30 +57,35 @@ async def start(ctx: WorkerContext, req: PlanRequest, projects: Sequence[Project
     if req.pr == 0 or len(projects) < 2:
         return
     records, repo_id = ctx.records, req.repo_id
-    published = store.published(records, repo_id, req.pr, req.sha)
-    if published or gate_store.load_plan(records, repo_id, req.pr, req.sha) is not None:
-        return  # this SHA's plan is out: it stays until the new one replaces it
-    store.start(records, repo_id, req.pr, req.sha, {p.identity: identity_label(p.identity) for p in projects})
-    store.planned_by(records, repo_id, req.pr, req.sha, jobs)
-    store.take_turn(records, repo_id, req.pr, first=True)
-    await _edit(ctx, req, wait=FIRST_WAIT)
+    with _quietly(req):
+        published = store.published(records, repo_id, req.pr, req.sha)
+        if published or gate_store.load_plan(records, repo_id, req.pr, req.sha) is not None:
+            return  # this SHA's plan is out: it stays until the new one replaces it
+        store.start(records, repo_id, req.pr, req.sha, {p.identity: identity_label(p.identity) for p in projects})
+        store.planned_by(records, repo_id, req.pr, req.sha, jobs)
+        store.take_turn(records, repo_id, req.pr, first=True)
+        await _edit(ctx, req, wait=FIRST_WAIT)
 
 
 async def done(ctx: WorkerContext, req: PlanRequest, identity: str, job: str) -> None:
     """Job `job` ended its plan of `identity`: the comment shows it, unless an edit went out lately."""
     if req.pr == 0:
         return  # a merge group: no conversation
-    store.ended(ctx.records, req.repo_id, req.pr, req.sha, identity, job)
-    if store.load(ctx.records, req.repo_id, req.pr, req.sha) is None:
-        return
-    if store.take_turn(ctx.records, req.repo_id, req.pr):
-        await _edit(ctx, req, wait=0.0)
+    with _quietly(req):
+        store.ended(ctx.records, req.repo_id, req.pr, req.sha, identity, job)
+        if store.load(ctx.records, req.repo_id, req.pr, req.sha) is None:
+            return
+        if store.take_turn(ctx.records, req.repo_id, req.pr):
+            await _edit(ctx, req, wait=0.0)
 
 
 def handed_on(ctx: WorkerContext, req: PlanRequest, jobs: Mapping[str, str]) -> None:
     """A batch handed projects on to jobs of their own (identity → job id): their run pages are there."""
-    if req.pr and jobs and store.load(ctx.records, req.repo_id, req.pr, req.sha) is not None:
-        store.planned_by(ctx.records, req.repo_id, req.pr, req.sha, jobs)
+    if not (req.pr and jobs):
+        return
+    with _quietly(req):
+        if store.load(ctx.records, req.repo_id, req.pr, req.sha) is not None:
+            store.planned_by(ctx.records, req.repo_id, req.pr, req.sha, jobs)
 
 
 @asynccontextmanager
@@ -90,16 +96,23 @@ async def publishing(ctx: WorkerContext, req: PlanRequest) -> AsyncIterator[None
         yield
 
 
-async def _edit(ctx: WorkerContext, req: PlanRequest, *, wait: float) -> None:
-    """The progress as it is now, in the PR's plan comment, if the publish has not begun and the SHA is
-    still the PR's head. A failure is logged, never raised: progress must not fail a plan."""
+@contextmanager
+def _quietly(req: PlanRequest) -> Iterator[None]:
+    """A failure is logged, never raised: what progress shows is never worth failing a plan for (a
+    retried plan job plans again)."""
     try:
-        async with store.comment_lock(ctx.records, req.repo_id, req.pr, wait=wait) as held:
-            if held:
-                await _edit_holding_lock(ctx, req)
-    except Exception as exc:  # what progress shows is never worth failing a plan for
+        yield
+    except Exception as exc:
         failure = f"{type(exc).__name__}: {exc}"[:300]
         log.warning(json.dumps({"repo": req.repo, "pr": req.pr, "sha": req.sha, "progress_failed": failure}))
+
+
+async def _edit(ctx: WorkerContext, req: PlanRequest, *, wait: float) -> None:
+    """The progress as it is now, in the PR's plan comment, if the publish has not begun and the SHA is
+    still the PR's head; nothing when the comment's lock stays held `wait` seconds."""
+    async with store.comment_lock(ctx.records, req.repo_id, req.pr, wait=wait) as held:
+        if held:
+            await _edit_holding_lock(ctx, req)
 
 
 async def _edit_holding_lock(ctx: WorkerContext, req: PlanRequest) -> None:
