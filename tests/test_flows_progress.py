@@ -236,3 +236,12 @@ def test_a_progress_edit_github_refuses_fails_nothing(world: World) -> None:
     assert not world.ctx.redis.exists(redis_keys.comment_lock(req.repo_id, req.pr))  # given back all the same
     _publish(world, req, projects)
     assert "3 projects planned" in world.bot_bodies(req.pr)[0]
+
+
+def test_a_publish_that_lost_the_comments_id_finds_the_progress_comment_and_edits_it(world: World) -> None:
+    req, projects, jobs = _opened(world)
+    world.run(plan_progress.start(world.ctx, req, projects, jobs))
+    world.ctx.redis.delete(redis_keys.comments(req.repo_id, req.pr, "plan"))  # Redis lost which comment it is
+    _publish(world, req, projects)
+    (body,) = world.bot_bodies(req.pr)  # the progress comment, found by its marker and edited: no second one
+    assert not progress(body) and "3 projects planned" in body
