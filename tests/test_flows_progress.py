@@ -245,3 +245,18 @@ def test_a_publish_that_lost_the_comments_id_finds_the_progress_comment_and_edit
     _publish(world, req, projects)
     (body,) = world.bot_bodies(req.pr)  # the progress comment, found by its marker and edited: no second one
     assert not progress(body) and "3 projects planned" in body
+
+
+def test_the_plan_of_an_older_sha_is_replaced_by_the_newer_shas_progress_then_its_plan(world: World) -> None:
+    req, projects, _ = _opened(world)
+    _publish(world, req, projects)
+    assert req.sha[:7] in world.bot_bodies(req.pr)[0]
+    newer, again = _decided(world, world.pushed(world.pr(req.pr), {f"{n}/main.tf": _tf("3") for n in NAMES}))
+    assert len(again) == 3
+    world.run(plan_progress.start(world.ctx, newer, again, {p.identity: "job-new" for p in again}))
+    (body,) = world.bot_bodies(req.pr)
+    assert progress(body) and f"at `{newer.sha[:7]}`: 0 of 3 done" in body and req.sha not in body
+    _publish(world, newer, again)
+    (body,) = world.bot_bodies(req.pr)
+    assert not progress(body) and newer.sha[:7] in body and "3 projects planned" in body
+    assert len(_comment_writes(world)) == 3  # the first plan, the newer progress, the newer plan
