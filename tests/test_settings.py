@@ -49,6 +49,11 @@ def test_defaults() -> None:
     assert loaded.max_projects == 500 and settings.load({"PLANGATE_MAX_PROJECTS": " 40 "}).max_projects == 40
     ghes = settings.load({"GITHUB_API_URL": "https://ghe.example.com/api/v3/"})
     assert ghes.api_url == "https://ghe.example.com/api/v3"
+    assert loaded.public_url is None and settings.load({"PLANGATE_PUBLIC_URL": " "}).public_url is None
+    assert (
+        settings.load({"PLANGATE_PUBLIC_URL": "https://gate.example.org/pg/"}).public_url
+        == "https://gate.example.org/pg"
+    )
 
 
 BAD = [
@@ -67,6 +72,8 @@ BAD = [
     ({"PLANGATE_STATUS_PUBLIC": "maybe"}, "PLANGATE_STATUS_PUBLIC"),
     ({"PLANGATE_LOG_LEVEL": "verbose"}, "PLANGATE_LOG_LEVEL"),
     ({"PLANGATE_MAX_PROJECTS": "0"}, "PLANGATE_MAX_PROJECTS"),
+    ({"PLANGATE_PUBLIC_URL": "gate.example.org"}, "PLANGATE_PUBLIC_URL"),
+    ({"PLANGATE_PUBLIC_URL": "javascript:alert(1)"}, "PLANGATE_PUBLIC_URL"),
     ({"PLANGATE_MAX_PROJECTS": "2.5"}, "PLANGATE_MAX_PROJECTS"),
     ({"PLANGATE_MAX_PROJECTS": "\u00b2"}, "PLANGATE_MAX_PROJECTS"),
     ({"PLANGATE_STATUS_TOKEN": "too-short"}, "PLANGATE_STATUS_TOKEN"),

@@ -29,7 +29,7 @@ from workers.adapters.github.repo_config import mask_patterns
 from workers.adapters.store import audit, pr_heads, pr_plans
 from workers.adapters.store import gates as gate_store
 from workers.context import WorkerContext
-from workers.flows import carry, failed_applies, gate_check
+from workers.flows import carry, failed_applies, gate_check, plan_progress
 
 log = logging.getLogger("plangate.plan")
 
@@ -129,7 +129,8 @@ async def publish(
         bodies[0] = with_banner(bodies[0], failed_applies.banner_for(ctx, req.repo_id, {r.identity for r in results}))
         gate = destroy_status(results) if cov is None else approval_status(cov)
         gate = gate_check.at_commit(ctx.records, req.repo_id, req.sha, req.pr, gate)
-        published = await _comment_and_reports(ctx, gh, req, results, bodies, judged, login, gate)
+        async with plan_progress.publishing(ctx, req):  # no progress edit lands after the plan
+            published = await _comment_and_reports(ctx, gh, req, results, bodies, judged, login, gate)
         _remember(ctx, req, results, made, meta, judged)
     _record_runs(ctx, req, results, patterns, gate, published.url)
     log.info(json.dumps({"repo": req.repo, "pr": req.pr, "sha": req.sha, "outcome": "published"}))
