@@ -281,6 +281,7 @@ def test_every_file_a_secret_is_read_from_is_one_the_worker_keeps_out_of_the_san
         "GITHUB_CLIENT_SECRET_PATH",
         "PLANGATE_STATUS_TOKEN_PATH",
         "PLANGATE_ENV_FILE",
+        "PLANGATE_OIDC_KEY_DIR",
     }
     files = {name: tmp_path / name.lower() for name in settings.SECRET_FILE_SETTINGS}
     for path in files.values():
@@ -288,7 +289,8 @@ def test_every_file_a_secret_is_read_from_is_one_the_worker_keeps_out_of_the_san
     files["GITHUB_APP_PRIVATE_KEY_PATH"].write_text(rsa_pem())
     env = {name: str(path) for name, path in files.items()}
     sentinel = {"REDIS_URL": "redis+sentinel://sentinel-0/mymaster"}  # where a sentinel password belongs
-    loaded = settings.load({**env, **sentinel, "GITHUB_APP_ID": "1", "GITHUB_CLIENT_ID": "Iv1.abc"})
+    issuer = {"PLANGATE_PUBLIC_URL": "https://plangate.example"}  # the OIDC key directory needs an issuer
+    loaded = settings.load({**env, **sentinel, **issuer, "GITHUB_APP_ID": "1", "GITHUB_CLIENT_ID": "Iv1.abc"})
     assert dict(loaded.secret_files) == files
 
 

@@ -18,6 +18,7 @@ it finds no drift.
 from __future__ import annotations
 
 import asyncio
+import functools
 import json
 import logging
 from dataclasses import replace
@@ -138,7 +139,9 @@ async def _accept(ctx: WorkerContext, req: CommandRequest, target: DriftTarget, 
     patterns = [*ctx.settings.mask_patterns, *policy.mask_patterns]
     # As a merge's apply: the code's init and plan with the plan phase's credentials, only `terraform
     # apply` of the checked plan file with the apply phase's.
-    plan_tf, tf = ctx.terraform(project.tool, "plan", merged=True), ctx.terraform(project.tool, "apply")
+    identity = functools.partial(ctx.identity, policy, project, repo=req.repo, repo_id=req.repo_id, sha=sha, ref=branch)
+    plan_tf = replace(ctx.terraform(project.tool, "plan", merged=True), oidc=identity("plan"))
+    tf = replace(ctx.terraform(project.tool, "apply"), oidc=identity("apply", approvers=(req.commenter,)))
     scope = "accept-drift"
     with pipeline.checked_out(ctx.checkouts, req.repo_id, scope, sha, project.name, target.clone_url, token) as dirs:
         saved = await asyncio.to_thread(pipeline.plan, plan_tf, project, dirs, refresh_only=True)

@@ -10,9 +10,11 @@ outcome an apply already had.
 from __future__ import annotations
 
 import asyncio
+import functools
 import json
 import logging
 from collections.abc import Mapping
+from dataclasses import replace
 
 from core.apply_outcome import ApplyOutcome, Ending
 from core.apply_outcome import held as held_outcome
@@ -106,6 +108,8 @@ async def _run(
         policy = await base_config(gh, req.repo, policy_ref(req))  # invalid: nothing is applied ("failed")
         patterns = [*ctx.settings.mask_patterns, *policy.mask_patterns]
         scope, name, code = "push", project.name, project.destroy_from or req.after
+        identity = functools.partial(ctx.identity, policy, project, repo=req.repo, repo_id=req.repo_id, sha=code)
+        plan_tf = replace(plan_tf, oidc=identity("plan", ref=req.branch))
         with pipeline.checked_out(ctx.checkouts, req.repo_id, scope, code, name, req.clone_url, token) as dirs:
             saved = await asyncio.to_thread(pipeline.plan, plan_tf, project, dirs)
             decided = await apply_decision.decide(ctx, gh, req, project, where, policy, saved, patterns)
@@ -115,6 +119,8 @@ async def _run(
                 return await _block(ctx, gh, req, project, where, decided)
             if not isinstance(decided.decision, Apply):
                 return await _report_only(ctx, gh, req, project, where, decided, decided.decision.reason)
+            approvers = tuple(sorted(decided.approved.approvers))
+            tf = replace(tf, oidc=identity("apply", ref=req.branch, approvers=approvers))
             return await _apply(ctx, gh, req, project, where, decided, tf, dirs, run_id)
 
 
