@@ -1,0 +1,57 @@
+"""A PR plan's runs as the gate sees them: which run each published plan is, the gate's verdict written to
+each run's page whenever the gate is decided, and the run page a commit's reports link to.
+
+A run page only shows the gate: nothing here feeds a gate decision, and what is written is the verdict
+just reported to GitHub (the sealed records of plumbing.run_store keep a plan's code from rewriting it).
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterable, Mapping
+
+from core.approvals import Coverage
+from core.gated import Gates
+from core.render.run_links import reported_run, run_url
+from core.run_gate import run_gates
+from core.runs import run_id
+from plumbing.records import Records
+from plumbing.run_store import RunStore
+
+
+def run_ids(made: Mapping[str, tuple[str, str]] | None, identities: Iterable[str]) -> dict[str, str]:
+    """identity → the run that made its plan (`made`: identity → (job id, SHA planned at), a carried plan's
+    the earlier job's), for each of `identities` whose job is known."""
+    made = made or {}
+    return {identity: run_id(made[identity][0], identity) for identity in identities if identity in made}
+
+
+def write_gates(
+    records: Records,
+    runs: Mapping[str, str],
+    gates: Gates,
+    coverage: Coverage | None,
+    status: tuple[str, str],
+) -> None:
+    """Each run's verdicts under the status just reported (a run whose record has expired is left alone)."""
+    if not runs:
+        return
+    store = RunStore(records)
+    judged = run_gates(gates, coverage, status, at=time.time(), identities=tuple(runs))
+    for identity, run in runs.items():
+        store.set_gate([run], judged[identity])
+
+
+def report_url(
+    public_url: str | None,
+    identities: list[str],
+    runs: Mapping[str, str],
+    coverage: Coverage | None,
+    failed: Iterable[str],
+) -> str | None:
+    """The run page `plangate/plan` and `plangate/destroy` link to (core.render.run_links.reported_run);
+    None without PLANGATE_PUBLIC_URL or a known run (the reports then link as they always did)."""
+    if not public_url:
+        return None
+    blocked = {identity for identity, _ in coverage.unapproved_pairs} if coverage is not None else set()
+    return run_url(public_url, reported_run(identities, runs, blocked=blocked, failed=set(failed)))
