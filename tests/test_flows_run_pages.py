@@ -16,16 +16,21 @@ from typing import Any
 import pytest
 
 from core.approvals import Coverage
+from core.config import DestroyApprovers
 from core.contract import DESTROY_CONTEXT, PLAN_CONTEXT, CommandRequest, PlanRequest
 from core.results import ProjectResult
 from core.runs import RunGate, RunHead, run_id
 from plumbing.run_store import RunStore
 from plumbing.runlog import recent_runs
 from standin.state import iso
+from tests.e2e import BOT
 from tests.flows import World, world_at
 from tests.tfproject import main_tf
+from workers.adapters.github.auth import installation_client
+from workers.adapters.github.authors import Authors
 from workers.adapters.store import gates as gate_store
 from workers.flows import commands, pr_publish, run_pages
+from workers.flows.apply_approvals import Standing, standing
 
 BASE = {"keep": "a", "doomed": "b"}
 PUBLIC = "https://gate.example.org/plangate"
@@ -169,3 +174,46 @@ def test_the_reports_link_the_blocked_project_of_several_else_the_failed_one_els
     assert run_pages.report_url(None, order, runs, blocked, ["b"]) is None
     assert run_pages.report_url(PUBLIC, order, {}, blocked, ["b"]) is None
     assert run_pages.run_ids(None, order) == {}
+
+
+def test_a_merge_time_apply_run_shows_the_approvals_that_still_stand(world: World) -> None:
+    req, results, _ = _planned(world, {"keep": "a"})
+    world.run(pr_publish.publish(world.ctx, req, results, world.made))
+    assert _approve(world, req, "bob") == "+1"
+    identity = results[0].identity
+    record = gate_store.load_plan(world.ctx.records, world.repo.id, req.pr, req.sha)
+    assert record is not None
+    gates = record.gates[identity]
+    apply_run = run_id("apply-job", identity)
+    head = RunHead(apply_run, "apply", world.repo.full_name, world.repo.id, req.sha, "infra", "infra", "default")
+    RunStore(world.ctx.records).start(head)
+
+    async def stands() -> Standing:
+        assert world.repo.installation_id is not None
+        async with installation_client(world.ctx.tokens, world.repo.installation_id, world.ctx.settings.api_url) as gh:
+            return await standing(
+                world.ctx.records,
+                gh,
+                repo=world.repo.full_name,
+                repo_id=world.repo.id,
+                number=req.pr,
+                shas=(req.sha,),
+                identity=identity,
+                gates=gates,
+                bot_login=BOT,
+                authors=Authors({"alice": "opened this pull request"}),
+                policy=DestroyApprovers(),
+            )
+
+    run_pages.write_apply_gate(
+        world.ctx.records, apply_run, identity, gates, world.run(stands()), ("success", "applied")
+    )
+    gate = _gate(world, apply_run)
+    assert (gate.state, gate.description) == ("success", "applied")
+    assert [(v.key, v.state, v.approvers) for v in gate.verdicts] == [(DOOMED, "approved", ("bob",))]
+
+    world.gh.set_permission(world.repo, "bob", "read")  # his write access was taken away before the merge
+    blocked = ("failure", "blocked: 1 gated change — /approve-destroy")
+    run_pages.write_apply_gate(world.ctx.records, apply_run, identity, gates, world.run(stands()), blocked)
+    gate = _gate(world, apply_run)
+    assert [(v.key, v.state, v.approvers) for v in gate.verdicts] == [(DOOMED, "waiting", ())]

@@ -14,6 +14,7 @@ from core.destroy_rules import rule_coverage
 from core.gated import Gated, Gates
 from core.run_gate import FAILED_NOTE, run_gates, verdict
 from core.runs import VERDICT_STATES
+from workers.flows.apply_approvals import Standing
 
 SHA = "abc1234" + "0" * 33
 DNS, WEB = "dns@default:dns", "web@default:web"
@@ -186,3 +187,29 @@ def test_unjudged_changes_are_all_waiting(raw: dict[str, list[str]]) -> None:
     runs = run_gates(gates, None, STATUS, at=0.0)
     assert all(v.state == "waiting" and not v.approvers for run in runs.values() for v in run.verdicts)
     assert sum(len(r.verdicts) for r in runs.values()) == sum(len(ks) for ks in raw.values())
+
+
+def test_an_apply_standing_reads_as_the_coverage_of_its_one_project() -> None:
+    gates = {
+        "a.b": gated("a.b"),
+        "c.d": gated("c.d"),
+        "e.f": gated("e.f"),
+        "g.h": gated("g.h"),
+    }
+    standing = Standing(
+        keys=frozenset({"a.b"}),
+        approvers=("bob",),
+        voided=("e.f", "not.planned"),
+        approved_by={"a.b": ("bob",), "c.d": ("carol",), "not.planned": ("x",)},
+        notes={"c.d": "destroy_rules[0]: needs 1 more approval", "g.h": "destroy_rules[1]: never — no approval"},
+        never=frozenset({"g.h"}),
+    )
+    cov = standing.coverage(DNS, gates)
+    assert cov.approved_pairs == {(DNS, "a.b")} and cov.total == 4
+    (run,) = run_gates({DNS: gates}, cov, ("failure", "blocked"), at=0.0).values()
+    assert [(v.key, v.state, v.approvers, v.note) for v in run.verdicts] == [
+        ("a.b", "approved", ("bob",), "approved"),
+        ("c.d", "waiting", ("carol",), "destroy_rules[0]: needs 1 more approval"),
+        ("e.f", "voided", (), "approved before for another object (or other code): needs 1 approval of this plan"),
+        ("g.h", "never", (), "destroy_rules[1]: never — no approval"),
+    ]

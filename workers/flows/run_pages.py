@@ -11,12 +11,13 @@ import time
 from collections.abc import Iterable, Mapping
 
 from core.approvals import Coverage
-from core.gated import Gates
+from core.gated import Gated, Gates
 from core.render.run_links import reported_run, run_url
 from core.run_gate import run_gates
 from core.runs import run_id
 from plumbing.records import Records
 from plumbing.run_store import RunStore
+from workers.flows.apply_approvals import Standing
 
 
 def run_ids(made: Mapping[str, tuple[str, str]] | None, identities: Iterable[str]) -> dict[str, str]:
@@ -40,6 +41,20 @@ def write_gates(
     judged = run_gates(gates, coverage, status, at=time.time(), identities=tuple(runs))
     for identity, run in runs.items():
         store.set_gate([run], judged[identity])
+
+
+def write_apply_gate(
+    records: Records,
+    run: str,
+    identity: str,
+    gates: Mapping[str, Gated],
+    approved: Standing,
+    status: tuple[str, str],
+) -> None:
+    """A merge-time apply's run: the gate on its fresh plan (`gates`, the approvals that still stand for
+    them) under `status`, plangate/apply's (state, description) for that project."""
+    judged = run_gates({identity: gates}, approved.coverage(identity, gates), status, at=time.time())
+    RunStore(records).set_gate([run], judged[identity])
 
 
 def report_url(
