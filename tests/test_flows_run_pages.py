@@ -14,17 +14,20 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+import redis
 
 from core.approvals import Coverage
 from core.config import DestroyApprovers
 from core.contract import DESTROY_CONTEXT, PLAN_CONTEXT, CommandRequest, PlanRequest
 from core.results import ProjectResult
 from core.runs import RunGate, RunHead, run_id
+from plumbing.records import Records
 from plumbing.run_store import RunStore
 from plumbing.runlog import recent_runs
 from standin.state import iso
 from tests.e2e import BOT
 from tests.flows import World, world_at
+from tests.keys import rsa_pem
 from tests.tfproject import main_tf
 from workers.adapters.github.auth import installation_client
 from workers.adapters.github.authors import Authors
@@ -217,3 +220,18 @@ def test_a_merge_time_apply_run_shows_the_approvals_that_still_stand(world: Worl
     run_pages.write_apply_gate(world.ctx.records, apply_run, identity, gates, world.run(stands()), blocked)
     gate = _gate(world, apply_run)
     assert [(v.key, v.state, v.approvers) for v in gate.verdicts] == [(DOOMED, "waiting", ())]
+
+
+def test_a_redis_error_writing_a_page_is_logged_not_raised(
+    redis_conn: redis.Redis, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    def down(*_: object) -> None:
+        raise redis.ConnectionError("gone")
+
+    monkeypatch.setattr(RunStore, "set_gate", down)
+    records = Records(redis_conn, rsa_pem())
+    run_pages.write_gates(records, {"a": run_id("j", "a")}, {}, None, ("success", "No destroys"))
+    assert '"gate": "not written"' in caplog.text and "ConnectionError" in caplog.text
+    monkeypatch.setattr(RunStore, "set_gate", lambda *_: (_ for _ in ()).throw(ValueError("a bug")))
+    with pytest.raises(ValueError):  # anything but Redis failing is a bug, and fails the job
+        run_pages.write_gates(records, {"a": run_id("j", "a")}, {}, None, ("success", "No destroys"))

@@ -137,8 +137,8 @@ async def publish(
         identities = [r.identity for r in results]
         link = run_pages.report_url(ctx.settings.public_url, identities, runs, cov, judged.failed)
         published = await _comment_and_reports(ctx, gh, req, results, bodies, judged, login, gate, runs, link)
-        run_pages.write_gates(ctx.records, runs, judged.gates, cov, gate)
         _remember(ctx, req, results, made, meta, judged)
+        run_pages.write_gates(ctx.records, runs, judged.gates, cov, gate)
     _record_runs(ctx, req, results, patterns, gate, published.url, runs)
     log.info(json.dumps({"repo": req.repo, "pr": req.pr, "sha": req.sha, "outcome": "published"}))
 
