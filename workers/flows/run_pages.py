@@ -7,23 +7,17 @@ just reported to GitHub (the sealed records of plumbing.run_store keep a plan's 
 
 from __future__ import annotations
 
-import json
-import logging
 import time
 from collections.abc import Iterable, Mapping
-
-import redis
 
 from core.approvals import Coverage
 from core.gated import Gated, Gates
 from core.render.run_links import reported_run, run_url
 from core.run_gate import run_gates
-from core.runs import RunGate, run_id
+from core.runs import run_id
 from plumbing.records import Records
-from plumbing.run_store import RunStore
+from workers.adapters.store import run_gates as run_gates_store
 from workers.flows.apply_approvals import Standing
-
-log = logging.getLogger("plangate.runs")
 
 
 def run_ids(made: Mapping[str, tuple[str, str]] | None, identities: Iterable[str]) -> dict[str, str]:
@@ -44,7 +38,7 @@ def write_gates(
     if not runs:
         return
     judged = run_gates(gates, coverage, status, at=time.time(), identities=tuple(runs))
-    _set(records, {run: judged[identity] for identity, run in runs.items()})
+    run_gates_store.set_gates(records, {run: judged[identity] for identity, run in runs.items()})
 
 
 def write_apply_gate(
@@ -58,18 +52,7 @@ def write_apply_gate(
     """A merge-time apply's run: the gate on its fresh plan (`gates`, the approvals that still stand for
     them) under `status`, plangate/apply's (state, description) for that project."""
     judged = run_gates({identity: gates}, approved.coverage(identity, gates), status, at=time.time())
-    _set(records, {run: judged[identity]})
-
-
-def _set(records: Records, gates: Mapping[str, RunGate]) -> None:
-    """Written after the gate's own work is done (reported to GitHub, recorded): a page is a view of it, so
-    a Redis error here is logged, never the end of a job that already decided and reported the gate."""
-    store = RunStore(records)
-    try:
-        for run, gate in gates.items():
-            store.set_gate([run], gate)
-    except redis.RedisError as exc:
-        log.warning(json.dumps({"runs": sorted(gates), "gate": "not written", "error": type(exc).__name__}))
+    run_gates_store.set_gates(records, {run: judged[identity]})
 
 
 def report_url(
