@@ -28,7 +28,7 @@ from standin.state import iso
 from tests.e2e import BOT
 from tests.flows import World, world_at
 from tests.keys import rsa_pem
-from tests.tfproject import main_tf
+from tests.tfproject import apply_directly, main_tf
 from workers.adapters.github.auth import installation_client
 from workers.adapters.github.authors import Authors
 from workers.adapters.store import gates as gate_store
@@ -235,3 +235,30 @@ def test_a_redis_error_writing_a_page_is_logged_not_raised(
     monkeypatch.setattr(RunStore, "set_gate", lambda *_: (_ for _ in ()).throw(ValueError("a bug")))
     with pytest.raises(ValueError):  # anything but Redis failing is a bug, and fails the job
         run_pages.write_gates(records, {"a": run_id("j", "a")}, {}, None, ("success", "No destroys"))
+
+
+def test_of_several_projects_the_reports_link_the_one_still_waiting(tmp_path: Path, redis_url: str) -> None:
+    zone_state = tmp_path / "state" / "zone.tfstate"
+    zone_state.parent.mkdir(parents=True, exist_ok=True)
+    apply_directly(tmp_path / "applied-zone", main_tf(zone_state, BASE))
+    with world_at(tmp_path, redis_url, BASE, extra={"zone/main.tf": main_tf(zone_state, BASE)}) as world:
+        _public(world)
+        files = {
+            "infra/main.tf": main_tf(world.state, {**BASE, "more": "c"}),  # nothing gated
+            "zone/main.tf": main_tf(zone_state, {"keep": "a"}),  # destroys its `doomed`
+        }
+        req = world.opened("both", files)
+        planned = world.plan_pr(req)
+        assert planned is not None
+        request, results = planned
+        runs = {r.dir: run_id(world.made[r.identity][0], r.identity) for r in results}
+        assert [r.dir for r in results] == ["infra", "zone"]  # the one waiting is not the first
+        world.run(pr_publish.publish(world.ctx, request, results, world.made))
+        body = world.bot_bodies(req.pr)[0]
+        for where, run in runs.items():
+            line = next(x for x in body.splitlines() if x.startswith("- ") and f"dir `{where}`" in x)
+            assert line.endswith(f"[run page]({PUBLIC}/runs/{run})")
+        waiting = f"{PUBLIC}/runs/{runs['zone']}"
+        assert _details(world, req.sha) == {PLAN_CONTEXT: waiting, DESTROY_CONTEXT: waiting}
+        assert _approve(world, req, "bob") == "+1"
+        assert _details(world, req.sha)[DESTROY_CONTEXT] == f"{PUBLIC}/runs/{runs['infra']}"  # none waits: the first
