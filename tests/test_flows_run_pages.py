@@ -262,3 +262,31 @@ def test_of_several_projects_the_reports_link_the_one_still_waiting(tmp_path: Pa
         assert _details(world, req.sha) == {PLAN_CONTEXT: waiting, DESTROY_CONTEXT: waiting}
         assert _approve(world, req, "bob") == "+1"
         assert _details(world, req.sha)[DESTROY_CONTEXT] == f"{PUBLIC}/runs/{runs['infra']}"  # none waits: the first
+
+
+def test_a_failed_plan_is_what_the_reports_link_and_no_other_change_reads_as_judged(
+    tmp_path: Path, redis_url: str
+) -> None:
+    zone_state = tmp_path / "state" / "zone.tfstate"
+    zone_state.parent.mkdir(parents=True, exist_ok=True)
+    apply_directly(tmp_path / "applied-zone", main_tf(zone_state, BASE))
+    with world_at(tmp_path, redis_url, BASE, extra={"zone/main.tf": main_tf(zone_state, BASE)}) as world:
+        _public(world)
+        files = {"infra/main.tf": main_tf(world.state, {"keep": "a"}), "zone/main.tf": 'resource "broken" {\n'}
+        req = world.opened("both", files)
+        planned = world.plan_pr(req)
+        assert planned is not None
+        request, results = planned
+        assert [(r.dir, r.plan is None) for r in results] == [("infra", False), ("zone", True)]
+        runs = {r.dir: run_id(world.made[r.identity][0], r.identity) for r in results if r.identity in world.made}
+        for r in results:
+            head = RunHead(runs[r.dir], "plan", world.repo.full_name, world.repo.id, req.sha, r.name, r.dir, "default")
+            RunStore(world.ctx.records).start(head)
+        world.run(pr_publish.publish(world.ctx, request, results, world.made))
+        failed = f"{PUBLIC}/runs/{runs['zone']}"
+        assert _details(world, req.sha) == {PLAN_CONTEXT: failed, DESTROY_CONTEXT: failed}
+        infra, zone = _gate(world, runs["infra"]), _gate(world, runs["zone"])
+        assert infra.state == zone.state == "failure" and "Cannot check destroys" in infra.description
+        assert zone.verdicts == ()
+        assert [(v.key, v.state, v.approvers) for v in infra.verdicts] == [(DOOMED, "waiting", ())]
+        assert "a plan at this commit failed" in infra.verdicts[0].note
