@@ -243,7 +243,7 @@ def test_of_several_projects_the_reports_link_the_one_still_waiting(tmp_path: Pa
     apply_directly(tmp_path / "applied-zone", main_tf(zone_state, BASE))
     with world_at(tmp_path, redis_url, BASE, extra={"zone/main.tf": main_tf(zone_state, BASE)}) as world:
         _public(world)
-        files = {
+        files: dict[str, str | None] = {
             "infra/main.tf": main_tf(world.state, {**BASE, "more": "c"}),  # nothing gated
             "zone/main.tf": main_tf(zone_state, {"keep": "a"}),  # destroys its `doomed`
         }
@@ -272,7 +272,10 @@ def test_a_failed_plan_is_what_the_reports_link_and_no_other_change_reads_as_jud
     apply_directly(tmp_path / "applied-zone", main_tf(zone_state, BASE))
     with world_at(tmp_path, redis_url, BASE, extra={"zone/main.tf": main_tf(zone_state, BASE)}) as world:
         _public(world)
-        files = {"infra/main.tf": main_tf(world.state, {"keep": "a"}), "zone/main.tf": 'resource "broken" {\n'}
+        files: dict[str, str | None] = {
+            "infra/main.tf": main_tf(world.state, {"keep": "a"}),
+            "zone/main.tf": 'resource "broken" {\n',
+        }
         req = world.opened("both", files)
         planned = world.plan_pr(req)
         assert planned is not None
