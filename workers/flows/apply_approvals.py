@@ -105,6 +105,6 @@ async def standing(
         lost,
         barred,
         approved_by={key: tuple(people.values()) for key, people in sorted(by_key.items())},
-        notes={key: explain(n, rules) for n in found_needs if n.rules for _, key in [n.pair]},
-        never=frozenset(key for n in found_needs if n.never for _, key in [n.pair]),
+        notes={n.pair[1]: explain(n, rules) for n in found_needs if n.rules},
+        never=frozenset(n.pair[1] for n in found_needs if n.never),
     )
