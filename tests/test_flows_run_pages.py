@@ -17,7 +17,7 @@ import pytest
 import redis
 
 from core.approvals import Coverage
-from core.config import DestroyApprovers
+from core.config import DestroyApprovers, DestroyRule
 from core.contract import DESTROY_CONTEXT, PLAN_CONTEXT, CommandRequest, PlanRequest
 from core.results import ProjectResult
 from core.runs import RunGate, RunHead, run_id
@@ -191,7 +191,7 @@ def test_a_merge_time_apply_run_shows_the_approvals_that_still_stand(world: Worl
     head = RunHead(apply_run, "apply", world.repo.full_name, world.repo.id, req.sha, "infra", "infra", "default")
     RunStore(world.ctx.records).start(head)
 
-    async def stands() -> Standing:
+    async def stands(rules: tuple[DestroyRule, ...] = ()) -> Standing:
         assert world.repo.installation_id is not None
         async with installation_client(world.ctx.tokens, world.repo.installation_id, world.ctx.settings.api_url) as gh:
             return await standing(
@@ -206,6 +206,7 @@ def test_a_merge_time_apply_run_shows_the_approvals_that_still_stand(world: Worl
                 bot_login=BOT,
                 authors=Authors({"alice": "opened this pull request"}),
                 policy=DestroyApprovers(),
+                rules=rules,
             )
 
     run_pages.write_apply_gate(
@@ -214,6 +215,16 @@ def test_a_merge_time_apply_run_shows_the_approvals_that_still_stand(world: Worl
     gate = _gate(world, apply_run)
     assert (gate.state, gate.description) == ("success", "applied")
     assert [(v.key, v.state, v.approvers) for v in gate.verdicts] == [(DOOMED, "approved", ("bob",))]
+    two = (DestroyRule(("terraform_data.*",), approvals=2),)
+    run_pages.write_apply_gate(world.ctx.records, apply_run, identity, gates, world.run(stands(two)), ("failure", "x"))
+    (verdict,) = _gate(world, apply_run).verdicts
+    assert (verdict.state, verdict.approvers) == ("waiting", ("bob",))
+    assert verdict.note == "destroy_rules[0]: needs 1 more approval"
+    never = (DestroyRule(("terraform_data.doomed",), never=True),)
+    run_pages.write_apply_gate(
+        world.ctx.records, apply_run, identity, gates, world.run(stands(never)), ("failure", "x")
+    )
+    assert _gate(world, apply_run).verdicts[0].state == "never"
 
     world.gh.set_permission(world.repo, "bob", "read")  # his write access was taken away before the merge
     blocked = ("failure", "blocked: 1 gated change — /approve-destroy")
