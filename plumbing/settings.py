@@ -67,7 +67,7 @@ class Settings:
     github_retry_seconds: float = 120.0  # one GitHub request's retries on 5xx and dropped connections
     outage_window: float = 3600.0  # how long a job keeps coming back through an outage before it gives up
     max_projects: int = DEFAULT_MAX_PROJECTS  # projects one change may plan or apply (core/project_limit.py)
-    public_url: str | None = None  # PLANGATE_PUBLIC_URL: where people open run pages; None: no links
+    public_url: str | None = None  # PLANGATE_PUBLIC_URL: where people reach the web process (run page links)
     oidc: OidcSettings | None = None  # plangate as terraform's OIDC issuer (plumbing/oidc_settings.py)
 
     def __repr__(self) -> str:
@@ -231,10 +231,22 @@ def load(
     )
 
 
+# Workers put this URL into Markdown links and check runs' details_url: a scheme, a host and a plain path,
+# nothing that could end a link early or carry a query.
+_PUBLIC_URL = re.compile(r"https?://([A-Za-z0-9.-]+|\[[0-9A-Fa-f:.]+\])(:[0-9]{1,5})?(/[A-Za-z0-9._~%/-]*)?")
+
+
 def _public_url(env: Mapping[str, str]) -> str | None:
-    if not (env.get("PLANGATE_PUBLIC_URL") or "").strip():
+    """PLANGATE_PUBLIC_URL without its trailing slashes; None when unset (no links are written then)."""
+    raw = (env.get("PLANGATE_PUBLIC_URL") or "").strip()
+    if not raw:
         return None
-    return values.url(env, "PLANGATE_PUBLIC_URL", "", ("http", "https"))
+    if not _PUBLIC_URL.fullmatch(raw):
+        shown = raw.split("@")[-1][:100]  # never echo what could be a password in the URL's user part
+        raise SettingsError(
+            "PLANGATE_PUBLIC_URL", f"must be an http(s) URL with a host and a plain path, got {shown!r}"
+        )
+    return raw.rstrip("/")
 
 
 def _status_auth(env: Mapping[str, str], app_id: int | None) -> StatusAuth:
