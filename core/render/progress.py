@@ -12,6 +12,7 @@ from collections.abc import Collection, Mapping, Sequence
 
 from core.render.marker import marker
 from core.render.mask import Masker
+from core.render.run_links import run_url
 from core.render.text import code
 from core.runs import run_id
 
@@ -21,9 +22,7 @@ MAX_LABEL = 200
 
 def run_page(public_url: str | None, job_id: str | None, identity: str) -> str | None:
     """The run page of project `identity` planned by job `job_id`, when plangate has a public URL."""
-    if not public_url or not job_id:
-        return None
-    return f"{public_url.rstrip('/')}/runs/{run_id(job_id, identity)}"
+    return run_url(public_url, run_id(job_id, identity)) if job_id else None
 
 
 def render_progress(
