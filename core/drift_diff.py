@@ -147,7 +147,8 @@ def _walk(
     if _marked(b_marks) or _marked(a_marks):  # marks beneath a value that has no parts to walk: hide it all
         _secret(before, after, unknown, path, paths, out)
     elif _shown(before, after) and (paths or not _same(before, after)):
-        out.append(Attribute(path or "(whole object)", _text(before), _text(after), bool(paths)))
+        shown = UNKNOWN if _marked(unknown) else _text(after)  # a new shape, parts of it not yet known
+        out.append(Attribute(path or "(whole object)", _text(before), shown, bool(paths)))
 
 
 def _plain(before: Any, after: Any, path: str, out: list[Attribute]) -> None:
@@ -162,13 +163,13 @@ def _plain(before: Any, after: Any, path: str, out: list[Attribute]) -> None:
 
 def _parts(before: Any, after: Any) -> bool:
     """Walk into the parts: both sides are maps (or lists) with something in them, or one side is and the
-    other has nothing there."""
+    other has nothing there (absent or null: a block added or removed is shown part by part)."""
     for kind in (dict, list):
         if isinstance(before, kind) and isinstance(after, kind):
             return bool(before or after)
-        if isinstance(before, kind) and _absent(after):
+        if isinstance(before, kind) and (after is None or _absent(after)):
             return bool(before)
-        if isinstance(after, kind) and _absent(before):
+        if isinstance(after, kind) and (before is None or _absent(before)):
             return bool(after)
     return False
 

@@ -33,7 +33,7 @@ VALUE_CAP = 4000  # characters of one value or path, once masked; longer ones en
 TEXT_BUDGET = 4_000_000  # characters of attribute text per run; past it, resources are listed bare
 # The order the page shows actions in: what destroys first, then what changes, then the rest.
 ACTION_ORDER = ("delete", "replace", "unknown", "update", "create", "read", "forget")
-_NUMBER = re.compile(r"(\d+)")
+_INDEX = re.compile(r"\[(\d+)\]")  # a count index in an address, compared as a number
 
 
 def run_plan(
@@ -93,7 +93,7 @@ def _order(change: ResourceChange, gated: Collection[str]) -> tuple[int, int, li
     before x[10]); sorted stably, so objects of one address (a deposed one) stay in the plan's order."""
     group = 0 if change.is_destroy else 1 if _is_gated(change, gated) else 2
     rank = ACTION_ORDER.index(change.action_class) if change.action_class in ACTION_ORDER else 0
-    parts: list[str | int] = [int(p) if n % 2 else p for n, p in enumerate(_NUMBER.split(change.address))]
+    parts: list[str | int] = [int(p) if n % 2 else p for n, p in enumerate(_INDEX.split(change.address))]
     return group, rank, parts
 
 
