@@ -18,11 +18,13 @@ import re
 from collections.abc import Collection, Iterable, Sequence
 from typing import Any
 
+from msgspec import Raw
+
 from core.drift_diff import attributes_of, cut
 from core.gated import change_key, destroy_key
 from core.plan import Plan, PlanError, ResourceChange
-from core.plan_json import load_document
-from core.plan_lean import LeanChange, read_lean
+from core.plan_json import load_document, value_of
+from core.plan_lean import read_changes
 from core.render.mask import Masker
 from core.results import ProjectResult
 from core.runs import Attribute, ResourceDiff, RunPlan
@@ -69,19 +71,22 @@ def run_plan(
 
 
 def _raw_changes(plan: Plan, source: bytes | str | None) -> list[Any] | None:
-    """The `change` object of each entry of `resource_changes`, when `source` is the plan parsed."""
+    """The `change` of each entry of `resource_changes` (undecoded when read lean), when `source` is the
+    plan parsed: as many entries, at the same addresses."""
     if source is None:
         return None
-    try:
-        doc = read_lean(source) or load_document(source)
-    except PlanError:
+    read: list[tuple[Any, Any]] | None = read_changes(source)
+    if read is None:
+        try:
+            entries = load_document(source).get("resource_changes") or []
+        except PlanError:
+            return None
+        if not isinstance(entries, list):
+            return None
+        read = [(e.get("address"), e.get("change")) for e in entries if isinstance(e, dict)]
+    if len(read) != len(plan.changes) or any(a != c.address for (a, _), c in zip(read, plan.changes, strict=True)):
         return None
-    entries = doc.get("resource_changes")
-    if not isinstance(entries, list) or len(entries) != len(plan.changes):
-        return None
-    if any(not hasattr(e, "get") or e.get("address") != c.address for e, c in zip(entries, plan.changes, strict=True)):
-        return None
-    return [e.get("change") for e in entries]
+    return [change for _, change in read]
 
 
 def _is_gated(change: ResourceChange, gated: Collection[str]) -> bool:
@@ -100,9 +105,10 @@ def _order(change: ResourceChange, gated: Collection[str]) -> tuple[int, int, li
 def _diff(change: ResourceChange, gated: bool, raw: Any, masker: Masker, budget: int) -> ResourceDiff:
     """One resource: its attributes masked, then cut, as many as ATTRIBUTE_CAP and `budget` allow."""
     found: tuple[Attribute, ...] = ()
-    if isinstance(raw, dict | LeanChange):
-        paths = raw.get("replace_paths")
-        found = attributes_of(raw, paths if isinstance(paths, list) else ())
+    values = _decoded(raw)
+    if isinstance(values, dict):
+        paths = values.get("replace_paths")
+        found = attributes_of(values, paths if isinstance(paths, list) else ())
     shown: list[Attribute] = []
     for a in found[:ATTRIBUTE_CAP]:
         drawn = Attribute(
@@ -122,6 +128,15 @@ def _diff(change: ResourceChange, gated: bool, raw: Any, masker: Masker, budget:
         deposed=change.deposed,
         attributes_omitted=len(found) - len(shown),
     )
+
+
+def _decoded(raw: Any) -> Any:
+    if not isinstance(raw, Raw):
+        return raw
+    try:
+        return value_of(memoryview(raw)) if len(raw) else None
+    except PlanError:
+        return None
 
 
 def _mask(text: str | None, masker: Masker) -> str | None:
