@@ -268,8 +268,11 @@ def test_the_whole_document_reading_draws_what_the_lean_one_does() -> None:
     data = plan_json(
         entry("t.a", "replace", {"before": {"v": 1, "s": "pw-old1"}, "after": {"v": 2, "s": "pw-new1"}}),
         entry("t.b", "create", {"before": None, "after": {"v": [1, {"w": None}]}, "after_unknown": {"id": True}}),
+        entry("t.c", "create", {"before": None, "after": {"big": 123456789012345678901234567890, "f": 1.5}}),
     )
     assert drawn(data.encode("utf-16"), source=data.encode("utf-16")) == drawn(data) == drawn(data.encode())
+    big = [r for r in drawn(data).resources if r.address == "t.c"][0]
+    assert big.attributes == (Attribute("big", None, "123456789012345678901234567890"), Attribute("f", None, "1.5"))
 
 
 def test_outputs_changed_are_named_and_no_ops_left_out() -> None:
