@@ -124,7 +124,7 @@ def _walk(
     if not paths and not (_marked(b_marks) or _marked(a_marks) or _marked(unknown)):
         _plain(before, after, path, out)
         return
-    if b_marks is True or a_marks is True:
+    if b_marks is True or a_marks is True or not (_fits(before, b_marks) and _fits(after, a_marks)):
         _secret(before, after, unknown, path, paths, out)
         return
     if unknown is True:  # the whole value shown: hidden when any part of it is secret
@@ -159,6 +159,14 @@ def _plain(before: Any, after: Any, path: str, out: list[Attribute]) -> None:
             _plain(_at(before, key), _at(after, key), sub, out)
     elif _shown(before, after) and not _same(before, after):
         out.append(Attribute(path or "(whole object)", _text(before), _text(after)))
+
+
+def _fits(value: Any, marks: Any) -> bool:
+    """Sensitivity marks shaped as the value they mark, as terraform writes them; marks of another shape
+    cannot say which parts are secret, so the whole value is hidden."""
+    if not isinstance(marks, dict | list) or not _marked(marks) or not isinstance(value, dict | list):
+        return True
+    return isinstance(value, type(marks)) and (isinstance(marks, dict) or len(marks) == len(value))
 
 
 def _parts(before: Any, after: Any) -> bool:

@@ -105,6 +105,18 @@ def test_an_unknown_block_whose_old_value_holds_a_secret_hides_it() -> None:
     assert drawn(change) == [("cfg", SENSITIVE, UNKNOWN)]
 
 
+def test_marks_not_shaped_as_their_value_hide_the_whole_value() -> None:
+    """Terraform never writes these; whatever did cannot say which parts are secret."""
+    shapes: list[Any] = [{"a": {"0": True}}, {"a": [True]}, {"a": [False, True, False]}]
+    for marks in shapes:
+        change: dict[str, Any] = {"before": None, "after": {"a": ["pw-1234", "pw-5678"]}, "after_sensitive": marks}
+        assert drawn(change) == [("a", None, SENSITIVE)], marks
+    change = {"before": {"m": {"k": "pw-1234"}}, "after": None, "before_sensitive": {"m": [True]}}
+    assert drawn(change) == [("m", SENSITIVE, None)]
+    fitting = {"before": None, "after": {"a": ["x", "pw-1234"]}, "after_sensitive": {"a": [False, True]}}
+    assert drawn(fitting) == [("a[0]", None, '"x"'), ("a[1]", None, SENSITIVE)]
+
+
 def test_values_are_kept_whole() -> None:
     ((_, before, after),) = drawn({"before": {"policy": "x" * 50_000}, "after": {"policy": "y"}})
     assert before == json.dumps("x" * 50_000) and after == '"y"'

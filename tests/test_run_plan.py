@@ -271,7 +271,7 @@ def test_the_whole_document_reading_draws_what_the_lean_one_does() -> None:
         entry("t.c", "create", {"before": None, "after": {"big": 123456789012345678901234567890, "f": 1.5}}),
     )
     assert drawn(data.encode("utf-16"), source=data.encode("utf-16")) == drawn(data) == drawn(data.encode())
-    big = [r for r in drawn(data).resources if r.address == "t.c"][0]
+    (big,) = (r for r in drawn(data).resources if r.address == "t.c")
     assert big.attributes == (Attribute("big", None, "123456789012345678901234567890"), Attribute("f", None, "1.5"))
 
 
