@@ -49,14 +49,9 @@ class AttributeChange:
 
 def attribute_changes(change: Any) -> tuple[AttributeChange, ...]:
     """Every changed leaf of a `change` object (a dict, or anything with its `get`), in document order."""
-    return changes_of(_attributes(change, change.get("before"), change.get("after"), ()))
-
-
-def changes_of(attributes: Sequence[Attribute]) -> tuple[AttributeChange, ...]:
-    """An update's `attributes_of`, as `attribute_changes` reads them (the same leaves: an update has both
-    sides and no replace paths)."""
+    found = _attributes(change, change.get("before"), change.get("after"), ())
     return tuple(
-        AttributeChange(a.path, cut(_or(a.before), VALUE_LIMIT), cut(_or(a.after), VALUE_LIMIT)) for a in attributes
+        AttributeChange(a.path, cut(_or(a.before), VALUE_LIMIT), cut(_or(a.after), VALUE_LIMIT)) for a in found
     )
 
 
@@ -219,9 +214,9 @@ def _secret(before: Any, after: Any, unknown: Any, path: str, paths: Paths, out:
     """One entry for a secret (or a subtree with one in it) that changed, or forces the replacement."""
     if _absent(before) or _absent(after) or before != after or _marked(unknown) or paths:
         shown_before = None if _absent(before) else SENSITIVE
-        out.append(
-            Attribute(path or "(whole object)", shown_before, None if _absent(after) else SENSITIVE, bool(paths))
-        )
+        # terraform leaves an unknown value out of `after`: a secret known only after apply is there
+        shown_after = None if after is _NO_SIDE or (after is _MISSING and not _marked(unknown)) else SENSITIVE
+        out.append(Attribute(path or "(whole object)", shown_before, shown_after, bool(paths)))
 
 
 def _same(before: Any, after: Any) -> bool:

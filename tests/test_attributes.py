@@ -90,6 +90,17 @@ def test_a_replace_path_into_a_list_or_beneath_a_secret_marks_the_entry_that_hol
     assert drawn(change, [["list", "1", "id"]])[0] == ("list[1].id", '"B"', '"C"')
 
 
+def test_a_secret_known_only_after_apply_reads_as_a_secret() -> None:
+    """A generated password: terraform leaves it out of `after`, marks it unknown and sensitive."""
+    change = {
+        "before": None,
+        "after": {"length": 16},
+        "after_unknown": {"id": True, "result": True},
+        "after_sensitive": {"result": True},
+    }
+    assert drawn(change) == [("length", None, "16"), ("id", None, UNKNOWN), ("result", None, SENSITIVE)]
+
+
 def test_a_sensitive_map_is_one_entry_its_keys_unnamed() -> None:
     change = {"before": None, "after": {"env": {"TOKEN_NAME": "abcd1234"}}, "after_sensitive": {"env": True}}
     assert drawn(change) == [("env", None, SENSITIVE)]
