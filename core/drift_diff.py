@@ -50,9 +50,7 @@ class AttributeChange:
 def attribute_changes(change: Any) -> tuple[AttributeChange, ...]:
     """Every changed leaf of a `change` object (a dict, or anything with its `get`), in document order."""
     found = _attributes(change, change.get("before"), change.get("after"), ())
-    return tuple(
-        AttributeChange(a.path, cut(_or(a.before), VALUE_LIMIT), cut(_or(a.after), VALUE_LIMIT)) for a in found
-    )
+    return tuple(AttributeChange(a.path, _or(a.before), _or(a.after)) for a in found)
 
 
 def attributes_of(change: Any, replace_paths: Sequence[Any] = ()) -> tuple[Attribute, ...]:
