@@ -6,7 +6,10 @@ publish always has the last word, even when a progress edit runs at the same mom
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Iterator
+import time
+from collections.abc import AsyncIterator, Iterator
+from concurrent.futures import ThreadPoolExecutor
+from contextlib import asynccontextmanager
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
@@ -260,3 +263,30 @@ def test_the_plan_of_an_older_sha_is_replaced_by_the_newer_shas_progress_then_it
     (body,) = world.bot_bodies(req.pr)
     assert not progress(body) and newer.sha[:7] in body and "3 projects planned" in body
     assert len(_comment_writes(world)) == 3  # the first plan, the newer progress, the newer plan
+
+
+@asynccontextmanager
+async def _unlocked(ctx: object, req: object) -> AsyncIterator[None]:
+    yield
+
+
+def test_a_restore_waits_for_a_publish_and_never_puts_older_text_over_the_plan(
+    world: World, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    req, projects, jobs = _opened(world)
+    world.run(plan_progress.start(world.ctx, req, projects, jobs))
+    (comment,) = world.gh.comments_on(world.repo, req.pr)
+    world.gh.edit_comment(comment, "## plangate plan\n\n0 to destroy", editor="alice", deliver=False)
+    change = CommentChange(**req.target(), number=req.pr, comment_id=comment.id, action="edited", by="alice")
+    lock = redis_keys.comment_lock(req.repo_id, req.pr)
+    world.ctx.redis.set(lock, "a publish", ex=60)  # a publish is editing the comment
+    with ThreadPoolExecutor(1) as pool:
+        restoring = pool.submit(world.run, restore.on_change(world.ctx, change))  # read the progress text
+        time.sleep(0.5)
+        assert not restoring.done()  # it waits for the comment
+        monkeypatch.setattr(plan_progress, "publishing", _unlocked)  # the lock is the test's own
+        _publish(world, req, projects)
+        world.ctx.redis.delete(lock)  # the publish is done
+        assert restoring.result(timeout=60) == "as plangate wrote it"
+    (body,) = world.bot_bodies(req.pr)
+    assert "3 projects planned" in body and not progress(body)

@@ -22,11 +22,13 @@ from core.render.text import one_line
 from workers.adapters.github import GitHub, comments, issues, vcs
 from workers.adapters.github.auth import installation_client
 from workers.adapters.store import audit, written
+from workers.adapters.store.plan_progress import comment_lock
 from workers.adapters.store.written import Written
 from workers.context import WorkerContext
 
 log = logging.getLogger("plangate.restore")
 MAX_BODY = 65_536
+LOCK_WAIT = 60.0  # seconds: a publish holds the plan comment's lock for one edit at most
 
 
 _NOTE = re.compile(r"> \[!NOTE\]\n> [^\n]*; plangate (?:put its own text back|posted it again)\.\n\n")
@@ -85,7 +87,13 @@ async def on_change(ctx: WorkerContext, req: CommentChange) -> str:
     was = written.lookup(ctx.records, req.repo_id, req.comment_id)
     if was is None:
         return "not plangate's, or its record is gone"
-    async with installation_client(ctx.tokens, req.installation_id, ctx.settings.api_url) as gh:
+    # Under the lock a publish holds while it edits the PR's plan comment, with plangate's text read
+    # again: text read before a publish must never be put back over the plan it wrote.
+    async with (
+        installation_client(ctx.tokens, req.installation_id, ctx.settings.api_url) as gh,
+        comment_lock(ctx.records, req.repo_id, was.number, wait=LOCK_WAIT),
+    ):
+        was = written.lookup(ctx.records, req.repo_id, req.comment_id) or was
         shown = None if req.action == "deleted" else await comments.get_comment(gh, req.repo, req.comment_id)
         if shown is not None and written.matches(was, shown):
             return "as plangate wrote it"
