@@ -15,14 +15,16 @@ from starlette.responses import JSONResponse, PlainTextResponse, RedirectRespons
 from starlette.routing import Route
 from starlette.types import Receive, Scope, Send
 
-from bot import setup, setup_code, signin, status_page
+from bot import run_page, run_stream, setup, setup_code, signin, status_page
 from bot.enqueue import Enqueuer
 from bot.metrics import GateDecisions, GitHubHealth
 from bot.status_auth import metrics_access
 from bot.webhook import webhook
 from core.contract import COMMANDS_QUEUE, PLANS_QUEUE
 from plumbing import settings as settings_module
-from plumbing.redis_client import connect, held_async
+from plumbing.records import Records
+from plumbing.redis_client import connect, connect_async, held_async
+from plumbing.run_store import RunStore
 from plumbing.settings import Settings
 
 log = logging.getLogger("plangate")
@@ -56,9 +58,14 @@ def create_app(settings: Settings | None = None) -> Starlette:
         app.state.worker_metrics = CollectorRegistry(auto_describe=True)
         app.state.worker_metrics.register(GateDecisions(conn))
         app.state.worker_metrics.register(GitHubHealth(conn))
+        app.state.run_store = RunStore(Records(conn, loaded.private_key)) if loaded.private_key else None
+        app.state.run_redis = connect_async(
+            loaded.redis_url, socket_connect_timeout=2, socket_timeout=run_stream.SOCKET_TIMEOUT
+        )
         _log_status_access(loaded)
         yield
         await app.state.enqueuer.close()
+        await app.state.run_redis.aclose()
         conn.close()
 
     return PlangateApp(
@@ -70,6 +77,8 @@ def create_app(settings: Settings | None = None) -> Starlette:
             *setup.routes,
             *signin.routes,
             *status_page.routes,
+            *run_page.routes,
+            *run_stream.routes,
         ],
         lifespan=lifespan,
     )

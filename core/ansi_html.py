@@ -74,7 +74,7 @@ def _apply(style: Style, params: str) -> Style:
         code = codes[i]
         if code in (38, 48):
             colour, i = _extended(codes, i)
-            style = replace(style, **{"fg" if code == 38 else "bg": colour})
+            style = replace(style, fg=colour) if code == 38 else replace(style, bg=colour)
             continue
         style = _one(style, code)
         i += 1

@@ -65,6 +65,7 @@ class Settings:
     github_retry_seconds: float = 120.0  # one GitHub request's retries on 5xx and dropped connections
     outage_window: float = 3600.0  # how long a job keeps coming back through an outage before it gives up
     max_projects: int = DEFAULT_MAX_PROJECTS  # projects one change may plan or apply (core/project_limit.py)
+    run_stream_seconds: float = 600.0  # a run page's live stream closes after this long; the browser reconnects
 
     def __repr__(self) -> str:
         return f"Settings(app_id={self.app_id}, api_url={self.api_url!r}, workdir={str(self.workdir)!r})"
@@ -222,6 +223,7 @@ def load(
         github_retry_seconds=values.positive(env, "PLANGATE_GITHUB_RETRY_SECONDS", 120.0),
         outage_window=values.positive(env, "PLANGATE_OUTAGE_WINDOW", 3600.0),
         max_projects=values.count(env, "PLANGATE_MAX_PROJECTS", DEFAULT_MAX_PROJECTS),
+        run_stream_seconds=values.positive(env, "PLANGATE_RUN_STREAM_SECONDS", 600.0),
     )
 
 
