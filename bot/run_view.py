@@ -179,7 +179,7 @@ def run_view(stored: Stored, siblings: list[RunHead], now: float, base_url: str,
         planned=stored.plan is not None,
         gate=_gate(stored.gate),
         siblings=[_sibling(s, head.id, base_url) for s in siblings],
-        lines=[LineView(line.id, Markup(to_html(line.text))) for line in stored.lines],  # noqa: S704
+        lines=[LineView(line.id, Markup(to_html(line.text))) for line in stored.lines],
         last_line=stored.lines[-1].id if stored.lines else "0-0",
         events_url=f"{base_url}/runs/{head.id}/events",
     )
@@ -250,7 +250,8 @@ def _verdict(state: str) -> tuple[str, Css]:
 
 
 def _sibling(head: RunHead, current: str, base_url: str) -> Sibling:
-    return Sibling(f"{base_url}/runs/{head.id}", head.kind, head.project, _outcome(head), _css(head), head.id == current)
+    url = f"{base_url}/runs/{head.id}"
+    return Sibling(url, head.kind, head.project, _outcome(head), _css(head), head.id == current)
 
 
 def _outcome(head: RunHead) -> str:

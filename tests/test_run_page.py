@@ -111,7 +111,8 @@ def test_missing_hidden_and_malformed_runs_answer_the_same_404(
     client: TestClient, store: RunStore, redis_conn: redis.Redis
 ) -> None:
     secret = finished_run(store, "acme/secret-project")
-    cookie = session.start(redis_conn, session.session_key(SIGN_IN["GITHUB_CLIENT_SECRET"]), "bob", ["acme/infra"], time.time())
+    key = session.session_key(SIGN_IN["GITHUB_CLIENT_SECRET"])
+    cookie = session.start(redis_conn, key, "bob", ["ACME/Infra"], time.time())
     client.cookies.set(session.SESSION_COOKIE, cookie)
     answers = [
         client.get(f"/runs/{secret.id}", headers=HTML),  # a repository bob cannot read
