@@ -206,7 +206,7 @@ def _resource(r: ResourceDiff) -> ResourceView:
         action=r.action,
         gated=r.gated,
         previous_address=r.previous_address,
-        reason=r.reason,
+        reason=r.reason.replace("_", " ") if r.reason else None,  # terraform's "replace_because_tainted"
         attributes=[AttributeView(a.path, value(a.before), value(a.after)) for a in r.attributes],
     )
 
