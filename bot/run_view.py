@@ -51,6 +51,9 @@ class Value:
     preview: str = ""
 
 
+ABSENT = Value(None)
+
+
 @dataclass(frozen=True)
 class AttributeView:
     path: str
@@ -214,12 +217,11 @@ def _resource(r: ResourceDiff) -> ResourceView:
 def value(text: str | None) -> Value:
     """A value as drawn: folded behind a preview of its first line when long."""
     if text is None:
-        return Value(None)
-    lines = text.splitlines()
-    if len(text) <= FOLD_CHARS and len(lines) <= FOLD_LINES:
+        return ABSENT
+    if len(text) <= FOLD_CHARS and text.count("\n") < FOLD_LINES:
         return Value(text)
-    first = lines[0] if lines else ""
-    preview = first[:PREVIEW_CHARS] + ("…" if len(first) > PREVIEW_CHARS or len(lines) > 1 else "")
+    first, newline, _ = text.partition("\n")
+    preview = first[:PREVIEW_CHARS] + ("…" if len(first) > PREVIEW_CHARS or newline else "")
     return Value(text, folded=True, preview=preview)
 
 

@@ -13,6 +13,7 @@ from __future__ import annotations
 import html
 import re
 from dataclasses import dataclass, replace
+from functools import cache, lru_cache
 
 # CSI (ESC [ params intermediates final), OSC (ESC ] … BEL or ST, or to the end of the line), then any other
 # escape (ESC intermediates final). A lone ESC left over is a control character and is dropped with them.
@@ -31,20 +32,24 @@ class Style:
     fg: int | None = None  # 0-15
     bg: int | None = None  # 0-15
 
-    @property
-    def classes(self) -> str:
-        names = [name for name, on in (("a-b", self.bold), ("a-d", self.dim), ("a-i", self.italic)) if on]
-        names += ["a-u"] if self.underline else []
-        names += [f"a-f{self.fg}"] if self.fg is not None else []
-        names += [f"a-g{self.bg}"] if self.bg is not None else []
-        return " ".join(names)
-
 
 PLAIN = Style()
 
 
+@cache
+def classes(style: Style) -> str:
+    names = [name for name, on in (("a-b", style.bold), ("a-d", style.dim), ("a-i", style.italic)) if on]
+    names += ["a-u"] if style.underline else []
+    names += [f"a-f{style.fg}"] if style.fg is not None else []
+    names += [f"a-g{style.bg}"] if style.bg is not None else []
+    return " ".join(names)
+
+
 def segments(line: str) -> list[tuple[Style, str]]:
     """The line's visible text in runs of one style, controls dropped; empty runs left out."""
+    if "\x1b" not in line:
+        text = _DROPPED.sub("", line)
+        return [(PLAIN, text)] if text else []
     found: list[tuple[Style, str]] = []
     style, at = PLAIN, 0
     for match in _ESCAPES.finditer(line):
@@ -62,11 +67,12 @@ def to_html(line: str) -> str:
     parts = []
     for style, text in segments(line):
         escaped = html.escape(text, quote=True)
-        classes = style.classes
-        parts.append(f'<span class="{classes}">{escaped}</span>' if classes else escaped)
+        names = classes(style)
+        parts.append(f'<span class="{names}">{escaped}</span>' if names else escaped)
     return "".join(parts)
 
 
+@lru_cache(maxsize=1024)  # terraform repeats a few sequences; a hostile line's many are bounded
 def _apply(style: Style, params: str) -> Style:
     codes = [int(p) if p else 0 for p in params.split(";")] if params else [0]
     i = 0
