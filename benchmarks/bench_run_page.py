@@ -15,25 +15,22 @@ from __future__ import annotations
 
 import argparse
 import statistics
-import sys
 import time
 from collections.abc import Callable
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+import redis
+from jinja2 import Environment, FileSystemLoader, select_autoescape
+from starlette.testclient import TestClient
 
-import redis  # noqa: E402
-from jinja2 import Environment, FileSystemLoader, select_autoescape  # noqa: E402
-from starlette.testclient import TestClient  # noqa: E402
-
-from bot.app import create_app  # noqa: E402
-from bot.run_view import run_view  # noqa: E402
-from core.runs import Attribute, ResourceDiff, RunGate, RunHead, RunPlan, Verdict, run_id  # noqa: E402
-from plumbing import settings  # noqa: E402
-from plumbing.records import Records  # noqa: E402
-from plumbing.run_store import RunStore  # noqa: E402
-from standin.keys import new_private_key_pem  # noqa: E402
-from standin.local_redis import private_redis  # noqa: E402
+from bot.app import create_app
+from bot.run_view import run_view
+from core.runs import Attribute, ResourceDiff, RunGate, RunHead, RunPlan, Verdict, run_id
+from plumbing import settings
+from plumbing.records import Records
+from plumbing.run_store import RunStore
+from standin.keys import new_private_key_pem
+from standin.local_redis import private_redis
 
 TOKEN = "bench-run-page-token-0123456789"
 ACTIONS = ("delete", "replace", "update", "create", "read")
@@ -65,7 +62,7 @@ def _lines(count: int) -> list[str]:
         f"  {ESC}[1m# aws_instance.web[%d]{ESC}[0m will be {ESC}[1m{ESC}[31mdestroyed{ESC}[0m",
         f'      {ESC}[32m+{ESC}[0m{ESC}[0m ami = "ami-%d"',
         f"{ESC}[0m{ESC}[1maws_instance.web[%d]: Refreshing state...{ESC}[0m",
-        "      ~ tags = { \"n\" = \"%d\" } -> (known after apply)",
+        '      ~ tags = { "n" = "%d" } -> (known after apply)',
     )
     return [colours[i % len(colours)] % i for i in range(count)]
 
@@ -108,18 +105,17 @@ def main() -> int:
             view = run_view(stored, [ended], time.time(), "", "https://github.com")
             return env.get_template("run.html").render(page=view, static_url="/static", home_url="/")
 
-        app = create_app(
-            settings.load(
-                {"GITHUB_WEBHOOK_SECRET": "s", "REDIS_URL": url, "GITHUB_APP_PRIVATE_KEY": key, "PLANGATE_STATUS_TOKEN": TOKEN}
-            )
-        )
+        env_vars = {"GITHUB_WEBHOOK_SECRET": "s", "REDIS_URL": url, "GITHUB_APP_PRIVATE_KEY": key}
+        app = create_app(settings.load({**env_vars, "PLANGATE_STATUS_TOKEN": TOKEN}))
+        bearer = {"Authorization": f"Bearer {TOKEN}"}
         with TestClient(app) as client:
-            page = client.get(f"/runs/{head.id}", headers={"Authorization": f"Bearer {TOKEN}"})
+            page = client.get(f"/runs/{head.id}", headers=bearer)
             assert page.status_code == 200, page.text[:200]
-            whole = _time(args.rounds, lambda: client.get(f"/runs/{head.id}", headers={"Authorization": f"Bearer {TOKEN}"}))
+            whole = _time(args.rounds, lambda: client.get(f"/runs/{head.id}", headers=bearer))
         read = _time(args.rounds, lambda: (store.read(head.id), store.siblings(7, "a" * 40)))
         drawn = _time(args.rounds, render)
-    print(f"{args.resources} resources, {args.lines} lines, {args.rounds} rounds; page {len(page.content) / 1e6:.1f} MB")
+    size = len(page.content) / 1e6
+    print(f"{args.resources} resources, {args.lines} lines, {args.rounds} rounds; page {size:.1f} MB")
     for name, (median, p95) in (("GET /runs/{id}", whole), ("  read (Redis, unseal)", read), ("  render", drawn)):
         print(f"{name:<24} median {median * 1000:7.1f} ms   p95 {p95 * 1000:7.1f} ms")
     return 0
