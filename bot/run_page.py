@@ -78,6 +78,11 @@ def _read(store: RunStore, run_id: str) -> Found | None:
     return Found(stored, siblings)
 
 
+def _render(found: Found, prefix: str, github_url: str) -> str:
+    view = run_view(found.stored, found.siblings, time.time(), prefix, github_url)
+    return _TEMPLATES.get_template("run.html").render(page=view, static_url=f"{prefix}/static", home_url=f"{prefix}/")
+
+
 async def run_page(request: Request) -> Response:
     run_id: str = request.path_params["run_id"]
     settings: Settings = request.app.state.settings
@@ -93,9 +98,8 @@ async def run_page(request: Request) -> Response:
         return unavailable(exc)
     if found is None or not visible(access, found.stored.head):
         return not_found()
-    prefix = path_prefix(request)
-    view = run_view(found.stored, found.siblings, time.time(), prefix, github_web_url(settings.api_url))
-    page = _TEMPLATES.get_template("run.html").render(page=view, static_url=f"{prefix}/static", home_url=f"{prefix}/")
+    # Drawing a large plan takes a while: in the thread pool, so webhooks are not held up meanwhile.
+    page = await run_in_threadpool(_render, found, path_prefix(request), github_web_url(settings.api_url))
     return HTMLResponse(page, headers=HEADERS)
 
 

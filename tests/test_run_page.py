@@ -264,3 +264,14 @@ def test_a_forged_line_is_skipped_but_passed(redis_url: str, store: RunStore, re
         "real one",
         "real two",
     ]
+
+
+def test_links_and_the_stream_stay_under_the_public_path(
+    client: TestClient, store: RunStore, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("PLANGATE_PUBLIC_URL", "https://gate.example.org/plangate/")
+    head = a_head()
+    store.start(head)
+    page = client.get(f"/runs/{head.id}", headers=BEARER).text
+    assert 'href="/plangate/static/run.css"' in page and 'src="/plangate/static/live.js"' in page
+    assert f'data-events="/plangate/runs/{head.id}/events"' in page and 'href="/plangate/"' in page
