@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+import threading
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 
@@ -68,7 +69,7 @@ def create_app(settings: Settings | None = None) -> Starlette:
         await app.state.run_redis.aclose()
         conn.close()
 
-    return PlangateApp(
+    app = PlangateApp(
         routes=[
             Route("/webhook", webhook, methods=["POST"]),
             Route("/healthz", healthz),
@@ -82,6 +83,8 @@ def create_app(settings: Settings | None = None) -> Starlette:
         ],
         lifespan=lifespan,
     )
+    app.state.streams_closing = threading.Event()  # set by `plangate web` on a stop signal (bot.run_stream)
+    return app
 
 
 def _log_status_access(settings: Settings) -> None:

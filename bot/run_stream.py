@@ -15,12 +15,14 @@ from __future__ import annotations
 
 import json
 import re
+import threading
 import time
 from collections.abc import AsyncIterator
 from typing import Any
 
 import redis
 import redis.asyncio as aredis
+from starlette.applications import Starlette
 from starlette.requests import Request
 from starlette.responses import Response, StreamingResponse
 from starlette.routing import Route
@@ -65,7 +67,12 @@ KEEPALIVE = ": keep-alive\n\n"
 
 
 async def events(
-    conn: aredis.Redis, store: RunStore, run_id: str, after: str, limit_seconds: float
+    conn: aredis.Redis,
+    store: RunStore,
+    run_id: str,
+    after: str,
+    limit_seconds: float,
+    closing: threading.Event,
 ) -> AsyncIterator[str]:
     """The stream's text: lines after `after` as they come, then `end` once the run has ended and all its
     lines are sent. The head is read before each XREAD: lines a run wrote before it ended are then all
@@ -73,7 +80,7 @@ async def events(
     out = redis_keys.run_output(run_id)
     started = quiet_since = time.monotonic()
     yield f"retry: {RETRY_MS}\n\n"
-    while time.monotonic() - started < limit_seconds:
+    while time.monotonic() - started < limit_seconds and not closing.is_set():
         try:
             head = await current_head(conn, store, run_id)
             ended = head is None or not head.running
@@ -111,9 +118,16 @@ async def run_events(request: Request) -> Response:
     if head is None or not visible(access, head):
         return not_found()
     limit = request.app.state.settings.run_stream_seconds
-    stream = events(conn, store, run_id, resume_point(request), limit)
+    stream = events(conn, store, run_id, resume_point(request), limit, request.app.state.streams_closing)
     headers = {**HEADERS, "X-Accel-Buffering": "no"}  # nginx: pass each event on as it comes
     return StreamingResponse(stream, media_type="text/event-stream", headers=headers)
+
+
+def stop_streams(app: Starlette) -> None:
+    """The server is stopping: every live stream ends at its next poll (the browser reconnects elsewhere)."""
+    closing = getattr(app.state, "streams_closing", None)
+    if closing is not None:
+        closing.set()
 
 
 routes = [Route("/runs/{run_id}/events", run_events, name="run_events")]

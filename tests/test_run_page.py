@@ -6,10 +6,16 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 import json
+import os
+import signal
+import subprocess
+import sys
 import threading
 import time
 from collections.abc import Iterator
+from pathlib import Path
 
+import httpx
 import pytest
 import redis
 import redis.asyncio as aredis
@@ -22,6 +28,7 @@ from plumbing import settings
 from plumbing.records import Records
 from plumbing.run_store import RunStore
 from standin.local_redis import free_port
+from standin.stack import wait_http
 from tests.keys import rsa_pem
 
 KEY = rsa_pem()
@@ -207,11 +214,15 @@ def test_a_running_stream_closes_at_its_limit_without_end(redis_url: str, store:
     assert [e.get("event") for e in events] == [None, "line"]
 
 
-def collect(redis_url: str, store: RunStore, head: RunHead, after: str, limit: float) -> list[str]:
+def collect(
+    redis_url: str, store: RunStore, head: RunHead, after: str, limit: float, closing: threading.Event | None = None
+) -> list[str]:
+    closing = closing or threading.Event()
+
     async def go() -> list[str]:
         conn = aredis.Redis.from_url(redis_url, socket_timeout=run_stream.SOCKET_TIMEOUT)
         try:
-            return [chunk async for chunk in run_stream.events(conn, store, head.id, after, limit)]
+            return [chunk async for chunk in run_stream.events(conn, store, head.id, after, limit, closing)]
         finally:
             await conn.aclose()
 
@@ -275,3 +286,64 @@ def test_links_and_the_stream_stay_under_the_public_path(
     page = client.get(f"/runs/{head.id}", headers=BEARER).text
     assert 'href="/plangate/static/run.css"' in page and 'src="/plangate/static/live.js"' in page
     assert f'data-events="/plangate/runs/{head.id}/events"' in page and 'href="/plangate/"' in page
+
+
+def test_a_stop_ends_waiting_streams_at_their_next_poll(redis_url: str, store: RunStore) -> None:
+    head = a_head()
+    store.start(head)
+    closing = threading.Event()
+    threading.Timer(0.5, closing.set).start()
+    began = time.monotonic()
+    chunks = collect(redis_url, store, head, "0-0", 60, closing)
+    assert time.monotonic() - began < run_stream.POLL_MS / 1000 + 2
+    assert run_stream.END_EVENT not in chunks  # not the run's end: the browser reconnects
+
+
+@pytest.mark.slow
+def test_plangate_web_stops_promptly_with_a_stream_open(redis_url: str, store: RunStore, tmp_path: Path) -> None:
+    """uvicorn waits for open responses before it exits; `plangate web` ends the streams on SIGTERM."""
+    head = a_head()
+    store.start(head)
+    port = free_port()
+    env = {
+        "PATH": os.environ["PATH"],
+        "HOME": str(tmp_path),
+        "GITHUB_WEBHOOK_SECRET": "s",
+        "GITHUB_APP_ID": "4242",
+        "GITHUB_APP_PRIVATE_KEY": KEY,
+        "REDIS_URL": redis_url,
+        "PLANGATE_STATUS_TOKEN": TOKEN,
+    }
+    web = subprocess.Popen(
+        [sys.executable, "-m", "plangate", "web", "--host", "127.0.0.1", "--port", str(port)],
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+    )
+    try:
+        wait_http(f"http://127.0.0.1:{port}/healthz")
+        got: list[str] = []
+
+        def read() -> None:
+            url = f"http://127.0.0.1:{port}/runs/{head.id}/events"
+            with httpx.stream("GET", url, headers=BEARER, timeout=None) as r:
+                got.extend(r.iter_text())
+
+        reader = threading.Thread(target=read)
+        reader.start()
+        deadline = time.monotonic() + 10
+        while not got and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert got, "the stream did not open"
+        began = time.monotonic()
+        web.send_signal(signal.SIGTERM)
+        web.wait(15)
+        assert time.monotonic() - began < run_stream.POLL_MS / 1000 + 3
+        reader.join(5)
+        assert not reader.is_alive()
+        log = web.stdout.read().decode() if web.stdout else ""
+        assert "ERROR" not in log and "Traceback" not in log, log
+    finally:
+        if web.poll() is None:
+            web.kill()
+            web.wait()
