@@ -19,6 +19,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, NoReturn
 
 if TYPE_CHECKING:
+    from types import FrameType
+
     from plumbing.settings import Settings
 
 # plangate's packages have generic top-level names; these are the ones that must be its own.
@@ -76,6 +78,7 @@ def cmd_web(args: argparse.Namespace) -> int:
     import uvicorn
 
     from bot.app import create_app, create_setup_app
+    from bot.run_stream import stop_streams
     from bot.setup import setup_active
     from plumbing.settings import forget_secrets
 
@@ -87,8 +90,20 @@ def cmd_web(args: argparse.Namespace) -> int:
     else:
         app = create_app(_settings(need_webhook=True))
     forget_secrets(os.environ)
+
+    class Server(uvicorn.Server):
+        """uvicorn's, except that a stop signal also ends the run pages' live streams at their next poll:
+        uvicorn waits for open responses before it exits, and a stream may stay open for minutes."""
+
+        def handle_exit(self, sig: int, frame: FrameType | None) -> None:
+            stop_streams(app)
+            super().handle_exit(sig, frame)
+
     # No `server: uvicorn` header: one header less to build per webhook, and nothing to fingerprint.
-    uvicorn.run(app, host=args.host, port=args.port, access_log=False, log_level="warning", server_header=False)
+    config = uvicorn.Config(
+        app, host=args.host, port=args.port, access_log=False, log_level="warning", server_header=False
+    )
+    Server(config).run()
     return 0
 
 

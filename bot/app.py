@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+import threading
 import time
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
@@ -16,7 +17,7 @@ from starlette.responses import JSONResponse, PlainTextResponse, RedirectRespons
 from starlette.routing import Route
 from starlette.types import Receive, Scope, Send
 
-from bot import oidc, setup, setup_code, signin, status_page
+from bot import oidc, run_page, run_stream, setup, setup_code, signin, status_page
 from bot.enqueue import Enqueuer
 from bot.metrics import GateDecisions, GitHubHealth
 from bot.status_auth import metrics_access
@@ -24,7 +25,9 @@ from bot.webhook import webhook
 from core.contract import COMMANDS_QUEUE, PLANS_QUEUE
 from plumbing import settings as settings_module
 from plumbing.oidc_keys import KeyRing
-from plumbing.redis_client import connect, held_async
+from plumbing.records import Records
+from plumbing.redis_client import connect, connect_async, held_async
+from plumbing.run_store import RunStore
 from plumbing.settings import Settings
 
 log = logging.getLogger("plangate")
@@ -58,14 +61,19 @@ def create_app(settings: Settings | None = None) -> Starlette:
         app.state.worker_metrics = CollectorRegistry(auto_describe=True)
         app.state.worker_metrics.register(GateDecisions(conn))
         app.state.worker_metrics.register(GitHubHealth(conn))
+        app.state.run_store = RunStore(Records(conn, loaded.private_key)) if loaded.private_key else None
+        app.state.run_redis = connect_async(
+            loaded.redis_url, socket_connect_timeout=2, socket_timeout=run_stream.SOCKET_TIMEOUT
+        )
         _log_status_access(loaded)
         if loaded.oidc is not None:
             KeyRing(loaded.oidc.key_dir).ensure(time.time())  # the first key, if no worker made it yet
         yield
         await app.state.enqueuer.close()
+        await app.state.run_redis.aclose()
         conn.close()
 
-    return PlangateApp(
+    app = PlangateApp(
         routes=[
             Route("/webhook", webhook, methods=["POST"]),
             Route("/healthz", healthz),
@@ -75,9 +83,13 @@ def create_app(settings: Settings | None = None) -> Starlette:
             *signin.routes,
             *status_page.routes,
             *oidc.routes,
+            *run_page.routes,
+            *run_stream.routes,
         ],
         lifespan=lifespan,
     )
+    app.state.streams_closing = threading.Event()  # set by `plangate web` on a stop signal (bot.run_stream)
+    return app
 
 
 def _log_status_access(settings: Settings) -> None:

@@ -48,6 +48,15 @@ def held_async(url: str, **options: Any) -> AsyncConnection:
     return cast(AsyncConnection, pool.make_connection())  # type: ignore[no-untyped-call]
 
 
+def connect_async(url: str, **options: Any) -> aredis.Redis:
+    """`connect` for asyncio: a pooled client whose blocking reads (XREAD BLOCK) hold a connection, not a thread."""
+    if is_sentinel(url):
+        where = parse_sentinel(url)
+        sentinels = asentinel.Sentinel(where.sentinels, sentinel_kwargs=_to_sentinels(where, options))  # type: ignore[no-untyped-call]
+        return cast(aredis.Redis, sentinels.master_for(where.service, **_to_master(where, options)))
+    return aredis.Redis.from_url(url, driver_info=_DRIVER, **options)
+
+
 def _to_sentinels(where: SentinelURL, options: dict[str, Any]) -> dict[str, Any]:
     """How to reach the sentinels: the caller's socket timeouts, the sentinels' own password."""
     sockets = {k: v for k, v in options.items() if k.startswith("socket_")}

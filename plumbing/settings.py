@@ -69,6 +69,7 @@ class Settings:
     max_projects: int = DEFAULT_MAX_PROJECTS  # projects one change may plan or apply (core/project_limit.py)
     public_url: str | None = None  # PLANGATE_PUBLIC_URL: where people reach the web process (run page links)
     oidc: OidcSettings | None = None  # plangate as terraform's OIDC issuer (plumbing/oidc_settings.py)
+    run_stream_seconds: float = 600.0  # a run page's live stream closes after this long; the browser reconnects
 
     def __repr__(self) -> str:
         return f"Settings(app_id={self.app_id}, api_url={self.api_url!r}, workdir={str(self.workdir)!r})"
@@ -228,6 +229,7 @@ def load(
         max_projects=values.count(env, "PLANGATE_MAX_PROJECTS", DEFAULT_MAX_PROJECTS),
         public_url=_public_url(env),
         oidc=oidc_settings.load(env),
+        run_stream_seconds=values.positive(env, "PLANGATE_RUN_STREAM_SECONDS", 600.0),
     )
 
 

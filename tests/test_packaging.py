@@ -91,9 +91,12 @@ def test_the_installed_wheel_serves_every_page(installed_wheel: tuple[Path, Path
     wheel, site = installed_wheel
     templates = {f"bot/templates/{t.name}" for t in (ROOT / "bot" / "templates").glob("*.html")}
     assert {n for n in zipfile.ZipFile(wheel).namelist() if n.startswith("bot/templates/")} == templates
+    static = {f"bot/static/{f.name}" for f in (ROOT / "bot" / "static").iterdir()}
+    assert {n for n in zipfile.ZipFile(wheel).namelist() if n.startswith("bot/static/")} == static
     renders = (
         "import bot, pathlib; assert pathlib.Path(bot.__file__).is_relative_to(pathlib.Path.cwd());"
-        "from bot import auth_pages, setup_pages, status_page;"
+        "from bot import auth_pages, run_page, setup_pages, status_page;"
+        "assert b'EventSource' in run_page._STATIC['live.js'][1];"
         "assert b'Signed out' in auth_pages.signed_out('/').body;"
         "assert b'Setup failed' in setup_pages.error(400, 'x').body;"
         "assert 'No runs yet.' in status_page.render_status_page([], {}, [], 0.0)"
