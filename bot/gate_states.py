@@ -12,7 +12,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from bot.run_links import run_path
+from core.render.run_links import run_path
 
 WAITING = "waiting for approval"
 APPROVED = "approved"

@@ -13,8 +13,8 @@ from typing import Any
 from urllib.parse import urlsplit
 
 from bot.gate_states import CLOSED, GATE_KINDS, OpenPull, Pulls, gate_word
-from bot.run_links import run_path
 from bot.status_view import ApplyRow, DriftRow, EventRow, Moment, PullRow, RepoView, RunRow, Verdict
+from core.render.run_links import run_path
 
 TIMELINE = 10
 KNOWN_STATES = ("success", "failure", "pending", "error")

@@ -33,7 +33,7 @@ class PullRow:
     gate: Verdict
     updated: Moment | None
     run: str
-    """Empty, or `/runs/ID` of the PR's newest run that names one (bot.run_links)."""
+    """Empty, or `/runs/ID` of the PR's newest run that names one (core.render.run_links)."""
 
 
 @dataclass(frozen=True)

@@ -15,7 +15,7 @@ from dataclasses import asdict, dataclass
 from typing import Any
 
 KINDS = ("plan", "apply", "drift", "merge-group", "accept-drift")
-ID_PATTERN = re.compile(r"[A-Za-z0-9_-]{24}")
+ID_PATTERN = re.compile(r"[A-Za-z0-9_-]{1,64}")  # run_id makes 24; links and pages accept no other characters
 VERDICT_STATES = ("approved", "waiting", "never", "voided")
 
 

@@ -52,7 +52,7 @@ def test_the_readme_is_a_readme() -> None:
 
 
 def test_every_command_is_documented_with_its_options() -> None:
-    documented = dict(re.findall(r"^\| `plangate (\w+)([^`]*)` \|", README, re.M))
+    documented = dict(re.findall(r"^\| `plangate ([\w-]+)([^`]*)` \|", README, re.M))
     commands = _subparsers()
     assert set(documented) == set(commands)
     for name, sub in commands.items():

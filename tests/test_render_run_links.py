@@ -20,7 +20,7 @@ def test_a_run_url_needs_a_public_url_and_a_valid_id() -> None:
     assert run_url(BASE + "/", RUN) == f"{BASE}/runs/{RUN}"
     assert run_url(None, RUN) is None and run_url("", RUN) is None
     assert run_url(BASE, None) is None
-    for bad in ("", "x" * 23, "x" * 25, "../../setup?x=1&y=22", "a" * 23 + ")", "a" * 23 + " "):
+    for bad in ("", "x" * 65, "../../setup?x=1&y=22", "a" * 23 + ")", "a" * 23 + " ", "a/b"):
         assert run_url(BASE, bad) is None
     assert run_urls(BASE, {"a": RUN, "b": "bad id"}) == {"a": f"{BASE}/runs/{RUN}"}
     assert run_urls(None, {"a": RUN}) == {}

@@ -34,7 +34,7 @@ def _head(job: str = "job-1", kind: str = "plan") -> RunHead:
 
 def test_a_run_reads_back_whole_and_its_id_is_stable_per_job_and_project() -> None:
     assert run_id("job-1", "app") == run_id("job-1", "app") != run_id("job-2", "app") != run_id("job-1", "net")
-    assert valid_id(run_id("j", "p")) and not valid_id("../x") and not valid_id(run_id("j", "p") + "x")
+    assert valid_id(run_id("j", "p")) and not valid_id("../x") and not valid_id("x" * 65) and not valid_id("")
 
 
 def test_head_plan_gate_and_lines_round_trip(redis_conn: redis.Redis) -> None:

@@ -9,8 +9,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from bot.gate_states import APPROVED, BLOCKED, FAILED, NO_DESTROYS, UNKNOWN, WAITING, Pulls, Word, gate_word
-from bot.run_links import run_path
 from bot.status_rows import TIMELINE, outcome, repositories
+from core.render.run_links import run_path
 from core.render.status import held_by_others
 
 NOW = 1_700_000_000.0

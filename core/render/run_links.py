@@ -2,7 +2,7 @@
 points at.
 
 Only two things go into a link: the operator's PLANGATE_PUBLIC_URL (checked at start-up to be a plain
-http(s) URL, plumbing.settings) and a run id (core.runs.valid_id: 24 URL-safe characters). Nothing a PR
+http(s) URL, plumbing.settings) and a run id (core.runs.valid_id: 1–64 URL-safe characters). Nothing a PR
 can write (a project's name, a directory) is ever part of one, so no name can break or redirect it.
 """
 
@@ -15,11 +15,16 @@ from core.runs import valid_id
 LINK_TEXT = "run page"
 
 
+def run_path(run: object) -> str:
+    """`/runs/ID`, or "" for anything that is not a run id (core.runs.valid_id): a value read from Redis
+    that could climb out of the path (`../`, `//host`, a scheme) never becomes a link."""
+    return f"/runs/{run}" if isinstance(run, str) and valid_id(run) else ""
+
+
 def run_url(public_url: str | None, run: str | None) -> str | None:
     """`{public_url}/runs/{run}`; None without a public URL (no links then) or with no valid run id."""
-    if not public_url or run is None or not valid_id(run):
-        return None
-    return f"{public_url.rstrip('/')}/runs/{run}"
+    path = run_path(run)
+    return f"{public_url.rstrip('/')}{path}" if public_url and path else None
 
 
 def run_urls(public_url: str | None, runs: Mapping[str, str]) -> dict[str, str]:
