@@ -16,6 +16,7 @@ from core.sandbox_paths import GRANT_PHASES, GrantPhase
 from plumbing import settings as settings_module
 from plumbing.records import Records
 from plumbing.redis_client import connect
+from plumbing.run_store import RunStore
 from plumbing.settings import Settings
 from workers.adapters.github.auth import TokenCache
 from workers.adapters.terraform.cgroups_probe import MemoryCap
@@ -101,6 +102,11 @@ class WorkerContext:
     def sandbox_for(self, phase: GrantPhase) -> Sandbox:
         """The sandbox showing the host paths granted to `phase` (core/sandbox_paths.py)."""
         return replace(self.sandbox, grants=self.settings.sandbox_paths.grants(phase))
+
+    @property
+    def run_store(self) -> RunStore:
+        """Run pages' records (plumbing.run_store), sealed with this process's records key."""
+        return RunStore(self.records)
 
     @property
     def checkouts(self) -> Path:
