@@ -78,6 +78,7 @@ class Run:
     """One open run: `streamed` gives its terraform runner the run's output sink, `finish` ends it."""
 
     head: RunHead
+    job_id: str
     patterns: tuple[str, ...] | None  # None: unknown, so nothing of the output or the plan is kept
     ctx: WorkerContext
     sink: LiveOutput | None = None
@@ -163,7 +164,7 @@ def open_run(ctx: WorkerContext, where: Where, project: Project, tool: str, patt
         tool=tool.rsplit("/", 1)[-1],
         started=time.time(),
     )
-    run = Run(head, None if patterns is None else tuple(patterns), ctx)
+    run = Run(head, where.job_id, None if patterns is None else tuple(patterns), ctx)
     store = ctx.run_store
     before = _quietly(head, "read", lambda: store.head(head.id))
     if not _quietly(head, "start", lambda: _started(store, head)):
@@ -184,6 +185,21 @@ def plan_outcome(result: ProjectResult) -> tuple[str, bool, str]:
     return ("planned" if result.plan.has_changes else "no changes"), not result.plan.errored, summary
 
 
+def died(ctx: WorkerContext, job_id: str, project: Project, why: str) -> None:
+    """The run of `project` in job `job_id`, if it never ended, ended as "died": its worker died while it
+    ran, and the job run again does not run terraform again (an apply is never run twice)."""
+    store, page = ctx.run_store, run_id(job_id, project.identity)
+    head = _quietly_id(page, "read", lambda: store.head(page))
+    if head is not None and head.running:
+        ended = replace(head, ended=time.time(), outcome="died", ok=False, summary=why)
+        _quietly(head, "finish", lambda: store.finish(ended, None))
+
+
+def failure_summary(output: str) -> str:
+    """What a failed step's run says of it: terraform's first error, else its first line."""
+    return next((line for line in output.splitlines() if "Error:" in line), output)
+
+
 def _started(store: RunStore, head: RunHead) -> bool:
     store.start(head)
     return True
@@ -195,9 +211,13 @@ def _first_line(text: str) -> str:
 
 
 def _quietly(head: RunHead, what: str, work: Callable[[], T]) -> T | None:
+    return _quietly_id(head.id, what, work)
+
+
+def _quietly_id(page: str, what: str, work: Callable[[], T]) -> T | None:
     """`work`, a failure logged (once per call) and answered None: a run page never fails a flow."""
     try:
         return work()
     except Exception as exc:
-        log.warning(json.dumps({"run": head.id, "repo": head.repo, "run_page": what, "error": type(exc).__name__}))
+        log.warning(json.dumps({"run": page, "run_page": what, "error": type(exc).__name__}))
         return None
