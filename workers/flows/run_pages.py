@@ -195,6 +195,12 @@ def died(ctx: WorkerContext, job_id: str, project: Project, why: str) -> None:
         _quietly(head, "finish", lambda: store.finish(ended, None))
 
 
+def page_of(ctx: WorkerContext, job_id: str, project: Project) -> str | None:
+    """The id of the run of `project` in job `job_id`, when that run has a page (it may never have opened)."""
+    page = run_id(job_id, project.identity)
+    return page if _quietly_id(page, "read", lambda: ctx.run_store.head(page)) is not None else None
+
+
 def failure_summary(output: str) -> str:
     """What a failed step's run says of it: terraform's first error, else its first line."""
     return next((line for line in output.splitlines() if "Error:" in line), output)
