@@ -13,13 +13,12 @@ raised to the terraform step. At OUTPUT_CAP bytes of text one last line says the
 
 from __future__ import annotations
 
-import contextlib
 import functools
 import json
 import logging
 import re
 import threading
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Sequence
 
 from core.render.mask import Masker
 from core.runs import RunHead
@@ -181,13 +180,3 @@ class LiveOutput:
             self._broken = True
             self._pending = []
         log.warning(json.dumps({"run": self._head.id, "repo": self._head.repo, "live_output": "stopped", "why": why}))
-
-
-@contextlib.contextmanager
-def streaming(sink: LiveOutput | None) -> Iterator[LiveOutput | None]:
-    """`sink` closed (its last lines written) when the block ends, however it ends."""
-    try:
-        yield sink
-    finally:
-        if sink is not None:
-            sink.close()
