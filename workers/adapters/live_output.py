@@ -111,6 +111,9 @@ class LiveOutput:
         self._accept([self._text(raw) for raw in rest])
 
     def _feed(self, stream: str, chunk: bytes) -> None:
+        if self._full or self._broken:  # nothing more is kept: no line is cut or masked for nothing
+            self._partial.clear()
+            return
         buf = self._partial.setdefault(stream, bytearray())
         buf += chunk
         lines = []

@@ -71,6 +71,7 @@ async def run(
             held_back = dependents.holdup_of(ctx, req, project, waits or {})
             if held_back is not None:
                 outcome = await dependents.wait(ctx, req, project, where, waits or {}, held_back)
+                run_pages.noted(ctx, _page(req, project, where, run_id), project, "waiting", False, held_back.text())
             else:
                 outcome = await _run(ctx, req, project, where, run_id)
         else:
@@ -108,7 +109,7 @@ async def _run(
         policy = await base_config(gh, req.repo, policy_ref(req))  # invalid: nothing is applied ("failed")
         patterns = [*ctx.settings.mask_patterns, *policy.mask_patterns]
         scope, name, code = "push", project.name, project.destroy_from or req.after
-        page = run_pages.Where("apply", run_id, req.repo, req.repo_id, req.after, where.number, project.destroy_from)
+        page = _page(req, project, where, run_id)
         with (
             run_pages.recorded(ctx, page, project, plan_tf.tool, patterns) as run,
             pipeline.checked_out(ctx.checkouts, req.repo_id, scope, code, name, req.clone_url, token) as dirs,
@@ -129,6 +130,10 @@ async def _run(
                 run.finish(outcome, ok, decided.decision.reason, shown, decided.gates)
                 return await _report_only(ctx, gh, req, project, where, decided, decided.decision.reason)
             return await _apply(ctx, gh, req, project, where, decided, run.streamed(tf), dirs, run)
+
+
+def _page(req: PushRequest, project: Project, where: ApplyConversation, job_id: str) -> run_pages.Where:
+    return run_pages.Where("apply", job_id, req.repo, req.repo_id, req.after, where.number, project.destroy_from)
 
 
 def _held(block: Block, saved: pipeline.SavedPlan) -> tuple[str, bool, str]:

@@ -185,6 +185,13 @@ def plan_outcome(result: ProjectResult) -> tuple[str, bool, str]:
     return ("planned" if result.plan.has_changes else "no changes"), not result.plan.errored, summary
 
 
+def noted(ctx: WorkerContext, where: Where, project: Project, outcome: str, ok: bool, summary: str) -> str:
+    """A run that runs no terraform (an apply held back by a dependency), opened and ended at once; its id."""
+    run = open_run(ctx, where, project, project.tool or "terraform", ctx.settings.mask_patterns)
+    run.finish(outcome, ok, summary)
+    return run.id
+
+
 def died(ctx: WorkerContext, job_id: str, project: Project, why: str) -> None:
     """The run of `project` in job `job_id`, if it never ended, ended as "died": its worker died while it
     ran, and the job run again does not run terraform again (an apply is never run twice)."""
