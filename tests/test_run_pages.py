@@ -20,6 +20,7 @@ from plumbing import settings as settings_module
 from plumbing.records import Records
 from tests.keys import rsa_pem
 from workers.adapters.github.auth import TokenCache
+from workers.adapters.terraform.pipeline import failure
 from workers.adapters.terraform.sandbox import Sandbox
 from workers.adapters.terraform.steps import Terraform
 from workers.context import WorkerContext
@@ -157,3 +158,26 @@ def test_plan_runs_know_their_kind_and_masks(
     meta = json.dumps({"mask_patterns": ["tok-[0-9]+"]})
     ctx.records.set(redis_keys.plan_meta(7, 3, "b" * 40), meta)
     assert run_pages.plan_masks(ctx, req) == ["srv-[0-9]+", "tok-[0-9]+"]
+
+
+def test_a_plan_that_cannot_be_drawn_costs_the_drawing_not_the_run(
+    redis_conn: redis.Redis, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    ctx = _ctx(redis_conn, tmp_path)
+
+    def broken(*args: object) -> None:
+        raise KeyError("a bug in drawing")
+
+    monkeypatch.setattr(run_pages, "run_plan", broken)
+    run = run_pages.open_run(ctx, WHERE, PROJECT, "tofu", [])
+    run.finish("planned", True, "1 to add", result=failure(PROJECT, "a" * 40, "x"))
+    stored = ctx.run_store.read(run.id)
+    assert (
+        stored is not None
+        and stored.plan is None
+        and (stored.head.outcome, stored.head.summary)
+        == (
+            "planned",
+            "1 to add",
+        )
+    )

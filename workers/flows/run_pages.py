@@ -110,12 +110,18 @@ class Run:
         self.ended = True
         if self.sink is not None:
             self.sink.close()
-        secrets = result.secrets if result is not None else ()
-        mask = self._masker(secrets)
+        _quietly(self.head, "finish", lambda: self._finish(outcome, ok, summary, result, gated))
+
+    def _finish(
+        self, outcome: str, ok: bool, summary: str, result: ProjectResult | None, gated: Collection[str]
+    ) -> None:
+        mask = self._masker(result.secrets if result is not None else ())
         text = "" if mask is None else _first_line(mask(summary))  # masked whole, then cut
-        plan = None if result is None or self.patterns is None else run_plan(result, self.patterns, gated)
+        patterns = self.patterns
+        drawn = None if result is None or patterns is None else (lambda: run_plan(result, patterns, gated))
+        plan = None if drawn is None else _quietly(self.head, "plan", drawn)  # the head is written regardless
         head = replace(self.head, ended=time.time(), outcome=outcome, ok=ok, summary=text)
-        _quietly(self.head, "finish", lambda: self.ctx.run_store.finish(head, plan))
+        self.ctx.run_store.finish(head, plan)
 
     def _masker(self, secrets: Sequence[str] = ()) -> Callable[[str], str] | None:
         if self.patterns is None:
@@ -169,12 +175,19 @@ def open_run(ctx: WorkerContext, where: Where, project: Project, tool: str, patt
     before = _quietly(head, "read", lambda: store.head(head.id))
     if not _quietly(head, "start", lambda: _started(store, head)):
         return run
-    mask = run._masker()
-    if mask is not None:
-        run.sink = LiveOutput(store, head, mask)
-        if before is not None and before.running:
-            run.sink.step(RESTARTED)
+    run.sink = _quietly(head, "stream", lambda: _sink(run, store, restarted=before is not None and before.running))
     return run
+
+
+def _sink(run: Run, store: RunStore, *, restarted: bool) -> LiveOutput | None:
+    """The run's output sink, unless its mask patterns are unknown."""
+    mask = run._masker()
+    if mask is None:
+        return None
+    sink = LiveOutput(store, run.head, mask)
+    if restarted:
+        sink.step(RESTARTED)
+    return sink
 
 
 def plan_outcome(result: ProjectResult) -> tuple[str, bool, str]:
@@ -228,7 +241,8 @@ def _quietly(head: RunHead, what: str, work: Callable[[], T]) -> T | None:
 
 
 def _quietly_id(page: str, what: str, work: Callable[[], T]) -> T | None:
-    """`work`, a failure logged (once per call) and answered None: a run page never fails a flow."""
+    """`work`, a failure logged (once per call) and answered None: a run page never fails a flow (a
+    Redis error, or a bug in drawing the page, costs the page, never the plan or the apply)."""
     try:
         return work()
     except Exception as exc:
