@@ -181,3 +181,16 @@ def test_a_plan_that_cannot_be_drawn_costs_the_drawing_not_the_run(
             "1 to add",
         )
     )
+
+
+def test_a_publish_ends_the_runs_its_dead_plan_jobs_left_running(redis_conn: redis.Redis, tmp_path: Path) -> None:
+    ctx = _ctx(redis_conn, tmp_path)
+    dead = run_pages.open_run(ctx, WHERE, PROJECT, "tofu", [])
+    done = run_pages.open_run(ctx, replace(WHERE, job_id="job-2"), PROJECT, "tofu", [])
+    done.finish("planned", True, "1 to add")
+    assert dead.sink is not None
+    dead.sink.close()
+    result = failure(PROJECT, "a" * 40, "the plan job died")
+    run_pages.plans_ended(ctx, [("job-1", result), ("job-2", result), ("job-never-ran", result)])
+    assert (ctx.run_store.head(dead.id).outcome, ctx.run_store.head(done.id).outcome) == ("died", "planned")  # type: ignore[union-attr]
+    assert ctx.run_store.head(run_id("job-never-ran", PROJECT.identity)) is None

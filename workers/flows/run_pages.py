@@ -17,7 +17,7 @@ import contextlib
 import json
 import logging
 import time
-from collections.abc import Callable, Collection, Iterator, Sequence
+from collections.abc import Callable, Collection, Iterable, Iterator, Sequence
 from dataclasses import dataclass, replace
 from typing import TypeVar
 
@@ -208,7 +208,17 @@ def noted(ctx: WorkerContext, where: Where, project: Project, outcome: str, ok: 
 def died(ctx: WorkerContext, job_id: str, project: Project, why: str) -> None:
     """The run of `project` in job `job_id`, if it never ended, ended as "died": its worker died while it
     ran, and the job run again does not run terraform again (an apply is never run twice)."""
-    store, page = ctx.run_store, run_id(job_id, project.identity)
+    _died(ctx, run_id(job_id, project.identity), why)
+
+
+def plans_ended(ctx: WorkerContext, made: Iterable[tuple[str, ProjectResult]]) -> None:
+    """At a publish, every plan job has ended: a run of theirs still running died with its worker."""
+    for job_id, result in made:
+        _died(ctx, run_id(job_id, result.identity), "the plan job ended before this run did: its worker died")
+
+
+def _died(ctx: WorkerContext, page: str, why: str) -> None:
+    store = ctx.run_store
     head = _quietly_id(page, "read", lambda: store.head(page))
     if head is not None and head.running:
         ended = replace(head, ended=time.time(), outcome="died", ok=False, summary=why)
