@@ -4,6 +4,7 @@ cycle is a config error naming it."""
 
 from __future__ import annotations
 
+import json
 import os
 import signal
 from pathlib import Path
@@ -11,6 +12,7 @@ from pathlib import Path
 import pytest
 import redis
 
+from core import redis_keys
 from core.contract import Jobs
 from plumbing import settings as settings_module
 from plumbing.records import Records
@@ -104,9 +106,14 @@ def test_projects_apply_in_dependency_order_and_a_failure_holds_its_dependents(
             "app": "waiting",
         }
         assert "cluster" in ran["app"].summary and ran["cluster"].summary.startswith("Error:")
-        assert "terraform_data.two" in state_addresses(states["net"])
-        assert "terraform_data.two" not in state_addresses(states["app"])
-        assert not (times / "app-two.start").exists()
+
+        def logged() -> dict[str, str | None] | None:
+            """The run log's apply entries at that commit, once app's is written too (after its comment)."""
+            entries = [json.loads(e) for e in redis_conn.lrange(redis_keys.RUNS, 0, -1)]
+            found = {e["project"]: e.get("run") for e in entries if e["kind"] == "apply" and e["sha"] == failed}
+            return found if len(found) == len(NAMES) else None
+
+        assert stack.wait_for("the run log's entries", logged) == {name: ran[name].id for name in NAMES}
 
         # The fix: cluster's script succeeds. Its failed resource is tainted, so the fix replaces it (a
         # destroy, approved as always); once cluster applies, app is applied at the commit it waited at.

@@ -70,8 +70,10 @@ async def run(
             apply_phases.write(ctx.records, run_id, Phase("planning"))
             held_back = dependents.holdup_of(ctx, req, project, waits or {})
             if held_back is not None:
-                outcome = await dependents.wait(ctx, req, project, where, waits or {}, held_back)
-                run_pages.noted(ctx, _page(req, project, where, run_id), project, "waiting", False, held_back.text())
+                page = run_pages.noted(
+                    ctx, _page(req, project, where, run_id), project, "waiting", False, held_back.text()
+                )
+                outcome = await dependents.wait(ctx, req, project, where, waits or {}, held_back, page)
             else:
                 outcome = await _run(ctx, req, project, where, run_id)
         else:
