@@ -21,7 +21,7 @@ from standin.local_redis import PrivateRedis
 from standin.stack import running_stack
 from tests.e2e import applied_state, bot_bodies, horse_running, infra_repo, kill_the_horse_running, status
 from tests.tfproject import main_tf, tool
-from workers.flows.run_pages import RESTARTED
+from workers.flows.run_records import RESTARTED
 
 pytestmark = pytest.mark.e2e
 

@@ -45,7 +45,7 @@ from workers.adapters.store import apply_phases, audit, drift_issues
 from workers.adapters.store.apply_phases import Phase
 from workers.adapters.terraform import pipeline
 from workers.context import WorkerContext
-from workers.flows import run_pages
+from workers.flows import run_records
 from workers.flows.outcome import Outcome
 
 log = logging.getLogger("plangate.accept_drift")
@@ -140,9 +140,9 @@ async def _accept(ctx: WorkerContext, req: CommandRequest, target: DriftTarget, 
     # As a merge's apply: the code's init and plan with the plan phase's credentials, only `terraform
     # apply` of the checked plan file with the apply phase's.
     plan_tf, tf = ctx.terraform(project.tool, "plan", merged=True), ctx.terraform(project.tool, "apply")
-    scope, page = "accept-drift", run_pages.Where("accept-drift", run_id, req.repo, req.repo_id, sha, req.number)
+    scope, page = "accept-drift", run_records.Where("accept-drift", run_id, req.repo, req.repo_id, sha, req.number)
     with (
-        run_pages.recorded(ctx, page, project, plan_tf.tool, patterns) as run,
+        run_records.recorded(ctx, page, project, plan_tf.tool, patterns) as run,
         pipeline.checked_out(ctx.checkouts, req.repo_id, scope, sha, project.name, target.clone_url, token) as dirs,
     ):
         assert run is not None
@@ -167,7 +167,7 @@ async def _accept(ctx: WorkerContext, req: CommandRequest, target: DriftTarget, 
         run.learn_secrets(saved.plan.sensitive_values)
         apply_phases.write(ctx.records, run_id, Phase("applying"))
         step = await asyncio.to_thread(pipeline.apply, run.streamed(tf), project, dirs, saved)
-        summary = "drift accepted into the state" if step.ok else run_pages.failure_summary(step.failure())
+        summary = "drift accepted into the state" if step.ok else run_records.failure_summary(step.failure())
         run.finish("accepted" if step.ok else "apply failed", step.ok, summary, shown)
     audit.record(ctx.redis, "drift-accepted" if step.ok else "accept-drift-failed", repo=req.repo, project=project.name)
     if step.ok:
@@ -192,7 +192,7 @@ async def _accept(ctx: WorkerContext, req: CommandRequest, target: DriftTarget, 
 def _lost(ctx: WorkerContext, req: CommandRequest, target: DriftTarget, project: Project, run_id: str) -> Phase:
     """The worker died during `terraform apply`: said, never run again."""
     audit.record(ctx.redis, "accept-drift-lost", repo=req.repo, project=project.name)
-    run_pages.died(ctx, run_id, project, "the worker died during terraform apply; it is not run again")
+    run_records.died(ctx, run_id, project, "the worker died during terraform apply; it is not run again")
     return _done(ctx, run_id, "lost", project, f"the head of {target.default_branch}", req=req)
 
 
@@ -222,7 +222,7 @@ def _done(
     )
     phase = Phase("applied", ApplyOutcome(_ENDINGS[result]), body)
     apply_phases.write(ctx.records, run_id, phase)
-    page = run_pages.page_of(ctx, run_id, project)
+    page = run_records.page_of(ctx, run_id, project)
     record_run(
         ctx.redis,
         kind="accept-drift",

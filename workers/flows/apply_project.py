@@ -39,7 +39,7 @@ from workers.adapters.store.apply_phases import Phase
 from workers.adapters.terraform import pipeline
 from workers.adapters.terraform.steps import Terraform
 from workers.context import WorkerContext
-from workers.flows import apply_decision, dependents, failed_applies, push_apply, run_pages, superseded
+from workers.flows import apply_decision, dependents, failed_applies, push_apply, run_records, superseded
 from workers.flows.apply_decision import Decided
 from workers.flows.push_apply import record_outcome
 
@@ -70,7 +70,7 @@ async def run(
             apply_phases.write(ctx.records, run_id, Phase("planning"))
             held_back = dependents.holdup_of(ctx, req, project, waits or {})
             if held_back is not None:
-                page = run_pages.noted(
+                page = run_records.noted(
                     ctx, _page(req, project, where, run_id), project, "waiting", False, held_back.text()
                 )
                 outcome = await dependents.wait(ctx, req, project, where, waits or {}, held_back, page)
@@ -78,7 +78,7 @@ async def run(
                 outcome = await _run(ctx, req, project, where, run_id)
         else:
             if phase.name == "applying":
-                run_pages.died(ctx, run_id, project, "the worker died during terraform apply; it is not run again")
+                run_records.died(ctx, run_id, project, "the worker died during terraform apply; it is not run again")
             outcome = await push_apply.settle(ctx, req, project, where, phase)
     except Exception as exc:
         now = apply_phases.read(ctx.records, run_id)
@@ -113,7 +113,7 @@ async def _run(
         scope, name, code = "push", project.name, project.destroy_from or req.after
         page = _page(req, project, where, run_id)
         with (
-            run_pages.recorded(ctx, page, project, plan_tf.tool, patterns) as run,
+            run_records.recorded(ctx, page, project, plan_tf.tool, patterns) as run,
             pipeline.checked_out(ctx.checkouts, req.repo_id, scope, code, name, req.clone_url, token) as dirs,
         ):
             assert run is not None
@@ -128,14 +128,14 @@ async def _run(
                 run.finish(*_held(decided.decision, saved), result=shown, gated=decided.gates)
                 return await _block(ctx, gh, req, project, where, decided, run.id)
             if not isinstance(decided.decision, Apply):
-                outcome, ok, _ = run_pages.plan_outcome(shown)
+                outcome, ok, _ = run_records.plan_outcome(shown)
                 run.finish(outcome, ok, decided.decision.reason, shown, decided.gates)
                 return await _report_only(ctx, gh, req, project, where, decided, decided.decision.reason)
             return await _apply(ctx, gh, req, project, where, decided, run.streamed(tf), dirs, run)
 
 
-def _page(req: PushRequest, project: Project, where: ApplyConversation, job_id: str) -> run_pages.Where:
-    return run_pages.Where("apply", job_id, req.repo, req.repo_id, req.after, where.number, project.destroy_from)
+def _page(req: PushRequest, project: Project, where: ApplyConversation, job_id: str) -> run_records.Where:
+    return run_records.Where("apply", job_id, req.repo, req.repo_id, req.after, where.number, project.destroy_from)
 
 
 def _held(block: Block, saved: pipeline.SavedPlan) -> tuple[str, bool, str]:
@@ -238,7 +238,7 @@ async def _apply(
     decided: Decided,
     tf: Terraform,
     dirs: pipeline.JobDirs,
-    run: run_pages.Run,
+    run: run_records.Run,
 ) -> ApplyOutcome:
     run_id = run.job_id
     apply_phases.write(ctx.records, run_id, Phase("applying"))
@@ -269,7 +269,7 @@ async def _apply(
     done = Phase("applied", outcome, body, close_issue=closes, detail=detail)
     apply_phases.write(ctx.records, run_id, done)  # what happened is kept before anything is said
     shown = pipeline.result(project, req.after, tf.tool, decided.saved)
-    summary = run_pages.plan_outcome(shown)[2] if ok else run_pages.failure_summary(step.failure())
+    summary = run_records.plan_outcome(shown)[2] if ok else run_records.failure_summary(step.failure())
     run.finish("applied" if ok else "apply failed", ok, summary, shown, decided.gates)
     audit.record(ctx.redis, "applied" if ok else "apply-failed", repo=req.repo, sha=req.after, project=project.name)
     _run_entry(ctx, req, project, where.number, decided, "applied" if ok else "apply failed", run.id, approvers)

@@ -38,7 +38,7 @@ from workers.adapters.store import drift_issues
 from workers.adapters.terraform import pipeline
 from workers.adapters.terraform.steps import Terraform
 from workers.context import WorkerContext
-from workers.flows import run_pages
+from workers.flows import run_records
 from workers.flows.discovery import discover_at
 
 log = logging.getLogger("plangate.drift")
@@ -116,9 +116,9 @@ async def check_project(ctx: WorkerContext, target: DriftTarget, project: Projec
         terraform = ctx.terraform(project.tool, "drift")
         token = await ctx.tokens.token(target.installation_id)
         number = drift_issues.issue_of(ctx.redis, target.repo_id, project.name)
-        where = None if job is None else run_pages.Where("drift", job, target.repo, target.repo_id, sha, number)
+        where = None if job is None else run_records.Where("drift", job, target.repo, target.repo_id, sha, number)
         patterns = await _patterns(ctx, target) if where is not None else None
-        with run_pages.recorded(ctx, where, project, terraform.tool, patterns) as run:
+        with run_records.recorded(ctx, where, project, terraform.tool, patterns) as run:
             page = None if run is None else run.id
             tf = terraform if run is None else run.streamed(terraform)
             result = await asyncio.to_thread(_plan, ctx, target, project, sha, tf, token)
@@ -147,7 +147,7 @@ def _drift_outcome(result: ProjectResult) -> tuple[str, bool, str]:
     """A drift check's run: "drift" (what the plan would change), "no drift", or "plan failed"."""
     if result.plan is None:
         return "plan failed", False, result.error or "the plan failed"
-    summary = run_pages.plan_outcome(result)[2]
+    summary = run_records.plan_outcome(result)[2]
     return ("drift", False, summary) if has_drift(result.plan) else ("no drift", True, summary)
 
 

@@ -87,7 +87,7 @@ async def dispatch(ctx: WorkerContext, req: GroupRequest) -> list[Project] | Non
 
 def _remember_masks(ctx: WorkerContext, req: GroupRequest, policy: RepoConfig) -> None:
     """The default branch's mask patterns, for the group's plan jobs to mask their run pages' output
-    (workers.flows.run_pages.plan_masks), kept as a PR's dispatch keeps them."""
+    (workers.flows.run_records.plan_masks), kept as a PR's dispatch keeps them."""
     plan = req.as_plan()
     meta = json.dumps({"mask_patterns": list(policy.mask_patterns)})
     ctx.records.set(redis_keys.plan_meta(plan.repo_id, plan.pr, plan.sha), meta, ex=redis_keys.PLAN_META_TTL)

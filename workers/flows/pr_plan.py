@@ -34,7 +34,7 @@ from workers.adapters.store import gates as gate_store
 from workers.adapters.terraform import pipeline
 from workers.adapters.terraform.sandbox import SandboxError
 from workers.context import WorkerContext
-from workers.flows import carry, commit_tree, run_pages
+from workers.flows import carry, commit_tree, run_records
 from workers.flows.discovery import Discovered, discover, to_plan
 from workers.flows.gate_check import at_commit
 from workers.flows.pr_publish import bot_login, is_current, meta_key, publish
@@ -252,8 +252,8 @@ async def plan_project(ctx: WorkerContext, req: PlanRequest, project: Project) -
         return pipeline.failure(project, req.sha, "superseded by a newer push")
     try:
         terraform = ctx.terraform(project.tool, "plan")
-        where, masks = run_pages.of_plan(req, project), run_pages.plan_masks(ctx, req)
-        with run_pages.recorded(ctx, where, project, terraform.tool, masks, "plan failed") as run:
+        where, masks = run_records.of_plan(req, project), run_records.plan_masks(ctx, req)
+        with run_records.recorded(ctx, where, project, terraform.tool, masks, "plan failed") as run:
             if run is not None:
                 terraform = run.streamed(terraform)
             token = await ctx.tokens.token(req.installation_id)
@@ -261,7 +261,7 @@ async def plan_project(ctx: WorkerContext, req: PlanRequest, project: Project) -
             planned = await asyncio.to_thread(commit_tree.plan, ctx, req, project, terraform, scope, code, token)
             result = pipeline.result(project, req.sha, terraform.tool, planned)
             if run is not None:
-                run.finish(*run_pages.plan_outcome(result), result=result)
+                run.finish(*run_records.plan_outcome(result), result=result)
             return result
     except RateLimited:
         raise  # RQ runs the job again once GitHub allows (workers.jobs.reschedulable)
