@@ -54,7 +54,7 @@ def _mask(patterns: Sequence[str] = (r"hunter\d+",)) -> Masker:
 
 
 def _sink(store: Recorder, **options: float) -> LiveOutput:
-    return LiveOutput(store, HEAD, _mask(), **options)  # type: ignore[arg-type]
+    return LiveOutput(store, HEAD, _mask, **options)  # type: ignore[arg-type]
 
 
 def test_lines_are_cut_per_stream_and_a_partial_line_waits_for_its_newline() -> None:
@@ -188,7 +188,7 @@ def test_a_redis_error_stops_streaming_and_never_raises(caplog: pytest.LogCaptur
 def test_lines_reach_the_real_store_in_order(redis_conn: redis.Redis) -> None:
     store = RunStore(Records(redis_conn, KEY))
     store.start(HEAD)
-    sink = LiveOutput(store, HEAD, _mask())
+    sink = LiveOutput(store, HEAD, _mask)
     sink("stdout", b"".join(b"%d\n" % i for i in range(450)))
     sink.close()
     assert [line.text for line in store.lines_after(HEAD.id, "0-0")] == [str(i) for i in range(450)]
@@ -215,3 +215,22 @@ def test_the_runner_hands_output_over_while_the_process_still_runs(tmp_path: Pat
     assert [(s, c) for _, s, c in seen] == [("stdout", b"one\n"), ("stderr", b"two\n")]
     assert seen[0][0] < ended - 1.0
     assert result.stdout == b"one\n" and result.stderr == b"two\n"
+
+
+def test_each_step_masks_with_the_secrets_plangate_holds_as_it_starts() -> None:
+    """A secret plangate learns during the run (a token minted for the next step) is masked from that step on."""
+    held: list[str] = []
+    store = Recorder()
+    sink = LiveOutput(store, HEAD, lambda: Backstop(held))  # type: ignore[arg-type]
+    sink.step("$ terraform init")
+    sink("stdout", b"ghx-minted-later-0123456789\n")
+    held.append("ghx-minted-later-0123456789")
+    sink.step("$ terraform plan")
+    sink("stdout", b"ghx-minted-later-0123456789\n")
+    sink.close()
+    assert store.lines == [
+        "$ terraform init",
+        "ghx-minted-later-0123456789",
+        "$ terraform plan",
+        "(sensitive value)",
+    ]

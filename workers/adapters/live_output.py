@@ -40,21 +40,23 @@ def step_line(tool: str, args: Sequence[str]) -> str:
 
 
 class LiveOutput:
-    """The output sink of one run. `mask` is applied to every line (the job's mask patterns and the
-    backstop of plangate's own secrets); `add_secrets` adds values learnt as the run goes (a plan's
-    sensitive values, before its apply)."""
+    """The output sink of one run. `masks` makes the mask applied to every line (the job's mask patterns
+    and the backstop of plangate's own secrets), made again as each step starts: the secrets plangate
+    holds grow as the job goes (a token minted for that very step). `add_secrets` adds values learnt as
+    the run goes (a plan's sensitive values, before its apply)."""
 
     def __init__(
         self,
         store: RunStore,
         head: RunHead,
-        mask: Callable[[str], str],
+        masks: Callable[[], Callable[[str], str]],
         *,
         cap: int = OUTPUT_CAP,
         batch: int = BATCH,
         interval: float = INTERVAL,
     ) -> None:
-        self._store, self._head, self._mask = store, head, mask
+        self._store, self._head, self._masks = store, head, masks
+        self._mask = masks()
         self._cap, self._batch, self._interval = cap, batch, interval
         self._secrets: Masker | None = None
         self._partial: dict[str, bytearray] = {}
@@ -74,8 +76,10 @@ class LiveOutput:
             self._secrets = Masker(values) if values else None
 
     def step(self, title: str) -> None:
-        """A new step starts: what the last one left unfinished is a line of its own, then `title`."""
+        """A new step starts: what the last one left unfinished is a line of its own, then `title`; the
+        mask is made again for it."""
         self._safely(self._end_step)
+        self._safely(self._renew)
         self._safely(lambda: self._accept([title]))
 
     def end_step(self) -> None:
@@ -103,6 +107,9 @@ class LiveOutput:
             work()
         except Exception as exc:
             self._stop(f"{type(exc).__name__}: {exc}")
+
+    def _renew(self) -> None:
+        self._mask = self._masks()
 
     def _end_step(self) -> None:
         rest = [bytes(buf) for stream, buf in self._partial.items() if buf and stream not in self._overlong]

@@ -25,7 +25,7 @@ from core import redis_keys
 from core.contract import PlanRequest
 from core.plan import summary_line
 from core.projects import Project
-from core.render.mask import Masker
+from core.render.mask import MASK, Masker
 from core.results import ProjectResult
 from core.run_plan import run_plan
 from core.runs import RunHead, run_id
@@ -181,10 +181,9 @@ def open_run(ctx: WorkerContext, where: Where, project: Project, tool: str, patt
 
 def _sink(run: Run, store: RunStore, *, restarted: bool) -> LiveOutput | None:
     """The run's output sink, unless its mask patterns are unknown."""
-    mask = run._masker()
-    if mask is None:
+    if run._masker() is None:
         return None
-    sink = LiveOutput(store, run.head, mask)
+    sink = LiveOutput(store, run.head, lambda: run._masker() or _withheld)
     if restarted:
         sink.step(RESTARTED)
     return sink
@@ -234,6 +233,11 @@ def page_of(ctx: WorkerContext, job_id: str, project: Project) -> str | None:
 def failure_summary(output: str) -> str:
     """What a failed step's run says of it: terraform's first error, else its first line."""
     return next((line for line in output.splitlines() if "Error:" in line), output)
+
+
+def _withheld(text: str) -> str:
+    """The mask of a run whose patterns are unknown (never used: such a run has no sink)."""
+    return MASK
 
 
 def _started(store: RunStore, head: RunHead) -> bool:
