@@ -170,6 +170,21 @@ def cmd_cron(args: argparse.Namespace) -> int:
             wait = min(wait * 2, 60.0)
 
 
+def cmd_oidc_rotate(args: argparse.Namespace) -> int:
+    """A new OIDC signing key: published now, signing ACTIVATE_AFTER from now; retired keys deleted."""
+    from plumbing.oidc_keys import ACTIVATE_AFTER, OVERLAP, KeyRing
+
+    settings = _settings()
+    if settings.oidc is None:
+        _stop("setting PLANGATE_OIDC_KEY_DIR: not set, so plangate issues no OIDC tokens and has no key to rotate")
+    made = KeyRing(settings.oidc.key_dir).rotate(time.time())
+    print(
+        f"new OIDC key {made.kid}: published now, signs from {ACTIVATE_AFTER // 60} min from now; "
+        f"the previous key stays published {OVERLAP // 60} min after that"
+    )
+    return 0
+
+
 def parser() -> argparse.ArgumentParser:
     top = argparse.ArgumentParser(
         prog="plangate",
@@ -190,6 +205,8 @@ def parser() -> argparse.ArgumentParser:
 
     gate = configure(sub.add_parser("gate", help="the gate's verdict on one `show -json` plan, no GitHub needed"))
     gate.set_defaults(func=run)
+    rotate = sub.add_parser("oidc-rotate", help="make a new OIDC signing key (the old one stays published a while)")
+    rotate.set_defaults(func=cmd_oidc_rotate)
     return top
 
 

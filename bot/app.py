@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+import time
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 
@@ -15,13 +16,14 @@ from starlette.responses import JSONResponse, PlainTextResponse, RedirectRespons
 from starlette.routing import Route
 from starlette.types import Receive, Scope, Send
 
-from bot import setup, setup_code, signin, status_page
+from bot import oidc, setup, setup_code, signin, status_page
 from bot.enqueue import Enqueuer
 from bot.metrics import GateDecisions, GitHubHealth
 from bot.status_auth import metrics_access
 from bot.webhook import webhook
 from core.contract import COMMANDS_QUEUE, PLANS_QUEUE
 from plumbing import settings as settings_module
+from plumbing.oidc_keys import KeyRing
 from plumbing.redis_client import connect, held_async
 from plumbing.settings import Settings
 
@@ -57,6 +59,8 @@ def create_app(settings: Settings | None = None) -> Starlette:
         app.state.worker_metrics.register(GateDecisions(conn))
         app.state.worker_metrics.register(GitHubHealth(conn))
         _log_status_access(loaded)
+        if loaded.oidc is not None:
+            KeyRing(loaded.oidc.key_dir).ensure(time.time())  # the first key, if no worker made it yet
         yield
         await app.state.enqueuer.close()
         conn.close()
@@ -70,6 +74,7 @@ def create_app(settings: Settings | None = None) -> Starlette:
             *setup.routes,
             *signin.routes,
             *status_page.routes,
+            *oidc.routes,
         ],
         lifespan=lifespan,
     )

@@ -40,6 +40,7 @@ class _Pull(Struct, omit_defaults=True):
     user: _Login
     base: _Ref | UnsetType = UNSET
     closed_at: str | UnsetType | None = UNSET  # `closed`: tells a second close of a reopened PR apart
+    merged: bool | UnsetType | None = UNSET  # `closed`: merged or not, for the run log
 
 
 class _Repo(Struct, omit_defaults=True):

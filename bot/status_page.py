@@ -15,7 +15,6 @@ import time
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
-from urllib.parse import urlsplit
 
 import redis
 from starlette.concurrency import run_in_threadpool
@@ -25,33 +24,22 @@ from starlette.routing import Route
 from starlette.templating import Jinja2Templates
 
 from bot import status_reads
-from bot.gate_states import GateState, gate_states
 from bot.status_auth import EVERYTHING, Access, page_access
-from bot.status_view import (
-    DriftRow,
-    FailedRow,
-    GateRow,
-    Moment,
-    RateLimit,
-    RunRow,
-    StatusView,
-    Verdict,
-    Viewer,
-    WorkerRow,
-)
+from bot.status_rows import link, moment, number, repositories, run_row, text, utc
+from bot.status_view import FailedRow, RateLimit, StatusView, Viewer, WorkerRow
 from bot.urls import public_base_url
 
 _TEMPLATES = Jinja2Templates(directory=Path(__file__).parent / "templates")
 RUNS_SHOWN = 50
 REFRESH_SECONDS = 10
-_KNOWN_STATES = {"success", "failure", "pending", "error"}
 _STYLE = (
     "body{font-family:system-ui,sans-serif;margin:1.5rem;line-height:1.4;color:#1f2328}"
     "table{border-collapse:collapse;margin-bottom:1.5rem}"
     "th,td{border:1px solid #d0d7de;padding:.25rem .5rem;text-align:left;vertical-align:top}"
     "th{background:#f6f8fa}code{font-size:.9em}.muted{color:#656d76}"
     ".state-success{color:#1a7f37;font-weight:600}.state-failure,.state-error{color:#cf222e;font-weight:600}"
-    ".state-pending{color:#9a6700;font-weight:600}.state-unknown{color:#656d76}"
+    ".state-pending{color:#9a6700;font-weight:600}.state-unknown,.state-event{color:#656d76}"
+    "h2.repo{border-bottom:1px solid #d0d7de;padding-bottom:.25rem}h3{font-size:1rem;margin:.75rem 0 .25rem}"
 )
 _STYLE_HASH = base64.b64encode(hashlib.sha256(_STYLE.encode()).digest()).decode()
 HEADERS = {
@@ -77,13 +65,14 @@ def render_status_page(
     rate_limited: Mapping[str, tuple[str, float]] | None = None,
     failed: Sequence[Mapping[str, Any]] = (),
 ) -> str:
-    """The whole document. Pure: the same inputs give the same page. `runs` newest first (as runlog stores them).
+    """The whole document. Pure: the same inputs give the same page. `runs` newest first (as runlog stores
+    them), the whole log: the page groups all of it per repository and lists the newest RUNS_SHOWN in full.
 
     For a signed-in person (`access.repos` set) `runs` must already hold only their repositories; workers
     are then only counted, since their job ids name repositories and projects."""
     sandboxes = sandboxes or {}
     view = StatusView(
-        as_of=_utc(now),
+        as_of=utc(now),
         refresh_seconds=REFRESH_SECONDS,
         viewer=_viewer(access, signout_url),
         sandbox_off=sorted(name for name, how in sandboxes.items() if how.startswith("OFF")),
@@ -92,9 +81,8 @@ def render_status_page(
             RateLimit(name, kind, max(1, round(left))) for name, (kind, left) in sorted((rate_limited or {}).items())
         ],
         failed=[_failed_row(f) for f in failed],
-        gates=[_gate_row(g, now) for g in gate_states(runs)],
-        drift=_drift_rows(runs, now),
-        runs=[_run_row(r, now) for r in runs],
+        repos=repositories(runs, now),
+        runs=[run_row(r, now) for r in runs[:RUNS_SHOWN]],
         queues=list(queues.items()),
         workers=[_worker_row(w, now) for w in workers] if access.repos is None else None,
         workers_running=len(workers),
@@ -109,107 +97,29 @@ def _viewer(access: Access, signout_url: str) -> Viewer | None:
     return Viewer(access.login, signout_url, sees_nothing=not access.repos)
 
 
-def _gate_row(g: GateState, now: float) -> GateRow:
-    return GateRow(
-        repo=g.repo,
-        number=_number(g.number),
-        sha=g.sha,
-        context=g.context,
-        gate=_verdict(g.state, g.description),
-        projects=", ".join(g.projects),
-        updated=_moment(g.at, now),
-    )
-
-
 def _failed_row(f: Mapping[str, Any]) -> FailedRow:
     project = f.get("project")
     return FailedRow(
-        repo=_text(f.get("repo")),
-        project=_text(project.get("name") if isinstance(project, Mapping) else None),
-        sha=_text(f.get("sha")),
-        issue=_number(f.get("number")),
-        url=_link(f.get("url")),
+        repo=text(f.get("repo")),
+        project=text(project.get("name") if isinstance(project, Mapping) else None),
+        sha=text(f.get("sha")),
+        issue=number(f.get("number")),
+        url=link(f.get("url")),
     )
-
-
-def _run_row(r: Mapping[str, Any], now: float) -> RunRow:
-    return RunRow(
-        at=_moment(r.get("at"), now),
-        kind=_text(r.get("kind")),
-        repo=_text(r.get("repo")),
-        number=_number(r.get("number")),
-        project=_text(r.get("project")),
-        sha=_text(r.get("sha")),
-        summary=_text(r.get("summary")),
-        gate=_verdict(_text(r.get("gate")), _text(r.get("gate_description"))),
-        approver=_text(r.get("approver")),
-        result=_text(r.get("result")),
-        url=_link(r.get("url")),
-    )
-
-
-def _drift_rows(runs: Sequence[Mapping[str, Any]], now: float) -> list[DriftRow]:
-    """The last drift check of each (repo, project): runs are newest first, so the first one seen."""
-    latest: dict[tuple[str, str], Mapping[str, Any]] = {}
-    for run in runs:
-        if run.get("kind") == "drift":
-            latest.setdefault((_text(run.get("repo")), _text(run.get("project"))), run)
-    return [
-        DriftRow(
-            repo=repo,
-            project=project,
-            sha=_text(run.get("sha")),
-            result=_verdict(_text(run.get("gate")), _text(run.get("result"))),
-            issue=_number(run.get("number")),
-            checked=_moment(run.get("at"), now),
-        )
-        for (repo, project), run in sorted(latest.items())
-    ]
 
 
 def _worker_row(w: Mapping[str, Any], now: float) -> WorkerRow:
     return WorkerRow(
-        name=_text(w.get("name")),
-        state=_text(w.get("state")),
-        job=_text(w.get("job")),
+        name=text(w.get("name")),
+        state=text(w.get("state")),
+        job=text(w.get("job")),
         queues=", ".join(map(str, w.get("queues") or [])),
-        heartbeat=_moment(w.get("heartbeat"), now),
+        heartbeat=moment(w.get("heartbeat"), now),
     )
 
 
-def _text(value: Any) -> str:
-    return "" if value is None else str(value)
-
-
-def _number(value: Any) -> str:
-    return f"#{value}" if value not in (None, "") else ""
-
-
-def _verdict(state: str, detail: str) -> Verdict | None:
-    if not state:
-        return None
-    return Verdict(state, state if state in _KNOWN_STATES else "unknown", detail)
-
-
-def _link(url: Any) -> str:
-    """Only http(s) links: a stored `javascript:` URL must not become clickable."""
-    return url if isinstance(url, str) and urlsplit(url).scheme in ("http", "https") else ""
-
-
-def _utc(at: float) -> str:
-    return time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime(at))
-
-
-def _moment(at: Any, now: float) -> Moment | None:
-    if not isinstance(at, int | float) or isinstance(at, bool):
-        return None
-    seconds = max(0, int(now - at))
-    ago = f"{seconds} s" if seconds < 120 else f"{seconds // 60} min" if seconds < 7200 else f"{seconds // 3600} h"
-    return Moment(ago, _utc(at))
-
-
 def _snapshot(conn: redis.Redis, access: Access, signout_url: str) -> str:
-    seen = status_reads.read(conn, access.repos, RUNS_SHOWN)
+    seen = status_reads.read(conn, access.repos)
     return render_status_page(
         seen.runs,
         seen.queues,

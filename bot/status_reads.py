@@ -26,13 +26,13 @@ class Seen:
     failed: list[dict[str, Any]]
 
 
-def read(conn: redis.Redis, repos: frozenset[str] | None, shown: int) -> Seen:
-    """What a reader of `repos` (None: every repository) may see. Rate limits name installations, so
-    only a reader of everything sees them; a signed-in person's runs are filtered from the whole log."""
-    if repos is None:
-        runs = recent_runs(conn, shown)
-    else:
-        runs = [r for r in recent_runs(conn, KEEP) if str(r.get("repo", "")).lower() in repos][:shown]
+def read(conn: redis.Redis, repos: frozenset[str] | None) -> Seen:
+    """What a reader of `repos` (None: every repository) may see. The whole run log (one LRANGE): the page
+    groups all of it. Rate limits name installations, so only a reader of everything sees them; a
+    signed-in person's runs are filtered from the whole log, case-insensitively as GitHub names them."""
+    runs = recent_runs(conn, KEEP)
+    if repos is not None:
+        runs = [r for r in runs if str(r.get("repo", "")).lower() in repos]
     return Seen(
         runs=runs,
         queues={name: Queue(name, connection=conn).count for name in QUEUE_NAMES},

@@ -24,14 +24,16 @@ class Verdict:
 
 
 @dataclass(frozen=True)
-class GateRow:
-    repo: str
+class PullRow:
+    """An open PR at its head as plangate last planned it, with its gate in one word (bot.gate_states)."""
+
     number: str
     sha: str
-    context: str
-    gate: Verdict | None
     projects: str
+    gate: Verdict
     updated: Moment | None
+    run: str
+    """Empty, or `/runs/ID` of the PR's newest run that names one (bot.run_links)."""
 
 
 @dataclass(frozen=True)
@@ -46,13 +48,48 @@ class FailedRow:
 
 
 @dataclass(frozen=True)
-class DriftRow:
-    repo: str
+class ApplyRow:
+    """A project's newest apply: green only when it applied."""
+
     project: str
     sha: str
-    result: Verdict | None
+    number: str
+    result: Verdict
+    at: Moment | None
+    run: str
+
+
+@dataclass(frozen=True)
+class DriftRow:
+    project: str
+    sha: str
+    result: Verdict
     issue: str
     checked: Moment | None
+    run: str
+
+
+@dataclass(frozen=True)
+class EventRow:
+    """One line of a repository's timeline: a run, or a PR closing (a plain event, no outcome colour)."""
+
+    at: Moment | None
+    kind: str
+    number: str
+    project: str
+    outcome: Verdict
+    run: str
+
+
+@dataclass(frozen=True)
+class RepoView:
+    """One repository at a glance."""
+
+    name: str
+    pulls: list[PullRow]
+    applies: list[ApplyRow]
+    drift: list[DriftRow]
+    timeline: list[EventRow]
 
 
 @dataclass(frozen=True)
@@ -69,6 +106,7 @@ class RunRow:
     result: str
     url: str
     """Empty unless http(s): a stored `javascript:` URL must not become clickable."""
+    run: str
 
 
 @dataclass(frozen=True)
@@ -111,8 +149,8 @@ class StatusView:
     rate_limited: list[RateLimit]
     failed: list[FailedRow]
     """Projects whose last apply failed: listed first, main and reality differ there."""
-    gates: list[GateRow]
-    drift: list[DriftRow]
+    repos: list[RepoView]
+    """Sorted by name: the repositories the reader may see that have anything in the run log."""
     runs: list[RunRow]
     queues: list[tuple[str, int]]
     workers: list[WorkerRow] | None

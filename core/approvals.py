@@ -114,6 +114,9 @@ class Coverage:
     never: frozenset[Pair] = frozenset()  # destroys a `never` destroy rule holds: no approval unlocks them
     notes: Mapping[Pair, str] = field(default_factory=dict)  # per destroy: the rule and what it still needs
     voided: frozenset[Pair] = frozenset()  # approved once, but the object (or code) changed since
+    # per change: who approved it (for the object it has now), first approval first; an approval counts
+    # toward a rule only where `notes` says so (a narrowed rule may not count someone listed here)
+    approved_by: Mapping[Pair, tuple[str, ...]] = field(default_factory=dict)
 
     @property
     def total(self) -> int:

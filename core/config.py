@@ -12,6 +12,7 @@ from __future__ import annotations
 import posixpath
 from dataclasses import dataclass, field
 
+from core.config_credentials import Credentials
 from core.config_schema import ConfigError as ConfigError
 from core.config_schema import FileConfig, FileProject, FileRule, read
 from core.config_yaml import YamlError, load
@@ -31,6 +32,7 @@ class ProjectConfig:
     drift_schedule: str | None = None  # None: the top-level drift schedule, if any
     gate_code_at_apply: bool | None = None  # None: the top-level setting
     depends_on: tuple[str, ...] = ()  # projects applied before this one on merge (core.apply_order)
+    credentials: Credentials | None = None  # OIDC identities per phase (core.config_credentials)
 
 
 @dataclass(frozen=True)
@@ -202,4 +204,5 @@ def _project(p: FileProject) -> ProjectConfig:
         drift_schedule=p.drift.schedule if p.drift else None,
         gate_code_at_apply=p.gate_code_at_apply,
         depends_on=p.depends_on,
+        credentials=p.credentials,
     )

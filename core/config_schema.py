@@ -16,6 +16,8 @@ from typing import Any, Literal, get_args
 import msgspec
 
 from core.apply_order import cycle
+from core.config_credentials import STRUCTS as CREDENTIAL_STRUCTS
+from core.config_credentials import Credentials
 from core.cron import is_valid_schedule
 from core.quoted import SHOWN, describe, shown
 from core.render.mask import PatternError, compile_pattern
@@ -78,6 +80,7 @@ class FileProject(_Strict):
     drift: FileDrift | None = None
     gate_code_at_apply: bool | None = None
     depends_on: tuple[str, ...] = ()  # names of projects of the same file, applied before this one
+    credentials: Credentials | None = None  # the cloud identity each phase's OIDC token is for
 
     def __post_init__(self) -> None:
         _check(self.name, "name", NAME, "project name (letters, digits, . _ - only)")
@@ -292,6 +295,7 @@ _STRUCTS: dict[str, type[msgspec.Struct]] = {
     "approvers": FileRuleApprovers,
     "change_rules": FileChangeRule,
     "change_limits": FileChangeLimits,
+    **CREDENTIAL_STRUCTS,
 }
 _STEP = re.compile(r"\.(\w+)|\[(\d+)\]")
 _UNKNOWN = "Object contains unknown field `"

@@ -21,6 +21,8 @@ class PullClosed:
     head_sha: str
     plan_job: str  # the head's plan job (bot.events.pulls.plan_job_id)
     closed_at: str  # GitHub's time of this close: a PR closed, reopened and closed again is tidied each time
+    repo: str = ""  # full name, for the run log (the status page's open PRs); "" in a job queued before it was sent
+    merged: bool = False
 
     def job_id(self) -> str:
         return job_id("closed", self.repo_id, self.number, self.head_sha, self.closed_at)

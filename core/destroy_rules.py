@@ -221,9 +221,12 @@ def rule_coverage(
     found = needs(gates, at_sha, rules, eligible)
     approved = satisfied_pairs(found)
     approvers: dict[str, None] = {}
+    by_pair: dict[Pair, dict[str, str]] = {}  # pair → casefolded login → the login as first written
     for approval in at_sha:
         if approval.pairs & approved:
             approvers.setdefault(approval.approver)
+        for pair in approval.pairs:
+            by_pair.setdefault(pair, {}).setdefault(approval.approver.casefold(), approval.approver)
     pairs = frozenset((p, k) for p, keys in gates.items() for k in keys)
     return Coverage(
         approved_pairs=approved,
@@ -232,4 +235,5 @@ def rule_coverage(
         never=frozenset(n.pair for n in found if n.never),
         notes={n.pair: explain(n, rules) for n in found if n.rules},
         voided=voided(given, gates) - approved,
+        approved_by={pair: tuple(people.values()) for pair, people in sorted(by_pair.items())},
     )

@@ -116,6 +116,30 @@ class LeanPlan(_Lean):
         return super().get(key, default)
 
 
+class _DrawnEntry(msgspec.Struct, gc=False):
+    address: Any = UNSET
+    change: Raw = _ABSENT
+
+
+class _DrawnPlan(msgspec.Struct, gc=False):
+    resource_changes: list[_DrawnEntry] | UnsetType | None = UNSET
+
+
+def read_changes(data: bytes | str) -> list[tuple[Any, Raw]] | None:
+    """Each entry of `resource_changes` as its address and its `change` undecoded (decode it with
+    core.plan_json.value_of): a run page decodes only the changes it draws, each at once. None when only
+    the whole-document path can read the plan."""
+    buffer = _utf8(data)
+    if buffer is None:
+        return None
+    try:
+        plan = msgspec.json.decode(buffer, type=_DrawnPlan)
+    except (msgspec.DecodeError, msgspec.ValidationError, RecursionError):
+        return None
+    entries = plan.resource_changes if isinstance(plan.resource_changes, list) else []
+    return [(e.address, e.change) for e in entries]
+
+
 def read_lean(data: bytes | str) -> LeanPlan | None:
     """The plan in `data`, read lean; None when only the whole-document path can read or refuse it."""
     buffer = _utf8(data)

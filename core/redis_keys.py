@@ -184,3 +184,40 @@ def run_output(run_id: str) -> str:
 def runs_at(repo_id: int, sha: str) -> str:
     """The ids of the runs about one commit (its projects' pages link each other)."""
     return f"plangate:runs-at:{repo_id}:{sha}"
+
+
+# A multi-project PR plan's progress in its plan comment (workers.flows.plan_progress).
+PROGRESS_TTL = DAY  # as long as a plan job's result: a dispatch's progress means nothing after it
+PUBLISHED_TTL = 7 * DAY  # a SHA's plan published: no progress of that SHA edits the comment again
+PROGRESS_EVERY = 10  # seconds between two progress edits of one PR's comment, across all workers
+COMMENT_LOCK_TTL = 60  # seconds a progress edit may hold a PR's comment: far above one GitHub request
+
+
+def progress(repo_id: int, pr: int, sha: str) -> str:
+    """A dispatch's projects to plan at `sha` (identity → label), sealed."""
+    return f"plangate:progress:{repo_id}:{pr}:{sha}"
+
+
+def progress_jobs(repo_id: int, pr: int, sha: str) -> str:
+    """identity → the RQ job planning it (a hash): whose run page the progress links."""
+    return f"plangate:progress:{repo_id}:{pr}:{sha}:jobs"
+
+
+def progress_done(repo_id: int, pr: int, sha: str) -> str:
+    """The (identity, job) pairs whose plan has ended (a set)."""
+    return f"plangate:progress:{repo_id}:{pr}:{sha}:done"
+
+
+def progress_turn(repo_id: int, pr: int) -> str:
+    """Held for PROGRESS_EVERY seconds after a progress edit of the PR's comment: the next waits."""
+    return f"plangate:progress-turn:{repo_id}:{pr}"
+
+
+def comment_lock(repo_id: int, pr: int) -> str:
+    """Held while a progress edit or the publish writes the PR's plan comment."""
+    return f"plangate:comment-lock:{repo_id}:{pr}"
+
+
+def plan_published(repo_id: int, pr: int, sha: str) -> str:
+    """Set (sealed) when the publish of `sha` begins: progress of `sha` never edits after it."""
+    return f"plangate:plan-published:{repo_id}:{pr}:{sha}"

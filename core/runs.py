@@ -63,6 +63,7 @@ class Attribute:
     path: str
     before: str | None  # None: the attribute does not exist before (a create)
     after: str | None  # None: it does not exist after (a delete)
+    forces_replacement: bool = False  # terraform's replace_paths name it (or a part of it)
 
 
 @dataclass(frozen=True)
@@ -73,6 +74,8 @@ class ResourceDiff:
     previous_address: str | None = None
     reason: str | None = None
     attributes: tuple[Attribute, ...] = ()
+    deposed: str | None = None  # the deposed object's key, when the change deletes a leftover object
+    attributes_omitted: int = 0  # attributes left out (core.run_plan's caps)
 
 
 @dataclass(frozen=True)

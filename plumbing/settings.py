@@ -16,8 +16,10 @@ from cryptography.hazmat.primitives.serialization import load_pem_private_key
 from core.project_limit import DEFAULT_MAX_PROJECTS
 from core.sandbox_paths import MODES, SETTING, Grant, SandboxPaths, parse_grants
 from core.status_settings import CLOSED, StatusAuth
+from plumbing import oidc_settings
 from plumbing import redis_url as urls
 from plumbing import setting_values as values
+from plumbing.oidc_settings import OidcSettings
 from plumbing.setting_values import SettingsError
 
 DEFAULT_API_URL = "https://api.github.com"
@@ -37,7 +39,7 @@ FILE_SECRETS = (
 SECRET_VARIABLES = (*FILE_SECRETS, "REDIS_URL")
 # Every setting naming a file that holds a secret (the setup flow's `.env` holds the App key): the
 # worker refuses to start when a sandbox could read one of them.
-SECRET_FILE_SETTINGS = (*(f"{name}_PATH" for name in FILE_SECRETS), "PLANGATE_ENV_FILE")
+SECRET_FILE_SETTINGS = (*(f"{name}_PATH" for name in FILE_SECRETS), "PLANGATE_ENV_FILE", "PLANGATE_OIDC_KEY_DIR")
 
 
 @dataclass(frozen=True)
@@ -65,6 +67,8 @@ class Settings:
     github_retry_seconds: float = 120.0  # one GitHub request's retries on 5xx and dropped connections
     outage_window: float = 3600.0  # how long a job keeps coming back through an outage before it gives up
     max_projects: int = DEFAULT_MAX_PROJECTS  # projects one change may plan or apply (core/project_limit.py)
+    public_url: str | None = None  # PLANGATE_PUBLIC_URL: where people reach the web process (run page links)
+    oidc: OidcSettings | None = None  # plangate as terraform's OIDC issuer (plumbing/oidc_settings.py)
 
     def __repr__(self) -> str:
         return f"Settings(app_id={self.app_id}, api_url={self.api_url!r}, workdir={str(self.workdir)!r})"
@@ -222,7 +226,27 @@ def load(
         github_retry_seconds=values.positive(env, "PLANGATE_GITHUB_RETRY_SECONDS", 120.0),
         outage_window=values.positive(env, "PLANGATE_OUTAGE_WINDOW", 3600.0),
         max_projects=values.count(env, "PLANGATE_MAX_PROJECTS", DEFAULT_MAX_PROJECTS),
+        public_url=_public_url(env),
+        oidc=oidc_settings.load(env),
     )
+
+
+# Workers put this URL into Markdown links and check runs' details_url: a scheme, a host and a plain path,
+# nothing that could end a link early or carry a query.
+_PUBLIC_URL = re.compile(r"https?://([A-Za-z0-9.-]+|\[[0-9A-Fa-f:.]+\])(:[0-9]{1,5})?(/[A-Za-z0-9._~%/-]*)?")
+
+
+def _public_url(env: Mapping[str, str]) -> str | None:
+    """PLANGATE_PUBLIC_URL without its trailing slashes; None when unset (no links are written then)."""
+    raw = (env.get("PLANGATE_PUBLIC_URL") or "").strip()
+    if not raw:
+        return None
+    if not _PUBLIC_URL.fullmatch(raw):
+        shown = raw.split("@")[-1][:100]  # never echo what could be a password in the URL's user part
+        raise SettingsError(
+            "PLANGATE_PUBLIC_URL", f"must be an http(s) URL with a host and a plain path, got {shown!r}"
+        )
+    return raw.rstrip("/")
 
 
 def _status_auth(env: Mapping[str, str], app_id: int | None) -> StatusAuth:

@@ -13,6 +13,7 @@ from rq import Queue
 from rq.job import Job
 
 from core.contract import PLANS_QUEUE, Jobs
+from core.render.marker import parse_marker
 from core.results import BatchResult, ProjectResult
 from standin.stack import Stack
 from standin.state import Comment, Repo
@@ -76,9 +77,18 @@ def plan_comment_shows(stack: Stack, repo: Repo, sha: str) -> None:
         return  # a push or a merge group: no PR comment
 
     def shown() -> bool:
-        return any(sha in body and "plangate:plan " in body for body in bot_bodies(stack, repo, heads[0]))
+        return any(
+            sha in body and "plangate:plan " in body and not progress(body)
+            for body in bot_bodies(stack, repo, heads[0])
+        )
 
     stack.wait_for(f"the plan comment of {sha[:7]}", shown)
+
+
+def progress(body: str) -> bool:
+    """Does `body` show a multi-project plan's progress (workers.flows.plan_progress), not its plan?"""
+    parsed = parse_marker(body)
+    return parsed is not None and parsed[0] == "plan" and parsed[1].get("progress") is True
 
 
 def bot_bodies(stack: Stack, repo: Repo, number: int) -> list[str]:

@@ -76,20 +76,29 @@ def test_a_person_sees_the_gated_pr_on_the_status_page(
         assert f"#{pr.number}" in seen
         assert pr.head_sha[:7] in seen
         assert "0 to add, 0 to change, 1 to destroy" in seen
-        assert "1 to destroy" in page.inner_text(".state-failure >> xpath=..")
-        assert page.inner_text(".state-failure").strip() == "failure"
-        assert "plangate/destroy" in seen
+        assert page.inner_text("h2.repo").strip() == "acme/infra"
+        (row,) = page.locator("h3:has-text('Open pull requests') + table tbody tr").all()  # the PR, at a glance
+        cells = [cell.strip() for cell in row.locator("td").all_inner_texts()]
+        assert cells[:3] == [f"#{pr.number}", pr.head_sha[:7], "infra"]
+        assert row.locator(".state-pending").inner_text().strip() == "● waiting for approval"
+        assert "1 to destroy — comment /approve-destroy" in cells[3]
+        timeline = page.inner_text("h3:has-text('Last runs') + table")
+        assert "plan" in timeline and "waiting for approval" in timeline
         runs_table = page.inner_text("h2:has-text('Recent runs') + table")
         assert "infra" in runs_table.split("acme/infra", 1)[1]  # the project column, after the repo
+        assert page.inner_text("h2:has-text('Recent runs') + table .state-failure").strip() == "failure"
         queues = page.inner_text("h2:has-text('Queues') + table")
         assert "plangate-plans" in queues and "plangate-commands" in queues
         assert "running" in page.inner_text("h2:has-text('Workers') + p")  # a signed-in person sees a count
         (comment,) = gh.comments_on(repo, pr.number)
         comment_url = f"{gh.base_url}/{repo.full_name}/pull/{pr.number}#issuecomment-{comment.id}"
         assert page.get_attribute("a:has-text('comment')", "href") == comment_url  # the plan comment itself
-        # The CSP's style hash matches the page's own stylesheet: the gate state is red, not unstyled.
-        color = page.eval_on_selector(".state-failure", "e => getComputedStyle(e).color")
+        # The CSP's style hash matches the page's own stylesheet: the gate states are coloured, not unstyled.
+        color = page.eval_on_selector(
+            "h2:has-text('Recent runs') + table .state-failure", "e => getComputedStyle(e).color"
+        )
         assert color == "rgb(207, 34, 46)"
+        assert row.locator(".state-pending").evaluate("e => getComputedStyle(e).color") == "rgb(154, 103, 0)"
         assert not [m for m in csp_reports if "Content Security Policy" in m]
 
         shot = tmp_path / "status.png"

@@ -8,7 +8,7 @@ from typing import Any
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from core.drift_diff import ABSENT, SENSITIVE, UNKNOWN, VALUE_LIMIT, AttributeChange, attribute_changes
+from core.drift_diff import ABSENT, SENSITIVE, UNKNOWN, AttributeChange, attribute_changes
 from core.plan import parse_plan
 
 
@@ -71,13 +71,19 @@ def test_unknown_values_read_known_after_apply() -> None:
     ]
 
 
-def test_long_values_are_cut_to_the_limit() -> None:
+def test_long_values_are_kept_whole_for_the_renderer_to_mask_then_cut() -> None:
     ((_, before, after),) = changed({"policy": "x" * 5000}, {"policy": "y"})
-    assert len(before) == VALUE_LIMIT and before.endswith("…") and after == '"y"'
+    assert before == json.dumps("x" * 5000) and after == '"y"'
 
 
-def test_a_whole_object_that_changed_kind_is_one_entry() -> None:
-    assert changed(None, {"a": 1}) == [("(whole object)", "null", '{"a": 1}')]
+def test_a_value_that_changed_kind_is_one_entry() -> None:
+    assert changed({"v": "x"}, {"v": {"a": 1}}) == [("v", '"x"', '{"a": 1}')]
+    assert changed("x", {"a": 1}) == [("(whole object)", '"x"', '{"a": 1}')]
+
+
+def test_a_block_added_or_removed_is_listed_part_by_part() -> None:
+    assert changed({"b": None}, {"b": {"a": 1, "c": [2]}}) == [("b.a", ABSENT, "1"), ("b.c[0]", ABSENT, "2")]
+    assert changed({"b": [{"a": 1}]}, {}) == [("b[0].a", "1", ABSENT)]
 
 
 def test_the_plan_keeps_the_changed_attributes_of_each_drifted_resource_only() -> None:

@@ -14,6 +14,7 @@ from core.contract import PLANS_QUEUE, GroupRequest, Jobs
 from core.contract_cleanup import GroupGone, PullClosed
 from plumbing import settings as settings_module
 from plumbing.records import Records
+from plumbing.runlog import recent_runs
 from tests.keys import rsa_pem
 from workers.adapters.github.auth import TokenCache
 from workers.adapters.store import gates as gate_store
@@ -52,6 +53,27 @@ def test_a_closed_pr_is_replanned_no_more_holds_no_other_pr_and_its_queued_plan_
     assert set(redis_conn.hkeys(redis_keys.sha_gates(1, SHA))) == {b"8"}
     assert gate_store.gate_at_commit(ctx.records, 1, SHA, 8, passed=False) == []  # #7 holds #8 no more
     assert cleanup.pull_closed(ctx, closed) == "plan already running or done"  # redone: nothing more to do
+
+
+def test_a_closed_pr_is_recorded_in_the_run_log_merged_or_not(tmp_path: Path, redis_conn: redis.Redis) -> None:
+    """What the status page reads to list the PR as open no more (bot.gate_states)."""
+    ctx = _ctx(tmp_path, redis_conn)
+    cleanup.pull_closed(ctx, PullClosed(1, 7, SHA, "plan-1-7-" + SHA, "t1", repo="acme/infra", merged=True))
+    cleanup.pull_closed(ctx, PullClosed(1, 8, SHA, "plan-1-8-" + SHA, "t2", repo="acme/infra"))
+    found = [{k: r[k] for k in ("kind", "repo", "number", "sha", "result")} for r in recent_runs(redis_conn, 5)]
+    assert found == [
+        {"kind": "closed", "repo": "acme/infra", "number": 8, "sha": SHA, "result": "closed"},
+        {"kind": "closed", "repo": "acme/infra", "number": 7, "sha": SHA, "result": "merged"},
+    ]
+
+
+def test_a_close_queued_before_the_payload_named_its_repository_records_nothing(
+    tmp_path: Path, redis_conn: redis.Redis
+) -> None:
+    """A run-log entry without a repository would be listed under no repository; the PR then shows open
+    until its entries leave the log, as before."""
+    cleanup.pull_closed(_ctx(tmp_path, redis_conn), PullClosed(1, 7, SHA, "plan-1-7-" + SHA, ""))
+    assert recent_runs(redis_conn, 5) == []
 
 
 def test_a_closed_pr_without_a_queued_plan_only_drops_its_records(tmp_path: Path, redis_conn: redis.Redis) -> None:

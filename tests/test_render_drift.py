@@ -12,6 +12,7 @@ import pytest
 from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
+from core.drift_diff import attribute_changes
 from core.plan import KNOWN_ACTIONS, Plan, ResourceChange, parse_plan, summary_line
 from core.render.accept_drift import render_accept_result, render_accepting
 from core.render.drift import (
@@ -444,3 +445,14 @@ def test_a_reply_that_knows_no_commit_says_where_and_marks_none() -> None:
     body = render_accept_result(project="app", sha="the head of main", result="lost")
     assert parse_marker(body) == ("reply", {"command": "accept-drift", "outcome": "lost"})
     assert "accepting drift in `app` at the head of main was lost" in body
+
+
+@given(offset=st.integers(min_value=90, max_value=125))
+def test_a_secret_a_long_value_carries_is_masked_before_the_value_is_cut(offset: int) -> None:
+    secret = "S3cr3t" + "q" * 24  # another resource's sensitive value, carried here as plain text
+    value = "x" * offset + secret + "y" * 200  # wherever the 120-character cut falls, near or across it
+    attributes = attribute_changes({"before": {"policy": value}, "after": {"policy": "z"}})
+    drift = (rc("terraform_data.x", "update", attributes=attributes),)
+    elsewhere = (rc("terraform_data.pw", "update", sensitive_values=(secret,)),)
+    body = report(make_plan(changes=elsewhere, drift=drift))
+    assert "S3cr3tqq" not in body and "policy" in body

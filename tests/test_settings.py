@@ -47,8 +47,20 @@ def test_defaults() -> None:
     assert loaded.tf_cgroup == "auto" and settings.load({"PLANGATE_TF_CGROUP": " off "}).tf_cgroup == "off"
     assert settings.load({"PLANGATE_TF_CGROUP": "/sys/fs/cgroup/plangate"}).tf_cgroup == "/sys/fs/cgroup/plangate"
     assert loaded.max_projects == 500 and settings.load({"PLANGATE_MAX_PROJECTS": " 40 "}).max_projects == 40
+    assert loaded.public_url is None and settings.load({"PLANGATE_PUBLIC_URL": " "}).public_url is None
+    for given, kept in [
+        ("https://gate.example.org/plangate/", "https://gate.example.org/plangate"),
+        ("http://127.0.0.1:8080", "http://127.0.0.1:8080"),
+        ("https://[::1]:8443/", "https://[::1]:8443"),
+    ]:
+        assert settings.load({"PLANGATE_PUBLIC_URL": given}).public_url == kept
     ghes = settings.load({"GITHUB_API_URL": "https://ghe.example.com/api/v3/"})
     assert ghes.api_url == "https://ghe.example.com/api/v3"
+    assert loaded.public_url is None and settings.load({"PLANGATE_PUBLIC_URL": " "}).public_url is None
+    assert (
+        settings.load({"PLANGATE_PUBLIC_URL": "https://gate.example.org/pg/"}).public_url
+        == "https://gate.example.org/pg"
+    )
 
 
 BAD = [
@@ -67,9 +79,17 @@ BAD = [
     ({"PLANGATE_STATUS_PUBLIC": "maybe"}, "PLANGATE_STATUS_PUBLIC"),
     ({"PLANGATE_LOG_LEVEL": "verbose"}, "PLANGATE_LOG_LEVEL"),
     ({"PLANGATE_MAX_PROJECTS": "0"}, "PLANGATE_MAX_PROJECTS"),
+    ({"PLANGATE_PUBLIC_URL": "gate.example.org"}, "PLANGATE_PUBLIC_URL"),
+    ({"PLANGATE_PUBLIC_URL": "javascript:alert(1)"}, "PLANGATE_PUBLIC_URL"),
     ({"PLANGATE_MAX_PROJECTS": "2.5"}, "PLANGATE_MAX_PROJECTS"),
     ({"PLANGATE_MAX_PROJECTS": "\u00b2"}, "PLANGATE_MAX_PROJECTS"),
     ({"PLANGATE_STATUS_TOKEN": "too-short"}, "PLANGATE_STATUS_TOKEN"),
+    ({"PLANGATE_PUBLIC_URL": "gate.example.org"}, "PLANGATE_PUBLIC_URL"),
+    ({"PLANGATE_PUBLIC_URL": "ftp://gate.example.org"}, "PLANGATE_PUBLIC_URL"),
+    ({"PLANGATE_PUBLIC_URL": "https://gate.example.org/a)b"}, "PLANGATE_PUBLIC_URL"),
+    ({"PLANGATE_PUBLIC_URL": "https://gate.example.org/x y"}, "PLANGATE_PUBLIC_URL"),
+    ({"PLANGATE_PUBLIC_URL": "https://gate.example.org/?next=1"}, "PLANGATE_PUBLIC_URL"),
+    ({"PLANGATE_PUBLIC_URL": "https://user:pw@gate.example.org"}, "PLANGATE_PUBLIC_URL"),
     ({"PLANGATE_STATUS_TOKEN": "has a space in the middle"}, "PLANGATE_STATUS_TOKEN"),
     ({"PLANGATE_STATUS_TOKEN_PATH": "/nonexistent/token"}, "PLANGATE_STATUS_TOKEN_PATH"),
     ({"GITHUB_APP_ID": "1", "GITHUB_CLIENT_ID": "Iv1.abc"}, "GITHUB_CLIENT_SECRET"),
@@ -274,6 +294,7 @@ def test_every_file_a_secret_is_read_from_is_one_the_worker_keeps_out_of_the_san
         "GITHUB_CLIENT_SECRET_PATH",
         "PLANGATE_STATUS_TOKEN_PATH",
         "PLANGATE_ENV_FILE",
+        "PLANGATE_OIDC_KEY_DIR",
     }
     files = {name: tmp_path / name.lower() for name in settings.SECRET_FILE_SETTINGS}
     for path in files.values():
@@ -281,7 +302,8 @@ def test_every_file_a_secret_is_read_from_is_one_the_worker_keeps_out_of_the_san
     files["GITHUB_APP_PRIVATE_KEY_PATH"].write_text(rsa_pem())
     env = {name: str(path) for name, path in files.items()}
     sentinel = {"REDIS_URL": "redis+sentinel://sentinel-0/mymaster"}  # where a sentinel password belongs
-    loaded = settings.load({**env, **sentinel, "GITHUB_APP_ID": "1", "GITHUB_CLIENT_ID": "Iv1.abc"})
+    issuer = {"PLANGATE_PUBLIC_URL": "https://plangate.example"}  # the OIDC key directory needs an issuer
+    loaded = settings.load({**env, **sentinel, **issuer, "GITHUB_APP_ID": "1", "GITHUB_CLIENT_ID": "Iv1.abc"})
     assert dict(loaded.secret_files) == files
 
 
@@ -289,3 +311,9 @@ def test_a_bad_redis_url_never_echoes_its_password() -> None:
     with pytest.raises(SettingsError) as err:
         settings.load({"REDIS_URL": "http://:hunter2hunter2@redis:6379"})
     assert "hunter2" not in str(err.value)
+
+
+def test_a_bad_public_url_never_echoes_its_user_part() -> None:
+    with pytest.raises(SettingsError) as err:
+        settings.load({"PLANGATE_PUBLIC_URL": "https://admin:hunter2@gate.example.org"})
+    assert "hunter2" not in str(err.value) and "gate.example.org" in str(err.value)

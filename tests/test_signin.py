@@ -108,7 +108,7 @@ def test_someone_who_can_read_nothing_gets_an_empty_page(site: Site) -> None:
         page = mallory.get(site.url + "/")
     assert page.status_code == 200
     assert "You cannot read any repository this App is installed on" in page.text
-    assert "acme/" not in page.text and "plan" not in page.text.split("Gate states")[1].split("Queues")[0]
+    assert "acme/" not in page.text and "plan" not in page.text.split("<h1>plangate</h1>")[1].split("Queues")[0]
 
 
 def _authorize(client: httpx.Client, url: str) -> tuple[str, str]:

@@ -15,18 +15,18 @@ import redis
 from hypothesis import given
 from hypothesis import strategies as st
 from jinja2 import nodes
+from markupsafe import escape
 from rq import Queue, Worker
 from starlette.applications import Starlette
 from starlette.testclient import TestClient
 
-from bot import status_page
-from bot.gate_states import gate_states
+from bot import status_page, status_reads
 from bot.status_auth import EVERYTHING, Access
 from bot.status_page import render_status_page
 from bot.status_reads import read_failed
 from core.contract import COMMANDS_QUEUE, PLANS_QUEUE, Jobs
 from plumbing import settings
-from plumbing.runlog import record_run
+from plumbing.runlog import KEEP, RUNS_KEY, recent_runs, record_run
 from standin.local_redis import free_port
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -35,8 +35,18 @@ NOW = 1_700_000_000.0
 SHA = "0123456789abcdef0123456789abcdef01234567"
 ALLOWED_TAGS = {
     "html", "head", "meta", "title", "style", "body", "h1", "h2", "p", "table", "thead", "tbody",
-    "tr", "th", "td", "code", "span", "br", "a", "strong",
+    "tr", "th", "td", "code", "span", "br", "a", "strong", "h3",
 }  # fmt: skip
+CLASSES = {
+    "muted",
+    "repo",
+    "state-success",
+    "state-failure",
+    "state-pending",
+    "state-error",
+    "state-unknown",
+    "state-event",
+}
 
 
 def run(**fields: Any) -> dict[str, Any]:
@@ -82,7 +92,7 @@ def test_empty_state_says_so() -> None:
     page = render_status_page([], {COMMANDS_QUEUE: 0, PLANS_QUEUE: 0}, [], NOW)
     text = Parsed(page).joined()
     assert "No runs yet." in text
-    assert "No gate decisions yet." in text
+    assert "Open pull requests" not in text and "Recent runs" not in text
     assert "No workers running" in text
     assert COMMANDS_QUEUE in text and PLANS_QUEUE in text
     assert '<meta http-equiv="refresh" content="10">' in page
@@ -104,8 +114,9 @@ def test_a_plan_run_shows_every_column() -> None:
 def test_apply_run_shows_approver_and_result() -> None:
     applied = run(kind="apply", approver="alice, bob", result="applied", gate="success", url=None, number=None)
     del applied["gate_description"]
-    text = Parsed(render_status_page([applied], {}, [], NOW)).joined()
-    assert "alice, bob" in text and "applied" in text and "plangate/apply" in text
+    page = render_status_page([applied], {}, [], NOW)
+    assert "alice, bob" in Parsed(page).joined()
+    assert "● applied" in Parsed(_subsection(page, "Last apply per project")).joined()
 
 
 def test_workers_are_listed_with_their_job() -> None:
@@ -145,25 +156,14 @@ def test_any_value_renders_as_text_never_as_markup(repo: str, project: str, summ
         assert value.replace("\r\n", "\n").replace("\r", "\n") in text.replace("\r\n", "\n").replace("\r", "\n")
 
 
-def test_gate_states_newest_run_wins_per_commit_and_context() -> None:
-    runs = [
-        run(at=NOW - 1, project="dns", gate="success", gate_description="Destroys approved by @alice"),
-        run(at=NOW - 2, project="net", gate="success", gate_description="Destroys approved by @alice"),
-        run(at=NOW - 5, project="dns", gate="failure"),
-        run(at=NOW - 6, kind="apply", project="dns", gate="success", gate_description=None, result="applied"),
-        run(at=NOW - 7, sha="f" * 40, project="dns", gate="failure"),
-        run(at=NOW - 8, repo="acme/other", project="dns", gate="pending"),
-        run(at=NOW - 9, gate=None),
-    ]
-    gates = gate_states(runs)
-    assert [(g.repo, g.sha[:1], g.context, g.state) for g in gates] == [
-        ("acme/infra", "0", "plangate/destroy", "success"),
-        ("acme/infra", "0", "plangate/apply", "success"),
-        ("acme/infra", "f", "plangate/destroy", "failure"),
-        ("acme/other", "0", "plangate/destroy", "pending"),
-    ]
-    assert gates[0].projects == ["dns", "net"]  # the gate-less run adds nothing
-    assert gates[0].description == "Destroys approved by @alice"
+def test_an_open_pr_shows_its_gate_in_a_word_with_what_the_check_says() -> None:
+    page = render_status_page([run(run="run-7"), run(project="dns")], {}, [], NOW)
+    section = _subsection(page, "Open pull requests")
+    parsed = Parsed(section)
+    assert "#70123456dns, infra● waiting for approval1 to destroy — comment /approve-destroy30 s ago" in parsed.joined()
+    assert parsed.attrs("a", "href") == ["/runs/run-7"]
+    assert parsed.attrs("span", "class")[0] == "state-pending"
+    assert "waiting for approval" in Parsed(page.split("<h2")[1]).joined()  # the legend says what it means
 
 
 def test_malformed_entries_do_not_break_the_page() -> None:
@@ -242,9 +242,9 @@ def test_last_drift_check_per_project() -> None:
         },
     ]
     page = render_status_page(runs, {}, [], now=300.0)
-    section = page.split("<h2>Drift checks</h2>")[1].split("<h2>")[0]
+    section = _subsection(page, "Drift checks")
     assert section.count("<tr>") == 2  # header row + the newest check only
-    assert "bbbbbbb" in section and "clean" in section and "aaaaaaa" not in section
+    assert "bbbbbbb" in section and "● clean" in section and "aaaaaaa" not in section
 
 
 def test_a_signed_in_person_sees_who_they_are_and_only_counts_of_workers() -> None:
@@ -264,28 +264,37 @@ QUOTED = """o'brien "the" <b>bold</b>"""
 
 
 def _section(page: str, heading: str) -> str:
-    return page.split(f"<h2>{heading}</h2>")[1].split("<h2>")[0]
+    return page.split(f"<h2>{heading}</h2>")[1].split("<h2")[0]
+
+
+def _subsection(page: str, heading: str) -> str:
+    """A repository's part of the page (h3), up to the next heading."""
+    return page.split(f"<h3>{heading}</h3>")[1].split("<h")[0]
 
 
 def test_hostile_values_stay_text_wherever_the_page_shows_them() -> None:
-    """Cells, attributes (tooltip, link), banners, worker rows: a value may not close a cell or open a tag."""
+    """Cells, attributes (tooltip, link), banners, worker rows, every part of a repository's view: a value may
+    not close a cell, open a tag, pick a CSS class or become a link."""
     closes = "1 to add</td><td>forged</td></tr><tr><td>"
-    hostile_run = run(
-        kind="drift",
-        repo=HOSTILE,
-        project=HOSTILE,
-        number=HOSTILE,
-        sha=HOSTILE + SHA,
-        summary=closes,
-        gate=HOSTILE,
-        gate_description=closes,
-        approver=QUOTED,
-        result=closes,
-        url=f"https://example.com/{HOSTILE}",
-    )
+    hostile: dict[str, Any] = {
+        "repo": HOSTILE,
+        "project": HOSTILE,
+        "number": HOSTILE,
+        "sha": HOSTILE + SHA,
+        "summary": closes,
+        "gate": HOSTILE,
+        "gate_description": closes,
+        "approver": QUOTED,
+        "result": closes,
+        "url": f"https://example.com/{HOSTILE}",
+        "run": HOSTILE,
+    }
+    runs = [run(kind=kind, **hostile) for kind in ("drift", "apply", "plan")] + [
+        run(**{**hostile, "kind": "closed", "number": QUOTED})
+    ]
     workers = [{"name": HOSTILE, "state": QUOTED, "job": closes, "queues": [HOSTILE], "heartbeat": NOW}]
     page = render_status_page(
-        [hostile_run],
+        runs,
         {HOSTILE: 1},
         workers,
         NOW,
@@ -296,16 +305,19 @@ def test_hostile_values_stay_text_wherever_the_page_shows_them() -> None:
     assert "<script" not in page.lower() and "<b>" not in page
     parsed = Parsed(page)
     assert {tag for tag, _ in parsed.tags} <= ALLOWED_TAGS
-    assert parsed.attrs("a", "href") == [f"https://example.com/{HOSTILE}"]
-    assert parsed.attrs("code", "title") == [HOSTILE + SHA] * 3  # gate, drift and run rows
-    assert {css for css in parsed.attrs("span", "class") if css} == {"state-unknown"}  # not a class of its choosing
+    assert parsed.attrs("a", "href") == [f"https://example.com/{HOSTILE}"] * 4  # the comment links; no run link
+    titles = [title for title in parsed.attrs("code", "title") if title]  # the legend's code has none
+    assert titles == [HOSTILE + SHA] * 7  # open PR, apply, drift, and the 4 recent runs
+    assert {css for _, attrs in parsed.tags for css in [attrs.get("class")] if css} <= CLASSES
     text = parsed.joined()
     for value in (HOSTILE, QUOTED, closes, f"#{HOSTILE}", f"SANDBOX OFF on {HOSTILE}, {QUOTED}"):
         assert value in text
     assert f"installation {HOSTILE} ({QUOTED} limit, about 3 s more)" in text
-    cells = {"Gate states": 7, "Drift checks": 6, "Recent runs": 11, "Queues": 2, "Workers": 5}
+    repo_cells = 6 + 6 + 6 + 6 * 4  # the open PR, its apply, its drift check, four runs in its timeline
+    cells = {"Recent runs": 12 * 4, "Queues": 2, "Workers": 5, str(escape(HOSTILE)): repo_cells}
     for heading, count in cells.items():
-        assert _section(page, heading).count("<td>") == count, heading  # no cell was closed or opened by a value
+        section = page.split(f">{heading}</h2>")[1].split("<h2")[0]
+        assert section.count("<td>") == count, heading  # no cell was closed or opened by a value
 
 
 def test_a_signed_in_login_and_sign_out_url_stay_text() -> None:
@@ -354,7 +366,7 @@ def failed(**fields: Any) -> dict[str, Any]:
 def test_failed_applies_come_first_with_their_issue() -> None:
     page = render_status_page([run()], {}, [], NOW, failed=[failed()])
     parsed = Parsed(page)
-    assert page.index("Failed applies") < page.index("Gate states") < page.index("Recent runs")
+    assert page.index("Failed applies") < page.index("Open pull requests") < page.index("Recent runs")
     assert "acme/infraapp0123456#12" in parsed.joined()
     assert "https://github.com/acme/infra/issues/12" in parsed.attrs("a", "href")
 
@@ -380,3 +392,39 @@ def test_a_reader_sees_only_the_failed_applies_of_their_repositories(redis_conn:
     redis_conn.hset("plangate:failed-applies:2000", "db@default:db", json.dumps(failed(repo="acme/secret")))
     assert [r["repo"] for r in read_failed(redis_conn, frozenset({"acme/infra"}))] == ["acme/infra"]
     assert [r["repo"] for r in read_failed(redis_conn, None)] == ["acme/infra", "acme/secret"]
+
+
+def test_the_log_keeps_the_last_thousand_runs_and_the_page_reads_them_all(redis_conn: redis.Redis) -> None:
+    record_run(redis_conn, **{k: v for k, v in run(number=1, project="old", run="first-run").items() if k != "at"})
+    for i in range(KEEP - 1):
+        record_run(
+            redis_conn, kind="drift", repo="acme/busy", project=f"p{i % 7}", sha=SHA, gate="success", result="clean"
+        )
+    assert redis_conn.llen(RUNS_KEY) == KEEP
+    page = TestClient(_app(redis_conn)).get("/").text
+    assert 'href="/runs/first-run"' in page  # the oldest entry kept still shows its PR, open
+    record_run(redis_conn, kind="drift", repo="acme/busy", project="p0", sha=SHA, gate="success", result="clean")
+    assert redis_conn.llen(RUNS_KEY) == KEEP
+    assert "/runs/first-run" not in TestClient(_app(redis_conn)).get("/").text  # trimmed off the log
+
+
+def test_a_reader_of_some_repositories_sees_their_prs_however_deep_in_the_log(redis_conn: redis.Redis) -> None:
+    """The open PR of a reader's repository, under 900 runs of others', shows; nothing of the others does."""
+    record_run(redis_conn, **{k: v for k, v in run(repo="Acme/Infra", run="mine-1").items() if k != "at"})
+    for i in range(900):
+        record_run(redis_conn, kind="plan", repo=f"acme/secret{i % 3}", number=i, project="s", sha=SHA, gate="success")
+    seen = status_reads.read(redis_conn, frozenset({"acme/infra"}))
+    assert [r["repo"] for r in seen.runs] == ["Acme/Infra"]
+    page = render_status_page(seen.runs, {}, [], NOW, access=Access("alice", frozenset({"acme/infra"})))
+    assert "secret" not in page and 'href="/runs/mine-1"' in page and "Open pull requests" in page
+    everything = status_reads.read(redis_conn, None)
+    assert len(everything.runs) == 901
+
+
+def test_the_run_log_skips_what_is_not_an_entry_and_reads_what_the_stdlib_wrote(redis_conn: redis.Redis) -> None:
+    odd = json.dumps({"kind": "plan", "at": float("nan"), "number": 2**70, "repo": "acme/infra"})
+    redis_conn.lpush(RUNS_KEY, b"not json", b"[1]", b"\xff", odd, json.dumps({"kind": "apply", "at": 5.0}))
+    apply, plan = recent_runs(redis_conn, 10)
+    assert apply == {"kind": "apply", "at": 5.0}
+    assert plan["number"] == 2**70 and plan["at"] != plan["at"]  # NaN, as json.dumps wrote it
+    assert f"#{2**70}" in Parsed(render_status_page([apply, plan], {}, [], NOW)).joined()

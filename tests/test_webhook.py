@@ -144,9 +144,18 @@ def test_closed_pr_has_a_job_cancel_its_queued_plan(client: TestClient, redis_co
     (job,) = Queue(COMMANDS_QUEUE, connection=redis_conn).jobs  # taken before any plan, its id RQ's kind
     assert job.func_name == Jobs.PULL_CLOSED and ":" not in job.id
     assert job.kwargs["request"] == PullClosed(
-        opened["repository"]["id"], pull["number"], pull["head"]["sha"], plan, "2024-05-01T12:34:56Z"
+        opened["repository"]["id"],
+        pull["number"],
+        pull["head"]["sha"],
+        plan,
+        "2024-05-01T12:34:56Z",
+        repo=opened["repository"]["full_name"],
+        merged=False,
     )
     assert post(client, "pull_request", closed)[1]["outcome"] == "duplicate"  # a redelivery: tidied once
+    merged = dict(closed, pull_request=dict(pull, merged=True, closed_at="2024-05-01T12:35:00Z"))
+    assert post(client, "pull_request", merged)[0] == 202  # closed again after a reopen: merged this time
+    assert Queue(COMMANDS_QUEUE, connection=redis_conn).jobs[-1].kwargs["request"].merged is True
 
 
 def test_a_finished_merge_group_has_a_job_mark_it_gone(client: TestClient, redis_conn: redis.Redis) -> None:

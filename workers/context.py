@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import os
 import socket
+import time
 from dataclasses import dataclass, field, replace
 from functools import cache
 from pathlib import Path
@@ -12,8 +13,12 @@ from typing import Literal
 
 import redis
 
+from core.config import RepoConfig
+from core.oidc_env import credentials_for
+from core.projects import Project
 from core.sandbox_paths import GRANT_PHASES, GrantPhase
 from plumbing import settings as settings_module
+from plumbing.oidc_keys import KeyRing
 from plumbing.records import Records
 from plumbing.redis_client import connect
 from plumbing.run_store import RunStore
@@ -22,6 +27,7 @@ from workers.adapters.github.auth import TokenCache
 from workers.adapters.terraform.cgroups_probe import MemoryCap
 from workers.adapters.terraform.cgroups_probe import probe as probe_memory_cap
 from workers.adapters.terraform.env import build_env, detect_tool
+from workers.adapters.terraform.oidc_tokens import Grant
 from workers.adapters.terraform.sandbox import (
     SANDBOX_KEY_PREFIX,
     SANDBOX_RECORD_TTL,
@@ -99,6 +105,44 @@ class WorkerContext:
             lock_state=grants_of == "apply",
         )
 
+    def identity(
+        self,
+        policy: RepoConfig,
+        project: Project,
+        phase: Phase,
+        *,
+        repo: str,
+        repo_id: int,
+        sha: str,
+        pr: int | None = None,
+        ref: str | None = None,
+        approvers: tuple[str, ...] = (),
+    ) -> Grant | None:
+        """The OIDC identity of `project`'s steps in `phase`, as the default branch's `policy` names it
+        (else the server's defaults); None when plangate issues no tokens or the project has no identity."""
+        oidc = self.settings.oidc
+        if oidc is None:
+            return None
+        credentials = credentials_for(policy.projects, project.name, project.workspace, project.dir, oidc.defaults)
+        if credentials is None:
+            return None
+        return Grant(
+            keys=KeyRing(oidc.key_dir),
+            issuer=oidc.issuer,
+            credentials=credentials,
+            phase=phase,
+            repo=repo,
+            repo_id=repo_id,
+            project=project.name,
+            workspace=project.workspace,
+            sha=sha,
+            root=self.settings.workdir / "oidc-tokens",
+            pr=pr,
+            ref=ref,
+            approvers=approvers,
+            remember=self.tokens.remember,
+        )
+
     def sandbox_for(self, phase: GrantPhase) -> Sandbox:
         """The sandbox showing the host paths granted to `phase` (core/sandbox_paths.py)."""
         return replace(self.sandbox, grants=self.settings.sandbox_paths.grants(phase))
@@ -159,6 +203,8 @@ def build(loaded: Settings) -> WorkerContext:
     )
     sandbox = prepare(loaded.sandbox, loaded.sandbox_paths, loaded.workdir / "sandbox-probe")
     check_secrets_hidden(loaded, sandbox)
+    if loaded.oidc is not None:
+        KeyRing(loaded.oidc.key_dir).ensure(time.time())  # the first key, made once for every process
     return WorkerContext(
         settings=loaded,
         redis=conn,

@@ -34,7 +34,6 @@ from workers.flows import (
     dismissals,
     drift,
     group_runner,
-    pr_plan,
     pr_runner,
     push_apply,
     recover,
@@ -51,7 +50,7 @@ def plan_pr(request: PlanRequest) -> list[str] | ProjectResult:
 
 @reschedulable
 def plan_project(request: PlanRequest, project: Project) -> ProjectResult:
-    return asyncio.run(pr_plan.plan_project(context(), request, project))
+    return asyncio.run(pr_runner.plan_one(context(), request, project))
 
 
 @reschedulable

@@ -55,8 +55,17 @@ async def plan_new_base(event: Event, delivery: Delivery) -> None:
 @router.register("pull_request", action="closed")
 async def drop_queued(event: Event, delivery: Delivery) -> None:
     """A closed PR needs no plan: a job (workers.flows.cleanup) cancels its head's plan if it has not
-    started, stops re-planning it, and lets its head's gate no longer hold another PR at the same commit."""
+    started, stops re-planning it, lets its head's gate no longer hold another PR at the same commit, and
+    records the close in the run log (the status page lists the PR as open no more)."""
     pull = event.data["pull_request"]
     repo_id, number, sha = int(event.data["repository"]["id"]), int(pull["number"]), str(pull["head"]["sha"])
-    closed = PullClosed(repo_id, number, sha, plan_job_id(repo_id, number, sha), str(pull.get("closed_at") or ""))
+    closed = PullClosed(
+        repo_id,
+        number,
+        sha,
+        plan_job_id(repo_id, number, sha),
+        str(pull.get("closed_at") or ""),
+        repo=str(event.data["repository"]["full_name"]),
+        merged=pull.get("merged") is True,
+    )
     await delivery.enqueue(delivery.commands, Jobs.PULL_CLOSED, closed.job_id(), closed)

@@ -79,7 +79,7 @@ def render_accept_result(
     found = drifted(plan) if plan is not None and result != "nothing" else []
     verb = "Accepted" if result == "accepted" else "Found"
     title = f"**{verb}: changed outside Terraform ({len(found):,})**"
-    items = [drift_item(c) for c in found]
+    items = [drift_item(c, m) for c in found]
     tail = plain_lines(output)[-OUTPUT_LINES:] if output.strip() and result in ("failed", "refused") else []
     after = _AFTER[result]
     head = reply_marker(COMMAND, result, reply_to, **({"sha": sha} if _SHA.fullmatch(sha) else {}))

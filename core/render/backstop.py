@@ -16,11 +16,13 @@ from core.render.controls import printable
 from core.render.mask import Masker
 
 # Any PEM block (a truncated one too: from its header to the end of its base64 lines), and GitHub's
-# token formats: installation (ghs_), user-to-server (ghu_), OAuth (gho_), refresh (ghr_), PATs.
+# token formats: installation (ghs_), user-to-server (ghu_), OAuth (gho_), refresh (ghr_), PATs; and any
+# signed JWT (plangate's OIDC tokens, an App JWT).
 PATTERNS = (
     r"-----BEGIN [A-Z0-9 ]+-----(?:[\s\S]*?-----END [A-Z0-9 ]+-----|[A-Za-z0-9+/=\s\\]*)",
     r"\bgh[opsur]_[A-Za-z0-9]{20,}",
     r"\bgithub_pat_[A-Za-z0-9_]{20,}",
+    r"\beyJ[A-Za-z0-9_-]{8,}\.eyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{16,}",  # a signed JWT: an OIDC or App token
 )
 _MIN_LINE = 16  # a secret's lines this long are masked one by one too (a partly printed key)
 

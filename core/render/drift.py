@@ -22,6 +22,7 @@ import re
 from collections.abc import Sequence
 from datetime import UTC, datetime
 
+from core.drift_diff import VALUE_LIMIT, cut
 from core.plan import Plan, ResourceChange, summary_line
 from core.render.destroys import action_label, reason_label
 from core.render.marker import marker
@@ -79,12 +80,12 @@ def drifted(plan: Plan) -> list[ResourceChange]:
     return _drifted(plan)
 
 
-def drift_item(change: ResourceChange) -> str:
+def drift_item(change: ResourceChange, m: Masker) -> str:
     """One drifted resource, then one line per changed attribute, before → after (at most
-    `ATTRIBUTES_SHOWN`, and how many more): values as core/drift_diff.py shows them."""
+    `ATTRIBUTES_SHOWN`, and how many more): values as core/drift_diff.py shows them, masked by `m`."""
     what = _OUTSIDE.get(change.action_class, ", ".join(change.actions))
     deposed = f" (deposed object {code(change.deposed)})" if change.deposed else ""
-    return "\n".join([f"- {code(change.address)}{deposed} — {what} outside Terraform", *_attribute_lines(change)])
+    return "\n".join([f"- {code(change.address)}{deposed} — {what} outside Terraform", *_attribute_lines(change, m)])
 
 
 def _destroy_item(change: ResourceChange) -> str:
@@ -115,14 +116,18 @@ def _change_words(change: ResourceChange) -> str:
     return "; ".join(parts)
 
 
-def _change_item(change: ResourceChange) -> str:
-    return "\n".join([f"- {code(change.address)} — {_change_words(change)}", *_attribute_lines(change)])
+def _change_item(change: ResourceChange, m: Masker) -> str:
+    return "\n".join([f"- {code(change.address)} — {_change_words(change)}", *_attribute_lines(change, m)])
 
 
-def _attribute_lines(change: ResourceChange) -> list[str]:
-    """One line per changed attribute, before → after (at most `ATTRIBUTES_SHOWN`, then how many more)."""
+def _attribute_lines(change: ResourceChange, m: Masker) -> list[str]:
+    """One line per changed attribute, before → after (at most `ATTRIBUTES_SHOWN`, then how many more).
+    Each value is masked whole, then cut: a secret the cut split would no longer be recognised."""
     shown = change.attributes[:ATTRIBUTES_SHOWN]
-    lines = [f"  - {code(a.path, 300)}: {code(a.before)} → {code(a.after)}" for a in shown]
+    lines = [
+        f"  - {code(a.path, 300)}: {code(cut(m(a.before), VALUE_LIMIT))} → {code(cut(m(a.after), VALUE_LIMIT))}"
+        for a in shown
+    ]
     if len(change.attributes) > len(shown):
         lines.append(f"  - _… and {len(change.attributes) - len(shown):,} more attributes_")
     return lines
@@ -175,9 +180,9 @@ def render_drift_report(
     ]
     would = "### What a plan would do now\n\n"
     sections = [
-        (f"### Changed outside Terraform ({len(drifted):,})", [drift_item(c) for c in drifted]),
+        (f"### Changed outside Terraform ({len(drifted):,})", [drift_item(c, m) for c in drifted]),
         (f"{would}**Destroy ({len(destroys):,}), listed first:**", [_destroy_item(c) for c in destroys]),
-        (f"{'' if destroys else would}**Create or change ({len(others):,}):**", [_change_item(c) for c in others]),
+        (f"{'' if destroys else would}**Create or change ({len(others):,}):**", [_change_item(c, m) for c in others]),
     ]
     if not destroys and not others:
         top += [would + "Nothing: the code already describes the infrastructure as it is now.", ""]

@@ -8,13 +8,14 @@ comments, each carrying a `plangate:plan` marker with its part number.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 
 from core.gated import Gates
 from core.project_limit import TooMany
 from core.render.destroys import Notes, changes_section, code_section, destroy_section, drift_lines, voided_note
 from core.render.marker import marker, parse_marker
 from core.render.mask import MASK, Masker, mask
+from core.render.run_links import run_link
 from core.render.status import destroy_status, failed, pending_status, plan_status
 from core.render.text import (
     clip,
@@ -61,7 +62,7 @@ def _summary(result: ProjectResult) -> str:
     return f"Plan: {c['add']} to add, {c['change']} to change, {c['destroy']} to destroy."
 
 
-def _headline(result: ProjectResult, m: Callable[[str], str]) -> str:
+def _headline(result: ProjectResult, m: Callable[[str], str], link: str | None = None) -> str:
     icon = "❌" if failed(result) else ("⚠️" if result.plan and result.plan.destroys else "✅")
     name = f"**{m(one_line(result.name))}** · " if result.name and result.name != result.dir else ""
     deleted = (
@@ -73,6 +74,7 @@ def _headline(result: ProjectResult, m: Callable[[str], str]) -> str:
     return (
         f"- {icon} {name}dir {_where(result, m)}"
         f" · {code(result.sha[:7])} · {one_line(result.tool, 20)}{deleted}{carried} — {_summary(result)}"
+        + (f" · {run_link(link)}" if link else "")
     )
 
 
@@ -163,6 +165,7 @@ def _layout(
     notes: Notes,
     gates: Gates,
     voided: frozenset[tuple[str, str]],
+    links: Mapping[str, str],
 ) -> list[str]:
     title = f"## plangate plan for {code(sha[:7])}"
     bad = sum(1 for r in results if failed(r))
@@ -170,7 +173,9 @@ def _layout(
     kept = sum(1 for r in results if r.carried_from)
     status = f"{len(results)} {noun} planned" + (f", **{bad} failed**" if bad else "")
     status += f" ({kept} carried forward: no input changed since their plan)" if kept else ""
-    headlines, _ = fit_items([_headline(r, m) for r in results], limit // 4, "- … and {n} more projects")
+    headlines, _ = fit_items(
+        [_headline(r, m, links.get(r.identity)) for r in results], limit // 4, "- … and {n} more projects"
+    )
     intro = "\n".join([title, "", status + (f"\n\n{m(clip(note, 1_000))}" if note else ""), "", *headlines])
     widest = marker("plan", parts=10**6, part=10**6, pr=pr, sha=sha)
     reserve = len(widest) + len(title) + 200  # marker, continuation title / footer
@@ -207,10 +212,12 @@ def render_plan_comments(
     notes: Notes | None = None,
     gates: Gates | None = None,
     voided: frozenset[tuple[str, str]] = frozenset(),
+    links: Mapping[str, str] | None = None,
 ) -> list[str]:
     """The PR's plan comment bodies (part 1 first), each at most `limit` characters. `notes`: per
     destroy, what a destroy rule says about it; `gates`: the gated changes (core.gated), whose code runs
-    get a section of their own; `voided`: changes an earlier approval no longer covers.
+    get a section of their own; `voided`: changes an earlier approval no longer covers; `links`: identity
+    → the URL of its run's page (core.render.run_links), shown on its headline.
 
     Every rendered string is masked with the plans' sensitive values and `mask_patterns`
     (the marker line excepted: it holds only numbers and the SHA).
@@ -220,7 +227,7 @@ def render_plan_comments(
     m = Masker([s for r in results for s in r.secrets], mask_patterns)
     budget = limit
     for _ in range(5):
-        laid = _layout(results, pr, sha, m, budget, note, notes or {}, gates or {}, voided)
+        laid = _layout(results, pr, sha, m, budget, note, notes or {}, gates or {}, voided, links or {})
         bodies = [_remask(b, m) for b in laid]
         over = max(len(b) for b in bodies) - limit
         if over <= 0:

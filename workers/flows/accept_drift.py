@@ -18,6 +18,7 @@ it finds no drift.
 from __future__ import annotations
 
 import asyncio
+import functools
 import json
 import logging
 from dataclasses import replace
@@ -139,7 +140,9 @@ async def _accept(ctx: WorkerContext, req: CommandRequest, target: DriftTarget, 
     patterns = [*ctx.settings.mask_patterns, *policy.mask_patterns]
     # As a merge's apply: the code's init and plan with the plan phase's credentials, only `terraform
     # apply` of the checked plan file with the apply phase's.
-    plan_tf, tf = ctx.terraform(project.tool, "plan", merged=True), ctx.terraform(project.tool, "apply")
+    identity = functools.partial(ctx.identity, policy, project, repo=req.repo, repo_id=req.repo_id, sha=sha, ref=branch)
+    plan_tf = replace(ctx.terraform(project.tool, "plan", merged=True), oidc=identity("plan"))
+    tf = replace(ctx.terraform(project.tool, "apply"), oidc=identity("apply", approvers=(req.commenter,)))
     scope, page = "accept-drift", run_records.Where("accept-drift", run_id, req.repo, req.repo_id, sha, req.number)
     with (
         run_records.recorded(ctx, page, project, plan_tf.tool, patterns) as run,

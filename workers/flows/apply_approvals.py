@@ -11,11 +11,11 @@ qualifies, or whom GitHub cannot confirm, counts for nothing and is named in the
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
-from core.approvals import Approval, voided
+from core.approvals import Approval, Coverage, voided
 from core.config import DestroyApprovers, Rule
-from core.destroy_rules import needs, satisfied_pairs
+from core.destroy_rules import explain, needs, satisfied_pairs
 from core.gated import Gated
 from plumbing.records import Records
 from workers.adapters.github import GitHub
@@ -33,6 +33,22 @@ class Standing:
     revoked: tuple[tuple[str, str], ...] = ()  # (login, why they no longer count)
     voided: tuple[str, ...] = ()  # keys approved for another object (or other code) than this plan's
     authors: str = ""  # who made the change, and why each counts (none of them may approve it)
+    approved_by: dict[str, tuple[str, ...]] = field(default_factory=dict)  # key → who approved it (still qualifying)
+    notes: dict[str, str] = field(default_factory=dict)  # key → the rules that match it and what they still need
+    never: frozenset[str] = frozenset()  # keys a `never` rule holds
+
+    def coverage(self, identity: str, gates: Mapping[str, Gated]) -> Coverage:
+        """This standing as the coverage of project `identity`'s gated changes (core.run_gate reads it)."""
+        pair = {key: (identity, key) for key in gates}
+        return Coverage(
+            approved_pairs=frozenset(pair[k] for k in gates if k in self.keys),
+            unapproved_pairs=frozenset(pair[k] for k in gates if k not in self.keys),
+            approvers=list(self.approvers),
+            never=frozenset(pair[k] for k in gates if k in self.never),
+            notes={pair[k]: note for k, note in self.notes.items() if k in pair},
+            voided=frozenset(pair[k] for k in self.voided if k in pair),
+            approved_by={pair[k]: who for k, who in self.approved_by.items() if k in pair},
+        )
 
 
 async def standing(
@@ -73,8 +89,22 @@ async def standing(
         verdicts[login] = None if allowed.allowed else allowed.reason
     good = [a for a in bound if a.seen and verdicts[a.approver] is None and a.sha in shas]
     eligible = await rule_eligibility(gh, [a.approver for a in good], rules) if rules else {}
-    keys = frozenset(key for _, key in satisfied_pairs(needs(planned, good, rules, eligible)))
+    found_needs = needs(planned, good, rules, eligible)
+    keys = frozenset(key for _, key in satisfied_pairs(found_needs))
+    by_key: dict[str, dict[str, str]] = {}
+    for approval in good:
+        for _, key in approval.pairs:
+            by_key.setdefault(key, {}).setdefault(approval.approver.casefold(), approval.approver)
     revoked = tuple((login, why) for login, why in verdicts.items() if why is not None)
     lost = tuple(sorted(key for _, key in voided(found, planned) if key not in keys))
     barred = authors.describe() if policy is None or not policy.allow_self_approval else ""
-    return Standing(keys, tuple(dict.fromkeys(a.approver for a in good)), revoked, lost, barred)
+    return Standing(
+        keys,
+        tuple(dict.fromkeys(a.approver for a in good)),
+        revoked,
+        lost,
+        barred,
+        approved_by={key: tuple(people.values()) for key, people in sorted(by_key.items())},
+        notes={n.pair[1]: explain(n, rules) for n in found_needs if n.rules},
+        never=frozenset(n.pair[1] for n in found_needs if n.never),
+    )

@@ -10,9 +10,11 @@ outcome an apply already had.
 from __future__ import annotations
 
 import asyncio
+import functools
 import json
 import logging
 from collections.abc import Mapping
+from dataclasses import replace
 
 from core.apply_outcome import ApplyOutcome, Ending
 from core.apply_outcome import held as held_outcome
@@ -111,9 +113,10 @@ async def _run(
         policy = await base_config(gh, req.repo, policy_ref(req))  # invalid: nothing is applied ("failed")
         patterns = [*ctx.settings.mask_patterns, *policy.mask_patterns]
         scope, name, code = "push", project.name, project.destroy_from or req.after
-        page = _page(req, project, where, run_id)
+        identity = functools.partial(ctx.identity, policy, project, repo=req.repo, repo_id=req.repo_id, sha=code)
+        plan_tf = replace(plan_tf, oidc=identity("plan", ref=req.branch))
         with (
-            run_records.recorded(ctx, page, project, plan_tf.tool, patterns) as run,
+            run_records.recorded(ctx, _page(req, project, where, run_id), project, plan_tf.tool, patterns) as run,
             pipeline.checked_out(ctx.checkouts, req.repo_id, scope, code, name, req.clone_url, token) as dirs,
         ):
             assert run is not None
@@ -125,25 +128,19 @@ async def _run(
                 run.finish("not applied", saved.plan is not None, "apply_on_merge is false", shown, decided.gates)
                 return await _report_only(ctx, gh, req, project, where, decided, "apply_on_merge is false")
             if isinstance(decided.decision, Block):
-                run.finish(*_held(decided.decision, saved), result=shown, gated=decided.gates)
+                run.finish(*run_records.held(decided.decision, saved), result=shown, gated=decided.gates)
                 return await _block(ctx, gh, req, project, where, decided, run.id)
             if not isinstance(decided.decision, Apply):
                 outcome, ok, _ = run_records.plan_outcome(shown)
                 run.finish(outcome, ok, decided.decision.reason, shown, decided.gates)
                 return await _report_only(ctx, gh, req, project, where, decided, decided.decision.reason)
+            approvers = tuple(sorted(decided.approved.approvers))
+            tf = replace(tf, oidc=identity("apply", ref=req.branch, approvers=approvers))
             return await _apply(ctx, gh, req, project, where, decided, run.streamed(tf), dirs, run)
 
 
 def _page(req: PushRequest, project: Project, where: ApplyConversation, job_id: str) -> run_records.Where:
     return run_records.Where("apply", job_id, req.repo, req.repo_id, req.after, where.number, project.destroy_from)
-
-
-def _held(block: Block, saved: pipeline.SavedPlan) -> tuple[str, bool, str]:
-    """A held apply's run: "plan failed" (its error), else "blocked" (why, or what waits for approval)."""
-    if saved.plan is None:
-        return "plan failed", False, saved.error or "the plan failed"
-    why = "; ".join(block.reasons) if block.error else f"{len(block.unapproved)} waiting for /approve-destroy"
-    return "blocked", False, why
 
 
 async def _block(

@@ -7,6 +7,7 @@ import json
 import logging
 
 from core.contract_cleanup import GroupGone, PullClosed
+from plumbing.runlog import record_run
 from workers.adapters.queue import waiting
 from workers.adapters.store import closed_pulls, merge_groups
 from workers.context import WorkerContext
@@ -16,8 +17,12 @@ log = logging.getLogger("plangate.cleanup")
 
 def pull_closed(ctx: WorkerContext, req: PullClosed) -> str:
     """The closed PR is re-planned no more, its head's gate no longer holds another PR at that commit,
-    and its head's plan is cancelled if it has not started. What became of that plan."""
+    its head's plan is cancelled if it has not started, and the run log says it closed (the status page
+    shows it open no more). What became of that plan."""
     closed_pulls.forget(ctx.redis, req.repo_id, req.number, req.head_sha)
+    if req.repo:
+        result = "merged" if req.merged else "closed"
+        record_run(ctx.redis, kind="closed", repo=req.repo, number=req.number, sha=req.head_sha, result=result)
     return _cancel(ctx, req.plan_job, started="plan already running or done")
 
 

@@ -43,7 +43,7 @@ from workers.adapters.store import applies as apply_store
 from workers.adapters.store import audit, drift_issues
 from workers.adapters.store import gates as gate_store
 from workers.context import WorkerContext
-from workers.flows import accept_drift, apply_command, held_applies, restore
+from workers.flows import accept_drift, apply_command, held_applies, restore, run_pages
 from workers.flows.gate_check import at_commit, covered, may_approve_against
 from workers.flows.outcome import Outcome
 
@@ -273,7 +273,9 @@ async def _record_approval(
     now = gate_store.load_plan(ctx.records, req.repo_id, req.number, approval.sha)
     if now is not None and now.digest == record.digest:  # else a re-plan published meanwhile reports its own
         state, description = at_commit(ctx.records, req.repo_id, approval.sha, req.number, (state, description))
-        await vcs.set_status(gh, req.repo, approval.sha, DESTROY_CONTEXT, state, description, approve=waiting)
+        link = run_pages.report_url(ctx.settings.public_url, list(record.gates), record.runs, cov, record.failed)
+        await vcs.set_status(gh, req.repo, approval.sha, DESTROY_CONTEXT, state, description, link, approve=waiting)
+    run_pages.write_gates(ctx.records, record.runs, record.gates, cov, (state, description))
     record_run(
         ctx.redis,
         kind="approval",

@@ -18,7 +18,7 @@ from workers.adapters.github.pulls import get_pull
 from workers.adapters.store import audit
 from workers.adapters.store import gates as gate_store
 from workers.context import WorkerContext
-from workers.flows import gate_check
+from workers.flows import gate_check, run_pages
 
 
 async def on_dismissal(ctx: WorkerContext, req: ReviewDismissal) -> str:
@@ -66,5 +66,7 @@ async def on_dismissal(ctx: WorkerContext, req: ReviewDismissal) -> str:
         )
         state = gate_check.at_commit(ctx.records, repo_id, head, number, approval_status(cov))
         waiting = record.digest if not cov.complete and not cov.never else None
-        await vcs.set_status(gh, req.repo, head, DESTROY_CONTEXT, *state, approve=waiting)
+        link = run_pages.report_url(ctx.settings.public_url, list(record.gates), record.runs, cov, record.failed)
+        await vcs.set_status(gh, req.repo, head, DESTROY_CONTEXT, *state, link, approve=waiting)
+        run_pages.write_gates(ctx.records, record.runs, record.gates, cov, state)
     return "voided"

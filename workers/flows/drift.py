@@ -11,6 +11,7 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
+from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 
 from core.config import ConfigError
@@ -115,6 +116,13 @@ async def check_project(ctx: WorkerContext, target: DriftTarget, project: Projec
     try:
         terraform = ctx.terraform(project.tool, "drift")
         token = await ctx.tokens.token(target.installation_id)
+        if ctx.settings.oidc is not None:
+            async with installation_client(ctx.tokens, target.installation_id, ctx.settings.api_url) as gh:
+                policy = await base_config(gh, target.repo, target.default_branch)
+            grant = ctx.identity(
+                policy, project, "drift", repo=target.repo, repo_id=target.repo_id, sha=sha, ref=target.default_branch
+            )
+            terraform = replace(terraform, oidc=grant)
         number = drift_issues.issue_of(ctx.redis, target.repo_id, project.name)
         where = None if job is None else run_records.Where("drift", job, target.repo, target.repo_id, sha, number)
         patterns = await _patterns(ctx, target) if where is not None else None

@@ -32,6 +32,7 @@ from workers.adapters.github.repo_config import base_config, base_config_or_none
 from workers.adapters.store import audit, pr_heads, pr_plans
 from workers.adapters.store import gates as gate_store
 from workers.adapters.terraform import pipeline
+from workers.adapters.terraform.oidc_tokens import Grant
 from workers.adapters.terraform.sandbox import SandboxError
 from workers.context import WorkerContext
 from workers.flows import carry, commit_tree, run_records
@@ -251,13 +252,13 @@ async def plan_project(ctx: WorkerContext, req: PlanRequest, project: Project) -
     if not is_current(ctx, req):
         return pipeline.failure(project, req.sha, "superseded by a newer push")
     try:
-        terraform = ctx.terraform(project.tool, "plan")
+        token = await ctx.tokens.token(req.installation_id)
+        scope, code = f"pr-{req.pr}", project.destroy_from or req.code_sha or req.sha
+        terraform = replace(ctx.terraform(project.tool, "plan"), oidc=await _identity(ctx, req, project, code))
         where, masks = run_records.of_plan(req, project), run_records.plan_masks(ctx, req)
         with run_records.recorded(ctx, where, project, terraform.tool, masks, "plan failed") as run:
             if run is not None:
                 terraform = run.streamed(terraform)
-            token = await ctx.tokens.token(req.installation_id)
-            scope, code = f"pr-{req.pr}", project.destroy_from or req.code_sha or req.sha
             planned = await asyncio.to_thread(commit_tree.plan, ctx, req, project, terraform, scope, code, token)
             result = pipeline.result(project, req.sha, terraform.tool, planned)
             if run is not None:
@@ -270,6 +271,15 @@ async def plan_project(ctx: WorkerContext, req: PlanRequest, project: Project) -
         return pipeline.failure(
             project, req.sha, f"{type(exc).__name__}: {exc}", plangate_fault=isinstance(exc, SandboxError)
         )
+
+
+async def _identity(ctx: WorkerContext, req: PlanRequest, project: Project, code: str) -> Grant | None:
+    """The project's plan-phase OIDC identity, as the default branch names it (never the PR's own file)."""
+    if ctx.settings.oidc is None:
+        return None
+    async with installation_client(ctx.tokens, req.installation_id, ctx.settings.api_url) as gh:
+        policy = await base_config(gh, req.repo, req.default_branch)
+    return ctx.identity(policy, project, "plan", repo=req.repo, repo_id=req.repo_id, sha=code, pr=req.pr)
 
 
 async def plan_and_publish(

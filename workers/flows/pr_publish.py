@@ -20,6 +20,7 @@ from core.render.failed_apply import with_banner
 from core.render.mask import mask
 from core.render.plan import render_apply_order, render_plan_comments, render_planned_on_merge, render_too_many_files
 from core.render.replies import approval_status
+from core.render.run_links import run_urls
 from core.render.status import State, destroy_status, plan_status
 from core.results import ProjectResult
 from plumbing.runlog import record_run
@@ -29,7 +30,7 @@ from workers.adapters.github.repo_config import mask_patterns
 from workers.adapters.store import audit, pr_heads, pr_plans
 from workers.adapters.store import gates as gate_store
 from workers.context import WorkerContext
-from workers.flows import carry, failed_applies, gate_check
+from workers.flows import carry, failed_applies, gate_check, plan_progress, run_pages
 
 log = logging.getLogger("plangate.plan")
 
@@ -102,7 +103,9 @@ async def publish(
     ctx: WorkerContext, req: PlanRequest, results: list[ProjectResult], made: dict[str, tuple[str, str]] | None = None
 ) -> None:
     """One comment (edited in place) and the combined statuses, unless a newer SHA took over. `made`:
-    identity → (job id, SHA planned at) of each plan, for the next push to carry forward."""
+    identity → (job id, SHA planned at) of each plan, for the next push to carry forward, and the run
+    (core.runs.run_id) each plan is: its page gets the gate's verdict, and links when PLANGATE_PUBLIC_URL
+    is set."""
     if not is_current(ctx, req):
         log.info(json.dumps({"repo": req.repo, "pr": req.pr, "sha": req.sha, "outcome": "superseded"}))
         return
@@ -116,6 +119,7 @@ async def publish(
         login = await bot_login(ctx)
         judged = await _judge(ctx, gh, req, results, login)
         cov = judged.coverage
+        runs = run_pages.run_ids(made, [r.identity for r in results])
         bodies = render_plan_comments(
             results,
             pr=req.pr,
@@ -125,13 +129,18 @@ async def publish(
             notes=cov.notes if cov is not None else None,
             gates=judged.gates,
             voided=cov.voided if cov is not None else frozenset(),
+            links=run_urls(ctx.settings.public_url, runs),
         )
         bodies[0] = with_banner(bodies[0], failed_applies.banner_for(ctx, req.repo_id, {r.identity for r in results}))
         gate = destroy_status(results) if cov is None else approval_status(cov)
         gate = gate_check.at_commit(ctx.records, req.repo_id, req.sha, req.pr, gate)
-        published = await _comment_and_reports(ctx, gh, req, results, bodies, judged, login, gate)
+        identities = [r.identity for r in results]
+        link = run_pages.report_url(ctx.settings.public_url, identities, runs, cov, judged.failed)
+        async with plan_progress.publishing(ctx, req):  # no progress edit lands after the plan
+            published = await _comment_and_reports(ctx, gh, req, results, bodies, judged, login, gate, runs, link)
         _remember(ctx, req, results, made, meta, judged)
-    _record_runs(ctx, req, results, patterns, gate, published.url)
+        run_pages.write_gates(ctx.records, runs, judged.gates, cov, gate)
+    _record_runs(ctx, req, results, patterns, gate, published.url, runs)
     log.info(json.dumps({"repo": req.repo, "pr": req.pr, "sha": req.sha, "outcome": "published"}))
 
 
@@ -180,22 +189,29 @@ async def _comment_and_reports(
     judged: Judged,
     login: str,
     gate: tuple[State, str],
+    runs: dict[str, str],
+    link: str | None,
 ) -> vcs.Published:
-    """The plan comment and both reports, at once; the gate's record of the plan is saved once the
-    comment shows it: an approval is measured against when its author could see it."""
+    """The plan comment and both reports, at once; the gate's record of the plan (with the runs that made
+    it, for a later approval to update their pages) is saved once the comment shows it: an approval is
+    measured against when its author could see it. `link`: the run page the reports point at, else the
+    comment."""
 
     async def commented() -> vcs.Published:
         published = await vcs.upsert_comments(
             gh, ctx.records, repo=req.repo, repo_id=req.repo_id, number=req.pr, login=login, kind="plan", bodies=bodies
         )
         record = gate_store.PlanRecord(
-            gates=judged.gates, failed=judged.failed, published_at=published.at, digest=judged.digest
+            gates=judged.gates, failed=judged.failed, published_at=published.at, digest=judged.digest, runs=runs
         )
         gate_store.save_plan(ctx.records, req.repo_id, req.pr, req.sha, record)
         return published
 
     text = bodies[0].partition("\n")[2]  # the plan comment's first part, without its marker
     reports = functools.partial(_report, gh, req, plan_status(results), gate, text, judged.waiting)
+    if link is not None:  # the run page is known before the comment is written: no need to wait for it
+        published: vcs.Published = (await vcs.at_once(commented(), reports(link)))[0]
+        return published
     known = vcs.known_url(ctx.records, req.repo_id, req.pr, "plan")
     return await _concurrently(commented(), reports, known, req.pull_url())
 
@@ -226,6 +242,7 @@ def _record_runs(
     patterns: list[str],
     gate: tuple[State, str],
     url: str | None,
+    runs: dict[str, str],
 ) -> None:
     for r in results:
         shown = mask(r.error or "", (), patterns)[:200]  # masked whole first: a cut could split a match
@@ -241,4 +258,5 @@ def _record_runs(
             gate=gate[0],
             gate_description=gate[1],
             url=url,
+            **({"run": runs[r.identity]} if r.identity in runs else {}),
         )

@@ -28,7 +28,7 @@ from workers.adapters.queue.plan_results import PlanJob
 from workers.adapters.queue.running import this_job
 from workers.adapters.terraform import pipeline
 from workers.context import WorkerContext
-from workers.flows import pr_plan, pr_publish, run_records
+from workers.flows import plan_progress, pr_plan, pr_publish, run_records
 from workers.flows.carry import Carried, shown_at
 
 
@@ -46,9 +46,19 @@ async def plan_pr(ctx: WorkerContext, request: PlanRequest) -> list[str] | Proje
         if not kept:  # one project → its own job
             return [fanout.enqueue_plan_alone(ctx.redis, req, projects[0], tf_timeout=tf_timeout)]
     # many → batches, then one publish
-    return fanout.enqueue_plans(
-        ctx.redis, req, projects, tf_timeout=tf_timeout, publish=Jobs.PUBLISH_PLAN, publish_request=req, carried=kept
+    planning: dict[str, str] = {}
+    ids = fanout.enqueue_plans(
+        ctx.redis,
+        req,
+        projects,
+        tf_timeout=tf_timeout,
+        publish=Jobs.PUBLISH_PLAN,
+        publish_request=req,
+        carried=kept,
+        planning=planning,
     )
+    await plan_progress.start(ctx, req, projects, planning)  # two or more: the comment shows progress
+    return ids
 
 
 async def decide(ctx: WorkerContext, request: PlanRequest) -> pr_plan.PlansToMake | None:
@@ -102,12 +112,22 @@ async def plan_batch(ctx: WorkerContext, req: PlanRequest, projects: list[Projec
                     results[project.identity] = await pr_plan.plan_project(ctx, req, project)
                 else:
                     busy.append(project)
+            if mine:
+                await plan_progress.done(ctx, req, project.identity, this.id)
         return busy
 
     busy = await planned_unless_busy(await planned_unless_busy(projects))  # the busy ones tried once more
     tf_timeout = ctx.settings.tf_timeout
     delegated = {p.identity: fanout.enqueue_plan_job(ctx.redis, req, p, tf_timeout=tf_timeout) for p in busy}
+    plan_progress.handed_on(ctx, req, delegated)
     return BatchResult(results, delegated)
+
+
+async def plan_one(ctx: WorkerContext, req: PlanRequest, project: Project) -> ProjectResult:
+    """One project in a job of its own, among others (alone in its batch, or handed on by a batch)."""
+    result = await pr_plan.plan_project(ctx, req, project)
+    await plan_progress.done(ctx, req, project.identity, this_job().id)
+    return result
 
 
 async def publish(

@@ -105,6 +105,10 @@ class TokenCache:
             weakref.WeakKeyDictionary()
         )
 
+    def remember(self, secret: str) -> None:
+        """A secret this process handed out (an OIDC token): masked in everything it posts from now on."""
+        self._seen.add(secret)
+
     def backstop(self) -> Backstop:
         return Backstop((*self._secrets, *self._seen))
 

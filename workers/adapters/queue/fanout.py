@@ -65,15 +65,18 @@ def enqueue_plans(
     publish: str,
     publish_request: Any,
     carried: Sequence[object] = (),
+    planning: dict[str, str] | None = None,
 ) -> list[str]:
     """The projects' plan jobs (batches; a lone project under its RateLimit), each re-run if its worker
-    dies, then `publish` (with its own request and the plans `carried` forward, which no job makes again)."""
+    dies, then `publish` (with its own request and the plans `carried` forward, which no job makes again).
+    `planning`, when given, is filled with identity → the id of the job that plans it."""
     queue = Queue(PLANS_QUEUE, connection=conn)
-    ids = []
+    ids, batches = [], []
     start = 0
     for size in batch_sizes(len(projects), Worker.count(connection=conn, queue=queue)):
         batch = list(projects[start : start + size])
         start += size
+        batches.append(batch)
         if size == 1:
             ids.append(enqueue_plan_job(conn, request, batch[0], tf_timeout=tf_timeout))
             continue
@@ -84,6 +87,8 @@ def enqueue_plans(
                 **OPTIONS[Jobs.PLAN_PROJECTS].enqueue_args(tf_timeout=tf_timeout, projects=size),
             ).id
         )
+    if planning is not None:
+        planning.update({p.identity: i for i, batch in zip(ids, batches, strict=True) for p in batch})
     extra = {"carried": list(carried)} if carried else {}
     _publish_after(queue, ids, publish, {"request": publish_request, "job_ids": ids, **extra})
     return ids

@@ -9,7 +9,7 @@ not verify, or a bot comment someone else changed (workers.adapters.store.writte
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from http import HTTPStatus
 from typing import Any
 
@@ -34,6 +34,7 @@ class PlanRecord:
     failed: list[str]  # project identities whose plan failed: nothing there can be approved
     published_at: str | None = None  # GitHub's time the plan comment showed this plan (approvals come after)
     digest: str = ""  # core.gated.published_digest: what the approval and the "Approve" button name
+    runs: dict[str, str] = field(default_factory=dict)  # identity → its run (core.runs): the page a re-judge updates
 
 
 def _key(kind: str, repo_id: int, number: int, sha: str) -> str:
@@ -48,6 +49,7 @@ def save_plan(records: Records, repo_id: int, number: int, sha: str, record: Pla
         "failed": record.failed,
         "published_at": record.published_at,
         "digest": record.digest,
+        "runs": record.runs,
     }
     records.set(_key("destroys", repo_id, number, sha), json.dumps(payload), ex=TTL)
 
@@ -61,7 +63,12 @@ def load_plan(records: Records, repo_id: int, number: int, sha: str) -> PlanReco
         gates = {identity: from_plain(plain) for identity, plain in data["gates"].items()}
     except ValueError:
         return None
-    return PlanRecord(gates, list(data.get("failed") or []), data.get("published_at"), str(data.get("digest") or ""))
+    found = data.get("runs")
+    runs = (
+        {i: r for i, r in found.items() if isinstance(i, str) and isinstance(r, str)} if isinstance(found, dict) else {}
+    )
+    failed, digest = list(data.get("failed") or []), str(data.get("digest") or "")
+    return PlanRecord(gates, failed, data.get("published_at"), digest, runs)
 
 
 def start_sha(records: Records, repo_id: int, number: int, sha: str) -> None:

@@ -7,14 +7,17 @@ runs the process); what differs is which paths a step may write: the plan file's
 
 from __future__ import annotations
 
+import contextlib
 import fcntl
 import hashlib
+from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from workers.adapters.live_output import LiveOutput, step_line
 from workers.adapters.terraform.cgroups import JOIN_FAILED, CgroupRoot
+from workers.adapters.terraform.oidc_tokens import Grant
 from workers.adapters.terraform.runner import DEFAULT_MAX_OUTPUT, RunResult, resolve_executable, run
 from workers.adapters.terraform.sandbox import Sandbox, SandboxError
 
@@ -115,6 +118,7 @@ class Terraform:
     # a project's plan, apply and drift jobs share). With a remote backend, a plan's read-only
     # credentials then need no write access to a lock table either. Apply-phase steps lock.
     lock_state: bool = True
+    oidc: Grant | None = None  # the project's cloud identity for this phase: a fresh token per step
     # Where init, plan and apply stream what they print, each headed by `$ terraform …` (a run page);
     # `show` is not streamed: its text is the plan the page draws already, its JSON data.
     live: LiveOutput | None = None
@@ -129,7 +133,22 @@ class Terraform:
         readable: tuple[Path, ...] = (),
         stream: bool = False,
     ) -> RunResult:
-        exe = resolve_executable(self.tool, self.env)
+        with self.oidc.step(self.timeout) if self.oidc is not None else _no_identity() as (added, tokens):
+            shown = (*readable, *([tokens] if tokens else []))
+            return self._run_as(workdir, args, max_output, writable, shown, added, stream)
+
+    def _run_as(
+        self,
+        workdir: Path,
+        args: list[str],
+        max_output: int | None,
+        writable: tuple[Path, ...],
+        readable: tuple[Path, ...],
+        added: dict[str, str],
+        stream: bool,
+    ) -> RunResult:
+        env = {**self.env, **added}
+        exe = resolve_executable(self.tool, env)
         cache = () if self.plugin_cache is None or self.plugin_cache in writable else (self.plugin_cache,)
         argv = self.sandbox.wrap(
             [exe, *args],
@@ -144,7 +163,7 @@ class Terraform:
         result = run(
             argv,
             cwd=workdir,
-            env=self.env,
+            env=env,
             timeout=self.timeout,
             memory_limit_bytes=self.memory_limit_bytes,
             grace=self.grace,
@@ -234,6 +253,11 @@ class Terraform:
         result = self._run(workdir, args, readable=(planfile.parent,), stream=True)
         stale = not result.ok and b"Saved plan is stale" in result.stdout + result.stderr
         return StepResult("apply", result, stale_plan=stale)
+
+
+@contextlib.contextmanager
+def _no_identity() -> Iterator[tuple[dict[str, str], Path | None]]:
+    yield {}, None
 
 
 def _cache_in_the_way(result: RunResult, cache: Path) -> bool:
