@@ -125,7 +125,7 @@ async def _run(
                 run.finish("not applied", saved.plan is not None, "apply_on_merge is false", shown, decided.gates)
                 return await _report_only(ctx, gh, req, project, where, decided, "apply_on_merge is false")
             if isinstance(decided.decision, Block):
-                run.finish(*_held(decided.decision, saved), result=shown, gated=decided.gates)
+                run.finish(*run_records.held(decided.decision, saved), result=shown, gated=decided.gates)
                 return await _block(ctx, gh, req, project, where, decided, run.id)
             if not isinstance(decided.decision, Apply):
                 outcome, ok, _ = run_records.plan_outcome(shown)
@@ -136,14 +136,6 @@ async def _run(
 
 def _page(req: PushRequest, project: Project, where: ApplyConversation, job_id: str) -> run_records.Where:
     return run_records.Where("apply", job_id, req.repo, req.repo_id, req.after, where.number, project.destroy_from)
-
-
-def _held(block: Block, saved: pipeline.SavedPlan) -> tuple[str, bool, str]:
-    """A held apply's run: "plan failed" (its error), else "blocked" (why, or what waits for approval)."""
-    if saved.plan is None:
-        return "plan failed", False, saved.error or "the plan failed"
-    why = "; ".join(block.reasons) if block.error else f"{len(block.unapproved)} waiting for /approve-destroy"
-    return "blocked", False, why
 
 
 async def _block(

@@ -23,6 +23,7 @@ from typing import TypeVar
 
 from core import redis_keys
 from core.contract import PlanRequest
+from core.gate import Block
 from core.plan import summary_line
 from core.projects import Project
 from core.render.mask import MASK, Masker
@@ -32,6 +33,7 @@ from core.runs import RunHead, run_id
 from plumbing.run_store import RunStore
 from workers.adapters.live_output import LiveOutput
 from workers.adapters.queue.running import current_job_id
+from workers.adapters.terraform.pipeline import SavedPlan
 from workers.adapters.terraform.steps import Terraform
 from workers.context import WorkerContext
 
@@ -195,6 +197,14 @@ def plan_outcome(result: ProjectResult) -> tuple[str, bool, str]:
         return "plan failed", False, result.error or "the plan failed"
     summary = summary_line(result.plan).removeprefix("Plan: ").removesuffix(".")
     return ("planned" if result.plan.has_changes else "no changes"), not result.plan.errored, summary
+
+
+def held(block: Block, saved: SavedPlan) -> tuple[str, bool, str]:
+    """A held apply's run: "plan failed" (its error), else "blocked" (why, or what waits for approval)."""
+    if saved.plan is None:
+        return "plan failed", False, saved.error or "the plan failed"
+    why = "; ".join(block.reasons) if block.error else f"{len(block.unapproved)} waiting for /approve-destroy"
+    return "blocked", False, why
 
 
 def noted(ctx: WorkerContext, where: Where, project: Project, outcome: str, ok: bool, summary: str) -> str:
