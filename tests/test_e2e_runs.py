@@ -5,6 +5,7 @@ while terraform still runs."""
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 from pathlib import Path
 
@@ -30,6 +31,15 @@ CONFIG = (
     "version: 1\ngate_code_at_apply: false\nmask_patterns: ['tok-[0-9]+']\n"
     'projects:\n  - name: app\n    dir: infra\n    drift:\n      schedule: "0 3 * * *"\n'
 )
+
+
+# terraform, except that `plan` first prints to stderr for five seconds (a slow data source's program would).
+CHATTY_PLAN = """#!/bin/sh
+if [ "$1" = "plan" ]; then
+  for i in 1 2 3 4 5; do echo "reading $i tok-77$i" >&2; sleep 1; done
+fi
+exec {real} "$@"
+"""
 
 
 def _store(stack: Stack, conn: redis.Redis) -> RunStore:
@@ -151,3 +161,39 @@ def test_an_apply_s_output_is_stored_while_it_runs_and_masked(
         assert "terraform_data.slow (local-exec): line-5 (sensitive value)" in texts
         assert not any("tok-99" in t for t in texts)
         assert _logged(stack, redis_conn, "apply") == [head.id]
+
+
+def test_a_long_plan_s_output_is_stored_while_it_runs(tmp_path: Path, redis_url: str, redis_conn: redis.Redis) -> None:
+    state = applied_state(tmp_path)
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    (bin_dir / "terraform").write_text(CHATTY_PLAN.format(real=tool()))
+    (bin_dir / "terraform").chmod(0o755)
+    with running_stack(tmp_path, redis_url, extra_env={"PATH": f"{bin_dir}:{os.environ['PATH']}"}) as stack:
+        gh, store = stack.gh, _store(stack, redis_conn)
+        repo = gh.create_repo(
+            "acme", "infra", {"infra/main.tf": main_tf(state, {"keep": "a", "doomed": "b"}), ".plangate.yml": CONFIG}
+        )
+        gh.set_permission(repo, "alice", "write")
+        pr = gh.open_pr(repo, "slow", "alice", "Slow", {"infra/main.tf": main_tf(state, {"keep": "a2", "doomed": "b"})})
+        (running,) = _runs(stack, store, repo, pr.head_sha, "plan", ended=False)
+
+        def early() -> list[str] | None:
+            """The plan's lines while it still runs: some of what it prints, not yet its last."""
+            now = store.read(running.id)
+            seen = [] if now is None else _texts(now)
+            if now is not None and now.head.running and any("reading 2" in t for t in seen):
+                return seen
+            assert not any("reading 5" in t for t in seen), "the whole output arrived only at the end"
+            return None
+
+        during = stack.wait_for("the plan's output while it runs", early, timeout=180, every=0.05)
+        assert not any("reading 5" in t for t in during) and "reading 1 (sensitive value)" in during
+        assert "plangate/plan" not in {n for n, r in gh.reports(repo, pr.head_sha).items() if r.state != "pending"}
+        planned(stack, repo, pr.head_sha)
+        (head,) = _runs(stack, store, repo, pr.head_sha, "plan")
+        stored = store.read(head.id)
+        assert stored is not None and head.outcome == "planned"
+        texts = _texts(stored)
+        assert "reading 5 (sensitive value)" in texts and not any("tok-77" in t for t in texts)
+        assert texts.index("reading 1 (sensitive value)") < texts.index("Plan: 0 to add, 1 to change, 0 to destroy.")
