@@ -9,6 +9,9 @@ from pathlib import Path
 import pytest
 import redis
 
+from plumbing import settings as settings_module
+from plumbing.records import Records
+from plumbing.run_store import RunStore
 from standin.stack import Stack, running_stack
 from standin.state import Repo
 from tests.e2e import (
@@ -171,6 +174,9 @@ def test_apply_that_dies_is_reported_and_rerun_by_plan(tmp_path: Path, redis_url
         assert "died" in status(stack, repo, merged, "plangate/apply", "failure")  # a check run has no "error": failure
         died = [b for b in bot_bodies(stack, repo, pr.number) if "plangate:apply-died" in b]
         assert len(died) == 1 and "check the state" in died[0]
+        runs = RunStore(Records(redis_conn, settings_module.load(stack.env).private_key or ""))
+        (killed,) = [h for h in runs.siblings(repo.id, merged) if h.kind == "apply"]
+        assert (killed.outcome, killed.ok) == ("died", False) and killed.ended is not None  # its page says so
 
         gh.comment(repo, pr.number, "bob", "/plan")
         status(stack, repo, merged, "plangate/apply", "success")

@@ -4,13 +4,19 @@ cycle is a config error naming it."""
 
 from __future__ import annotations
 
+import json
 import os
 import signal
 from pathlib import Path
 
 import pytest
+import redis
 
+from core import redis_keys
 from core.contract import Jobs
+from plumbing import settings as settings_module
+from plumbing.records import Records
+from plumbing.run_store import RunStore
 from standin.stack import Stack, running_stack
 from standin.state import Repo
 from tests.e2e import bot_bodies, comment_and_wait, horse_of, next_second, planned, status
@@ -58,7 +64,9 @@ def _merge_all(stack: Stack, repo: Repo, branch: str, files: dict[str, str]) -> 
     return pr.number, stack.gh.merge_pr(pr, merged_by="bob")
 
 
-def test_projects_apply_in_dependency_order_and_a_failure_holds_its_dependents(tmp_path: Path, redis_url: str) -> None:
+def test_projects_apply_in_dependency_order_and_a_failure_holds_its_dependents(
+    tmp_path: Path, redis_url: str, redis_conn: redis.Redis
+) -> None:
     states = _states(tmp_path)
     times = tmp_path / "state"
     base = {f"{name}/main.tf": main_tf(states[name], {"base": name}) for name in NAMES}
@@ -90,9 +98,22 @@ def test_projects_apply_in_dependency_order_and_a_failure_holds_its_dependents(t
             lambda: next((b for b in bot_bodies(stack, repo, number) if "plangate:apply-waiting" in b), None),
         )
         assert "waiting on cluster (failed)" in waiting and "(project `app`)" in waiting
-        assert "terraform_data.two" in state_addresses(states["net"])
-        assert "terraform_data.two" not in state_addresses(states["app"])
-        assert not (times / "app-two.start").exists()
+        runs = RunStore(Records(redis_conn, settings_module.load(stack.env).private_key or ""))
+        ran = {h.project: h for h in runs.siblings(repo.id, failed) if h.kind == "apply"}
+        assert {name: ran[name].outcome for name in NAMES} == {
+            "net": "applied",
+            "cluster": "apply failed",
+            "app": "waiting",
+        }
+        assert "cluster" in ran["app"].summary and ran["cluster"].summary.startswith("Error:")
+
+        def logged() -> dict[str, str | None] | None:
+            """The run log's apply entries at that commit, once app's is written too (after its comment)."""
+            entries = [json.loads(e) for e in redis_conn.lrange(redis_keys.RUNS, 0, -1)]
+            found = {e["project"]: e.get("run") for e in entries if e["kind"] == "apply" and e["sha"] == failed}
+            return found if len(found) == len(NAMES) else None
+
+        assert stack.wait_for("the run log's entries", logged) == {name: ran[name].id for name in NAMES}
 
         # The fix: cluster's script succeeds. Its failed resource is tainted, so the fix replaces it (a
         # destroy, approved as always); once cluster applies, app is applied at the commit it waited at.

@@ -14,7 +14,11 @@ from rq.rate_limit import RateLimitRegistry
 
 from core.contract import PLANS_QUEUE, Jobs
 from core.projects import Project
+from core.runs import run_id
+from plumbing import settings as settings_module
 from plumbing.job_options import project_rate_limit
+from plumbing.records import Records
+from plumbing.run_store import RunStore
 from standin.stack import running_stack
 from tests.e2e import bot_bodies, finished_jobs, planned, planned_dirs, plans_ended, status
 from tests.jobs.holders import running_job
@@ -82,3 +86,15 @@ def test_a_merge_groups_checks_come_from_its_batches(tmp_path: Path, redis_url: 
         assert status(stack, repo, group.head_sha, "plangate/plan", "success")
         (batch,) = finished_jobs(redis_conn, group.head_sha, (Jobs.PLAN_PROJECTS,))
         assert sorted(planned_dirs(batch)) == ["p1", "p2"]
+        # each project's plan is a run of the job that planned it (a batch or a job of its own), its output
+        # masked with the patterns the group's dispatch read
+        runs = RunStore(Records(redis_conn, settings_module.load(stack.env).private_key or ""))
+        heads = runs.siblings(repo.id, group.head_sha)
+        assert sorted((h.project, h.kind, h.number, h.outcome) for h in heads) == [
+            (n, "merge-group", None, "planned") for n in names
+        ]
+        batch_runs = {run_id(batch.id, Project(n, n).identity) for n in ("p1", "p2")}
+        assert batch_runs <= {h.id for h in heads}
+        for head in heads:
+            stored = runs.read(head.id)
+            assert stored is not None and "Plan: 1 to add, 0 to change, 0 to destroy." in [x.text for x in stored.lines]

@@ -14,10 +14,14 @@ import pytest
 import redis
 
 from core.contract import PLAN_RETRIES
+from plumbing import settings as settings_module
+from plumbing.records import Records
+from plumbing.run_store import RunStore
 from standin.local_redis import PrivateRedis
 from standin.stack import running_stack
 from tests.e2e import applied_state, bot_bodies, horse_running, infra_repo, kill_the_horse_running, status
 from tests.tfproject import main_tf, tool
+from workers.flows.run_records import RESTARTED
 
 pytestmark = pytest.mark.e2e
 
@@ -60,6 +64,12 @@ def test_a_plan_whose_worker_died_is_run_again_without_anyone(
         # counted when the re-run returns, just after its publish: wait for it rather than race it
         counted = stack.wait_for("the re-run counted", lambda: redis_conn.hget("plangate:metrics:jobs", "recovered"))
         assert counted == b"1"
+        # the job run again is the same run, started again: its page shows the new attempt only
+        runs = RunStore(Records(redis_conn, settings_module.load(stack.env).private_key or ""))
+        (run,) = runs.siblings(repo.id, pr.head_sha)
+        stored = runs.read(run.id)
+        assert stored is not None and (run.outcome, stored.lines[0].text) == ("planned", RESTARTED)
+        assert [line.text for line in stored.lines].count(RESTARTED) == 1
 
 
 ALWAYS_HANGING_PLAN = """#!/bin/sh
@@ -89,6 +99,9 @@ def test_a_plan_whose_worker_dies_on_every_try_still_ends_with_a_comment_and_sta
         status(stack, repo, pr.head_sha, "plangate/destroy", "failure")
         (comment,) = [b for b in bot_bodies(stack, repo, pr.number) if "plangate:plan" in b]
         assert "the plan job died" in comment, comment
+        runs = RunStore(Records(redis.Redis.from_url(redis_url), settings_module.load(stack.env).private_key or ""))
+        (run,) = runs.siblings(repo.id, pr.head_sha)
+        assert (run.outcome, run.ok) == ("died", False)  # its page does not stay "running"
 
 
 def test_a_redis_outage_is_a_503_and_the_redelivery_is_planned_once(tmp_path: Path) -> None:

@@ -21,6 +21,7 @@ from plumbing import settings as settings_module
 from plumbing.oidc_keys import KeyRing
 from plumbing.records import Records
 from plumbing.redis_client import connect
+from plumbing.run_store import RunStore
 from plumbing.settings import Settings
 from workers.adapters.github.auth import TokenCache
 from workers.adapters.terraform.cgroups_probe import MemoryCap
@@ -145,6 +146,11 @@ class WorkerContext:
     def sandbox_for(self, phase: GrantPhase) -> Sandbox:
         """The sandbox showing the host paths granted to `phase` (core/sandbox_paths.py)."""
         return replace(self.sandbox, grants=self.settings.sandbox_paths.grants(phase))
+
+    @property
+    def run_store(self) -> RunStore:
+        """Run pages' records (plumbing.run_store), sealed with this process's records key."""
+        return RunStore(self.records)
 
     @property
     def checkouts(self) -> Path:

@@ -46,6 +46,7 @@ from workers.adapters.store import apply_phases, audit, drift_issues
 from workers.adapters.store.apply_phases import Phase
 from workers.adapters.terraform import pipeline
 from workers.context import WorkerContext
+from workers.flows import run_records
 from workers.flows.outcome import Outcome
 
 log = logging.getLogger("plangate.accept_drift")
@@ -142,24 +143,35 @@ async def _accept(ctx: WorkerContext, req: CommandRequest, target: DriftTarget, 
     identity = functools.partial(ctx.identity, policy, project, repo=req.repo, repo_id=req.repo_id, sha=sha, ref=branch)
     plan_tf = replace(ctx.terraform(project.tool, "plan", merged=True), oidc=identity("plan"))
     tf = replace(ctx.terraform(project.tool, "apply"), oidc=identity("apply", approvers=(req.commenter,)))
-    scope = "accept-drift"
-    with pipeline.checked_out(ctx.checkouts, req.repo_id, scope, sha, project.name, target.clone_url, token) as dirs:
-        saved = await asyncio.to_thread(pipeline.plan, plan_tf, project, dirs, refresh_only=True)
+    scope, page = "accept-drift", run_records.Where("accept-drift", run_id, req.repo, req.repo_id, sha, req.number)
+    with (
+        run_records.recorded(ctx, page, project, plan_tf.tool, patterns) as run,
+        pipeline.checked_out(ctx.checkouts, req.repo_id, scope, sha, project.name, target.clone_url, token) as dirs,
+    ):
+        assert run is not None
+        saved = await asyncio.to_thread(pipeline.plan, run.streamed(plan_tf), project, dirs, refresh_only=True)
+        shown = pipeline.result(project, sha, plan_tf.tool, saved)
         if saved.plan is None:
             reason = (saved.error or "the refresh-only plan failed").splitlines()[0]
+            run.finish("plan failed", False, reason, shown)
             return _done(
                 ctx, run_id, "failed", project, sha, reason=reason, output=saved.text, patterns=patterns, req=req
             )
         refusal = refresh_only_refusal(saved.plan, saved.code_runs)
         if refusal is not None:
             audit.record(ctx.redis, "accept-drift-unsafe", repo=req.repo, project=project.name, reason=refusal)
+            run.finish("refused", False, refusal, shown)
             return _done(
                 ctx, run_id, "refused", project, sha, reason=refusal, plan=saved.plan, patterns=patterns, req=req
             )
         if not drifted(saved.plan):
+            run.finish("no drift", True, "nothing to accept", shown)
             return _done(ctx, run_id, "nothing", project, sha, plan=saved.plan, patterns=patterns, req=req)
+        run.learn_secrets(saved.plan.sensitive_values)
         apply_phases.write(ctx.records, run_id, Phase("applying"))
-        step = await asyncio.to_thread(pipeline.apply, tf, project, dirs, saved)
+        step = await asyncio.to_thread(pipeline.apply, run.streamed(tf), project, dirs, saved)
+        summary = "drift accepted into the state" if step.ok else run_records.failure_summary(step.failure())
+        run.finish("accepted" if step.ok else "apply failed", step.ok, summary, shown)
     audit.record(ctx.redis, "drift-accepted" if step.ok else "accept-drift-failed", repo=req.repo, project=project.name)
     if step.ok:
         return _done(ctx, run_id, "accepted", project, sha, plan=saved.plan, patterns=patterns, req=req)
@@ -183,6 +195,7 @@ async def _accept(ctx: WorkerContext, req: CommandRequest, target: DriftTarget, 
 def _lost(ctx: WorkerContext, req: CommandRequest, target: DriftTarget, project: Project, run_id: str) -> Phase:
     """The worker died during `terraform apply`: said, never run again."""
     audit.record(ctx.redis, "accept-drift-lost", repo=req.repo, project=project.name)
+    run_records.died(ctx, run_id, project, "the worker died during terraform apply; it is not run again")
     return _done(ctx, run_id, "lost", project, f"the head of {target.default_branch}", req=req)
 
 
@@ -212,6 +225,7 @@ def _done(
     )
     phase = Phase("applied", ApplyOutcome(_ENDINGS[result]), body)
     apply_phases.write(ctx.records, run_id, phase)
+    page = run_records.page_of(ctx, run_id, project)
     record_run(
         ctx.redis,
         kind="accept-drift",
@@ -223,6 +237,7 @@ def _done(
         gate="success" if result in ("accepted", "nothing") else "failure",
         approver=req.commenter,
         result=result,
+        **({"run": page} if page is not None else {}),
     )
     return phase
 

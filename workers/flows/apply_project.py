@@ -41,7 +41,7 @@ from workers.adapters.store.apply_phases import Phase
 from workers.adapters.terraform import pipeline
 from workers.adapters.terraform.steps import Terraform
 from workers.context import WorkerContext
-from workers.flows import apply_decision, dependents, failed_applies, push_apply, superseded
+from workers.flows import apply_decision, dependents, failed_applies, push_apply, run_records, superseded
 from workers.flows.apply_decision import Decided
 from workers.flows.push_apply import record_outcome
 
@@ -72,10 +72,15 @@ async def run(
             apply_phases.write(ctx.records, run_id, Phase("planning"))
             held_back = dependents.holdup_of(ctx, req, project, waits or {})
             if held_back is not None:
-                outcome = await dependents.wait(ctx, req, project, where, waits or {}, held_back)
+                page = run_records.noted(
+                    ctx, _page(req, project, where, run_id), project, "waiting", False, held_back.text()
+                )
+                outcome = await dependents.wait(ctx, req, project, where, waits or {}, held_back, page)
             else:
                 outcome = await _run(ctx, req, project, where, run_id)
         else:
+            if phase.name == "applying":
+                run_records.died(ctx, run_id, project, "the worker died during terraform apply; it is not run again")
             outcome = await push_apply.settle(ctx, req, project, where, phase)
     except Exception as exc:
         now = apply_phases.read(ctx.records, run_id)
@@ -110,22 +115,42 @@ async def _run(
         scope, name, code = "push", project.name, project.destroy_from or req.after
         identity = functools.partial(ctx.identity, policy, project, repo=req.repo, repo_id=req.repo_id, sha=code)
         plan_tf = replace(plan_tf, oidc=identity("plan", ref=req.branch))
-        with pipeline.checked_out(ctx.checkouts, req.repo_id, scope, code, name, req.clone_url, token) as dirs:
-            saved = await asyncio.to_thread(pipeline.plan, plan_tf, project, dirs)
+        with (
+            run_records.recorded(ctx, _page(req, project, where, run_id), project, plan_tf.tool, patterns) as run,
+            pipeline.checked_out(ctx.checkouts, req.repo_id, scope, code, name, req.clone_url, token) as dirs,
+        ):
+            assert run is not None
+            saved = await asyncio.to_thread(pipeline.plan, run.streamed(plan_tf), project, dirs)
             decided = await apply_decision.decide(ctx, gh, req, project, where, policy, saved, patterns)
+            run.learn_secrets(decided.plan.sensitive_values if decided.plan else ())
+            shown = pipeline.result(project, req.after, plan_tf.tool, saved)
             if not project.apply_on_merge:
+                run.finish("not applied", saved.plan is not None, "apply_on_merge is false", shown, decided.gates)
                 return await _report_only(ctx, gh, req, project, where, decided, "apply_on_merge is false")
             if isinstance(decided.decision, Block):
-                return await _block(ctx, gh, req, project, where, decided)
+                run.finish(*run_records.held(decided.decision, saved), result=shown, gated=decided.gates)
+                return await _block(ctx, gh, req, project, where, decided, run.id)
             if not isinstance(decided.decision, Apply):
+                outcome, ok, _ = run_records.plan_outcome(shown)
+                run.finish(outcome, ok, decided.decision.reason, shown, decided.gates)
                 return await _report_only(ctx, gh, req, project, where, decided, decided.decision.reason)
             approvers = tuple(sorted(decided.approved.approvers))
             tf = replace(tf, oidc=identity("apply", ref=req.branch, approvers=approvers))
-            return await _apply(ctx, gh, req, project, where, decided, tf, dirs, run_id)
+            return await _apply(ctx, gh, req, project, where, decided, run.streamed(tf), dirs, run)
+
+
+def _page(req: PushRequest, project: Project, where: ApplyConversation, job_id: str) -> run_records.Where:
+    return run_records.Where("apply", job_id, req.repo, req.repo_id, req.after, where.number, project.destroy_from)
 
 
 async def _block(
-    ctx: WorkerContext, gh: GitHub, req: PushRequest, project: Project, where: ApplyConversation, decided: Decided
+    ctx: WorkerContext,
+    gh: GitHub,
+    req: PushRequest,
+    project: Project,
+    where: ApplyConversation,
+    decided: Decided,
+    page: str,
 ) -> ApplyOutcome:
     decision = decided.decision
     assert isinstance(decision, Block)
@@ -181,7 +206,7 @@ async def _block(
         unapproved=len(decision.unapproved),
         error=decision.error,
     )
-    _run_entry(ctx, req, project, number, decided, "blocked")
+    _run_entry(ctx, req, project, number, decided, "blocked", page)
     return held_outcome(0 if decision.error else len(decision.unapproved), trusted=not decision.error)
 
 
@@ -210,8 +235,9 @@ async def _apply(
     decided: Decided,
     tf: Terraform,
     dirs: pipeline.JobDirs,
-    run_id: str,
+    run: run_records.Run,
 ) -> ApplyOutcome:
+    run_id = run.job_id
     apply_phases.write(ctx.records, run_id, Phase("applying"))
     step = await asyncio.to_thread(pipeline.apply, tf, project, dirs, decided.saved)
     ok = step.ok
@@ -239,8 +265,11 @@ async def _apply(
     closes = ok and failed_applies.closes_on_success(ctx, req, where)
     done = Phase("applied", outcome, body, close_issue=closes, detail=detail)
     apply_phases.write(ctx.records, run_id, done)  # what happened is kept before anything is said
+    shown = pipeline.result(project, req.after, tf.tool, decided.saved)
+    summary = run_records.plan_outcome(shown)[2] if ok else run_records.failure_summary(step.failure())
+    run.finish("applied" if ok else "apply failed", ok, summary, shown, decided.gates)
     audit.record(ctx.redis, "applied" if ok else "apply-failed", repo=req.repo, sha=req.after, project=project.name)
-    _run_entry(ctx, req, project, where.number, decided, "applied" if ok else "apply failed", approvers)
+    _run_entry(ctx, req, project, where.number, decided, "applied" if ok else "apply failed", run.id, approvers)
     return await push_apply.settle(ctx, req, project, where, done, gh)
 
 
@@ -251,6 +280,7 @@ def _run_entry(
     number: int | None,
     decided: Decided,
     result: str,
+    page: str,
     approvers: list[str] | None = None,
 ) -> None:
     record_run(
@@ -264,4 +294,5 @@ def _run_entry(
         gate="success" if result == "applied" else "failure",
         approver=", ".join(approvers or []),
         result=result,
+        run=page,
     )

@@ -49,11 +49,13 @@ async def wait(
     where: ApplyConversation,
     waits: Mapping[str, tuple[str, ...]],
     held_back: Holdup,
+    page: str | None = None,
 ) -> ApplyOutcome:
     """Remember the held apply before saying so (a death in between leaves it remembered, never lost).
     The dependency may have applied successfully since its apply here ended, before the record was
     written: its release would have missed it, so the record is checked against its last success (each
-    side writes before it reads, so one of the two always sees the other)."""
+    side writes before it reads, so one of the two always sees the other). `page`: the held apply's run (if
+    it has a page), which the run log names."""
     order = {name: tuple(deps) for name, deps in waits.items()}
     waiting_applies.record(ctx.records, WaitingApply(req, project, where, held_back.dependency, order))
     since = waiting_applies.last_success(ctx.records, req.repo_id, held_back.dependency)
@@ -76,6 +78,7 @@ async def wait(
         gate="failure",
         approver="",
         result=said,
+        **({"run": page} if page is not None else {}),
     )
     return ApplyOutcome(Ending.WAITING)
 

@@ -34,10 +34,12 @@ from workers.adapters.github.auth import installation_client
 from workers.adapters.github.client import RateLimited
 from workers.adapters.github.repo_config import base_config, mask_patterns
 from workers.adapters.queue import follow_ups, waiting
+from workers.adapters.queue.running import current_job_id
 from workers.adapters.store import drift_issues
 from workers.adapters.terraform import pipeline
 from workers.adapters.terraform.steps import Terraform
 from workers.context import WorkerContext
+from workers.flows import run_records
 from workers.flows.discovery import discover_at
 
 log = logging.getLogger("plangate.drift")
@@ -108,7 +110,9 @@ async def projects_due(ctx: WorkerContext, target: DriftTarget) -> tuple[str, li
 
 
 async def check_project(ctx: WorkerContext, target: DriftTarget, project: Project, sha: str) -> str:
-    """Plan the project at the branch head and report: "drift", "clean" or "failed"."""
+    """Plan the project at the branch head, as a run (its page shows the output as it comes), and
+    report: "drift", "clean" or "failed"."""
+    job, page = current_job_id(), None
     try:
         terraform = ctx.terraform(project.tool, "drift")
         token = await ctx.tokens.token(target.installation_id)
@@ -119,12 +123,40 @@ async def check_project(ctx: WorkerContext, target: DriftTarget, project: Projec
                 policy, project, "drift", repo=target.repo, repo_id=target.repo_id, sha=sha, ref=target.default_branch
             )
             terraform = replace(terraform, oidc=grant)
-        result = await asyncio.to_thread(_plan, ctx, target, project, sha, terraform, token)
+        number = drift_issues.issue_of(ctx.redis, target.repo_id, project.name)
+        where = None if job is None else run_records.Where("drift", job, target.repo, target.repo_id, sha, number)
+        patterns = await _patterns(ctx, target) if where is not None else None
+        with run_records.recorded(ctx, where, project, terraform.tool, patterns) as run:
+            page = None if run is None else run.id
+            tf = terraform if run is None else run.streamed(terraform)
+            result = await asyncio.to_thread(_plan, ctx, target, project, sha, tf, token)
+            if run is not None:
+                run.finish(*_drift_outcome(result), result=result)
     except RateLimited:
         raise
     except Exception as exc:
         result = pipeline.failure(project, sha, f"{type(exc).__name__}: {exc}")
-    return await report(ctx, target, project, result)
+    return await report(ctx, target, project, result, page)
+
+
+async def _patterns(ctx: WorkerContext, target: DriftTarget) -> list[str] | None:
+    """The default branch's mask patterns with the server's; None when they cannot be read (the report
+    says why): the run then keeps none of the output."""
+    try:
+        async with installation_client(ctx.tokens, target.installation_id, ctx.settings.api_url) as gh:
+            return await mask_patterns(gh, target.repo, target.default_branch, ctx.settings.mask_patterns)
+    except RateLimited:
+        raise
+    except Exception:
+        return None
+
+
+def _drift_outcome(result: ProjectResult) -> tuple[str, bool, str]:
+    """A drift check's run: "drift" (what the plan would change), "no drift", or "plan failed"."""
+    if result.plan is None:
+        return "plan failed", False, result.error or "the plan failed"
+    summary = run_records.plan_outcome(result)[2]
+    return ("drift", False, summary) if has_drift(result.plan) else ("no drift", True, summary)
 
 
 def _plan(
@@ -136,7 +168,10 @@ def _plan(
         return pipeline.result(project, sha, tf.tool, pipeline.plan(tf, project, dirs, attributes=True))
 
 
-async def report(ctx: WorkerContext, target: DriftTarget, project: Project, result: ProjectResult) -> str:
+async def report(
+    ctx: WorkerContext, target: DriftTarget, project: Project, result: ProjectResult, page: str | None = None
+) -> str:
+    """The check's issue and run-log entry (`page`: its run, if it has a page)."""
     now = datetime.now(UTC)
     async with installation_client(ctx.tokens, target.installation_id, ctx.settings.api_url) as gh:
         patterns = await mask_patterns(gh, target.repo, target.default_branch, ctx.settings.mask_patterns)
@@ -179,6 +214,7 @@ async def report(ctx: WorkerContext, target: DriftTarget, project: Project, resu
         summary=outcome,
         gate="success" if outcome == "clean" else "failure",
         result=outcome,
+        **({"run": page} if page is not None else {}),
     )
     return outcome
 

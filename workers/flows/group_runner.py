@@ -6,7 +6,7 @@ from __future__ import annotations
 from core.contract import GroupRequest, Jobs
 from workers.adapters.queue import fanout, plan_results
 from workers.context import WorkerContext
-from workers.flows import merge_queue
+from workers.flows import merge_queue, run_records
 from workers.flows.pr_runner import published_later
 
 
@@ -29,5 +29,7 @@ async def publish_merge_group(ctx: WorkerContext, request: GroupRequest, job_ids
     planners = plan_results.fetch_jobs(ctx.redis, job_ids)
     if published_later(ctx, planners, Jobs.PUBLISH_MERGE_GROUP, {"request": request, "job_ids": job_ids}):
         return
-    results = [r for job in planners for _, r in plan_results.results_of(job, request.as_plan())]
+    planned = [made for job in planners for made in plan_results.results_of(job, request.as_plan())]
+    run_records.plans_ended(ctx, planned)
+    results = [r for _, r in planned]
     await merge_queue.publish(ctx, request, results)

@@ -16,6 +16,7 @@ import logging
 from dataclasses import dataclass
 from typing import Any
 
+from core import redis_keys
 from core.approvals import OBJECT_LEN, Approval
 from core.config import ConfigError, RepoConfig
 from core.contract import DESTROY_CONTEXT, PLAN_CONTEXT, GroupRequest
@@ -80,7 +81,16 @@ async def dispatch(ctx: WorkerContext, req: GroupRequest) -> list[Project] | Non
             await vcs.set_status(gh, req.repo, req.head_sha, PLAN_CONTEXT, "success", "no Terraform project affected")
             await vcs.set_status(gh, req.repo, req.head_sha, DESTROY_CONTEXT, "success", "no destroys")
             return None
+    _remember_masks(ctx, req, policy)
     return projects
+
+
+def _remember_masks(ctx: WorkerContext, req: GroupRequest, policy: RepoConfig) -> None:
+    """The default branch's mask patterns, for the group's plan jobs to mask their run pages' output
+    (workers.flows.run_records.plan_masks), kept as a PR's dispatch keeps them."""
+    plan = req.as_plan()
+    meta = json.dumps({"mask_patterns": list(policy.mask_patterns)})
+    ctx.records.set(redis_keys.plan_meta(plan.repo_id, plan.pr, plan.sha), meta, ex=redis_keys.PLAN_META_TTL)
 
 
 async def _base(ctx: WorkerContext, req: GroupRequest) -> str:

@@ -35,7 +35,7 @@ from workers.adapters.terraform import pipeline
 from workers.adapters.terraform.oidc_tokens import Grant
 from workers.adapters.terraform.sandbox import SandboxError
 from workers.context import WorkerContext
-from workers.flows import carry, commit_tree
+from workers.flows import carry, commit_tree, run_records
 from workers.flows.discovery import Discovered, discover, to_plan
 from workers.flows.gate_check import at_commit
 from workers.flows.pr_publish import bot_login, is_current, meta_key, publish
@@ -247,15 +247,23 @@ def _remember_selection(
 
 
 async def plan_project(ctx: WorkerContext, req: PlanRequest, project: Project) -> ProjectResult:
-    """Check out the SHA and run the project's pipeline: errors are results, not exceptions."""
+    """Check out the SHA and run the project's pipeline, recorded as a run (its page shows its output as
+    it comes): errors are results, not exceptions."""
     if not is_current(ctx, req):
         return pipeline.failure(project, req.sha, "superseded by a newer push")
     try:
         token = await ctx.tokens.token(req.installation_id)
         scope, code = f"pr-{req.pr}", project.destroy_from or req.code_sha or req.sha
         terraform = replace(ctx.terraform(project.tool, "plan"), oidc=await _identity(ctx, req, project, code))
-        planned = await asyncio.to_thread(commit_tree.plan, ctx, req, project, terraform, scope, code, token)
-        return pipeline.result(project, req.sha, terraform.tool, planned)
+        where, masks = run_records.of_plan(req, project), run_records.plan_masks(ctx, req)
+        with run_records.recorded(ctx, where, project, terraform.tool, masks, "plan failed") as run:
+            if run is not None:
+                terraform = run.streamed(terraform)
+            planned = await asyncio.to_thread(commit_tree.plan, ctx, req, project, terraform, scope, code, token)
+            result = pipeline.result(project, req.sha, terraform.tool, planned)
+            if run is not None:
+                run.finish(*run_records.plan_outcome(result), result=result)
+            return result
     except RateLimited:
         raise  # RQ runs the job again once GitHub allows (workers.jobs.reschedulable)
     except Exception as exc:  # any failure is reported on the PR, never swallowed

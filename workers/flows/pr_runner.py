@@ -28,7 +28,7 @@ from workers.adapters.queue.plan_results import PlanJob
 from workers.adapters.queue.running import this_job
 from workers.adapters.terraform import pipeline
 from workers.context import WorkerContext
-from workers.flows import plan_progress, pr_plan, pr_publish
+from workers.flows import plan_progress, pr_plan, pr_publish, run_records
 from workers.flows.carry import Carried, shown_at
 
 
@@ -149,6 +149,7 @@ async def publish(
     if published_later(ctx, planners, Jobs.PUBLISH_PLAN, again):
         return
     planned = [made for job in planners for made in plan_results.results_of(job, req, project)]
+    run_records.plans_ended(ctx, planned)
     results, made = gathered(ctx, req, planned, carried)
     await pr_publish.publish(ctx, req, results, made)
 

@@ -34,3 +34,9 @@ def this_job() -> Running:
     job = get_current_job()
     assert job is not None, "runs as an RQ job"
     return Running(job)
+
+
+def current_job_id() -> str | None:
+    """The id of the RQ job this process runs, if any (a flow driven directly, as in tests, runs in none)."""
+    job = get_current_job()
+    return None if job is None else job.id

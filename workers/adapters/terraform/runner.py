@@ -27,7 +27,7 @@ import signal
 import subprocess
 import sys
 import time
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, replace
 from pathlib import Path
 
@@ -46,6 +46,10 @@ _TRAMPOLINE = (
     "os.execv(sys.argv[2],sys.argv[2:])\n"
 )
 _PRLIMIT = shutil.which("prlimit")  # util-linux: sets the cap without starting a Python interpreter
+
+# Sees each chunk a process prints, as it is read: ("stdout" | "stderr", bytes). Called on the thread
+# that supervises the process, so it must return quickly (a live output sink queues what it gets).
+OnOutput = Callable[[str, bytes], None]
 
 
 def _capped(limit: int, argv: list[str]) -> list[str]:
@@ -174,36 +178,41 @@ def run(
     max_output: int = DEFAULT_MAX_OUTPUT,
     spare_leader: bool = False,
     cgroups: CgroupRoot | None = None,
+    on_output: OnOutput | None = None,
 ) -> RunResult:
     """Run `argv` with exactly `env`, in its own session; never raises for the child's failure.
 
     `memory_limit_bytes` caps the whole run in a cgroup of its own under `cgroups`, each process
     without one. `spare_leader`: the timeout's SIGINT and SIGTERM go to the leader's descendants only
-    (the leader is a sandbox that exits when they do); SIGKILL still takes the whole group."""
+    (the leader is a sandbox that exits when they do); SIGKILL still takes the whole group.
+    `on_output` sees every chunk as it is read (the bounded tails are kept all the same)."""
     exe = resolve_executable(argv[0], env)
     full = [exe, *argv[1:]]
+    watch = _Watch(timeout, grace, max_output, spare_leader, on_output)
     if memory_limit_bytes is None:
-        done = _supervise(full, None, cwd, env, timeout, grace, max_output, spare_leader)
+        done = _supervise(full, None, cwd, env, watch)
         return replace(done, argv=tuple(argv))
     if cgroups is None:
-        done = _supervise(_capped(memory_limit_bytes, full), None, cwd, env, timeout, grace, max_output, spare_leader)
+        done = _supervise(_capped(memory_limit_bytes, full), None, cwd, env, watch)
         said = done.returncode != 0 and any(m in done.stderr for m in _OOM_MARKERS)
         return replace(done, argv=tuple(argv), memory_cap=memory_limit_bytes, out_of_memory=said)
     with cgroups.step(memory_limit_bytes) as cage:
-        done = _supervise(cage.joining(full), cage, cwd, env, timeout, grace, max_output, spare_leader)
+        done = _supervise(cage.joining(full), cage, cwd, env, watch)
         return replace(done, argv=tuple(argv), memory_cap=memory_limit_bytes, out_of_memory=cage.oom_kills() > 0)
 
 
-def _supervise(
-    full: list[str],
-    cage: StepCgroup | None,
-    cwd: Path,
-    env: dict[str, str],
-    timeout: float,
-    grace: float,
-    max_output: int,
-    spare_leader: bool,
-) -> RunResult:
+@dataclass(frozen=True)
+class _Watch:
+    """How a run is watched: its timeout and the grace between signals, the output kept, who else reads it."""
+
+    timeout: float
+    grace: float
+    max_output: int
+    spare_leader: bool
+    on_output: OnOutput | None
+
+
+def _supervise(full: list[str], cage: StepCgroup | None, cwd: Path, env: dict[str, str], watch: _Watch) -> RunResult:
     """Start `full` and see it to its end: output read as it comes, the timeout's escalation, and
     (with `cage`) the whole group killed as soon as its cgroup counts an OOM kill."""
     start = time.monotonic()
@@ -217,10 +226,11 @@ def _supervise(
         start_new_session=True,
     )
     assert proc.stdout is not None and proc.stderr is not None
-    tails = {proc.stdout.fileno(): _Tail(max_output), proc.stderr.fileno(): _Tail(max_output)}
+    tails = {proc.stdout.fileno(): _Tail(watch.max_output), proc.stderr.fileno(): _Tail(watch.max_output)}
     out_fd, err_fd = proc.stdout.fileno(), proc.stderr.fileno()
+    streams = {out_fd: "stdout", err_fd: "stderr"}
     escalation = [signal.SIGINT, signal.SIGTERM, signal.SIGKILL]
-    next_signal_at = start + timeout
+    next_signal_at = start + watch.timeout
     next_oom_look = start
     killed_by: signal.Signals | None = None
     exited_at: float | None = None
@@ -250,8 +260,8 @@ def _supervise(
                         cage.kill()
                 if exited_at is None and now >= next_signal_at and escalation:
                     killed_by = escalation.pop(0)
-                    _signal(proc.pid, killed_by, spare_leader=spare_leader)
-                    next_signal_at = now + grace
+                    _signal(proc.pid, killed_by, spare_leader=watch.spare_leader)
+                    next_signal_at = now + watch.grace
                 if not sel.get_map():  # pipes closed and no exit notice here: look again soon
                     time.sleep(_EXIT_POLL)
                     continue
@@ -261,6 +271,8 @@ def _supervise(
                     chunk = os.read(key.fd, 65536)
                     if chunk:
                         tails[key.fd].add(chunk)
+                        if watch.on_output is not None:
+                            watch.on_output(streams[key.fd], chunk)
                     else:
                         sel.unregister(key.fd)
         finally:

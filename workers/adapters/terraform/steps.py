@@ -15,6 +15,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
+from workers.adapters.live_output import LiveOutput, step_line
 from workers.adapters.terraform.cgroups import JOIN_FAILED, CgroupRoot
 from workers.adapters.terraform.oidc_tokens import Grant
 from workers.adapters.terraform.runner import DEFAULT_MAX_OUTPUT, RunResult, resolve_executable, run
@@ -118,6 +119,9 @@ class Terraform:
     # credentials then need no write access to a lock table either. Apply-phase steps lock.
     lock_state: bool = True
     oidc: Grant | None = None  # the project's cloud identity for this phase: a fresh token per step
+    # Where init, plan and apply stream what they print, each headed by `$ terraform …` (a run page);
+    # `show` is not streamed: its text is the plan the page draws already, its JSON data.
+    live: LiveOutput | None = None
 
     def _run(
         self,
@@ -127,9 +131,11 @@ class Terraform:
         *,
         writable: tuple[Path, ...] = (),
         readable: tuple[Path, ...] = (),
+        stream: bool = False,
     ) -> RunResult:
         with self.oidc.step(self.timeout) if self.oidc is not None else _no_identity() as (added, tokens):
-            return self._run_as(workdir, args, max_output, writable, (*readable, *([tokens] if tokens else [])), added)
+            shown = (*readable, *([tokens] if tokens else []))
+            return self._run_as(workdir, args, max_output, writable, shown, added, stream)
 
     def _run_as(
         self,
@@ -139,6 +145,7 @@ class Terraform:
         writable: tuple[Path, ...],
         readable: tuple[Path, ...],
         added: dict[str, str],
+        stream: bool,
     ) -> RunResult:
         env = {**self.env, **added}
         exe = resolve_executable(self.tool, env)
@@ -150,6 +157,9 @@ class Terraform:
             readable=[*self.readable, *cache, *readable],
             mounts=self.mounts,
         )
+        live = self.live if stream else None
+        if live is not None:
+            live.step(step_line(self.tool, args))
         result = run(
             argv,
             cwd=workdir,
@@ -160,7 +170,10 @@ class Terraform:
             max_output=max_output or self.max_output,
             spare_leader=self.sandbox.enabled,
             cgroups=self.cgroups,
+            on_output=live,
         )
+        if live is not None:
+            live.end_step()
         if self.sandbox.enabled and result.returncode != 0 and result.stderr.startswith(b"bwrap: "):
             why = result.stderr.decode("utf-8", "replace").strip().splitlines()[0]
             raise SandboxError(f"setting PLANGATE_SANDBOX: the sandbox could not start ({why})")
@@ -175,14 +188,14 @@ class Terraform:
         args = ["init", "-input=false", "-no-color"]
         cache = () if self.plugin_cache is None else (self.plugin_cache,)
         if self.init_lock is None:
-            return StepResult("init", self._run(workdir, args, writable=cache))
+            return StepResult("init", self._run(workdir, args, writable=cache, stream=True))
         if self.sandbox.enabled and self.plugin_cache is not None:
-            first = self._run(workdir, args)
+            first = self._run(workdir, args, stream=True)
             if first.ok or first.timed_out or not _cache_in_the_way(first, self.plugin_cache):
                 return StepResult("init", first)
         with self.init_lock.open("a") as lock:
             fcntl.flock(lock, fcntl.LOCK_EX)  # released when the file closes, even if the job dies
-            return StepResult("init", self._run(workdir, args, writable=cache))
+            return StepResult("init", self._run(workdir, args, writable=cache, stream=True))
 
     def plan(self, workdir: Path, out: Path, *, destroy: bool = False, refresh_only: bool = False) -> StepResult:
         """`plan -detailed-exitcode`: 0 no changes, 2 changes, anything else (1) an error.
@@ -200,7 +213,7 @@ class Terraform:
             *(["-refresh-only"] if refresh_only else []),
             f"-out={out}",
         ]
-        result = self._run(workdir, args, writable=(out.parent,))
+        result = self._run(workdir, args, writable=(out.parent,), stream=True)
         stopped = result.timed_out or result.out_of_memory
         changes = None if stopped or result.returncode not in (0, 2) else result.returncode == 2
         digest = file_digest(out) if changes is not None and out.is_file() else None
@@ -237,7 +250,7 @@ class Terraform:
             )
             return StepResult("apply", refused)
         args = ["apply", "-input=false", "-no-color", str(planfile)]
-        result = self._run(workdir, args, readable=(planfile.parent,))
+        result = self._run(workdir, args, readable=(planfile.parent,), stream=True)
         stale = not result.ok and b"Saved plan is stale" in result.stdout + result.stderr
         return StepResult("apply", result, stale_plan=stale)
 
