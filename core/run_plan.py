@@ -15,7 +15,7 @@ and a run's attributes at most TEXT_BUDGET characters in all; what is left out i
 from __future__ import annotations
 
 import re
-from collections.abc import Collection, Iterable, Sequence
+from collections.abc import Callable, Collection, Iterable, Sequence
 from typing import Any
 
 from msgspec import Raw
@@ -36,6 +36,7 @@ TEXT_BUDGET = 4_000_000  # characters of attribute text per run; past it, resour
 # The order the page shows actions in: what destroys first, then what changes, then the rest.
 ACTION_ORDER = ("delete", "replace", "unknown", "update", "create", "read", "forget")
 _INDEX = re.compile(r"\[(\d+)\]")  # a count index in an address, compared as a number
+Mask = Callable[[str], str]
 
 
 def run_plan(
@@ -46,15 +47,18 @@ def run_plan(
     *,
     source: bytes | str | None = None,
     secrets: Iterable[str] = (),
+    backstop: Callable[[str], str] | None = None,
 ) -> RunPlan | None:
     """The plan of `result` drawn as a diff; None when it has no plan. `gated`: what the gate holds, as
     core.gated keys or addresses (destroys are gated whatever it says). `source`: the `show -json` output
     `result.plan` was parsed from; without it (or when it is not that plan) resources are listed without
-    attributes. `secrets`: more values to mask, e.g. the other projects' of the same PR comment."""
+    attributes. `secrets`: more values to mask, e.g. the other projects' of the same PR comment. `backstop`:
+    a last mask after those (plangate's own secrets and tokens: core.render.backstop), as comments get."""
     plan = result.plan
     if plan is None:
         return None
-    masker = Masker([*plan.sensitive_values, *secrets], patterns)
+    first = Masker([*plan.sensitive_values, *secrets], patterns)
+    masker: Mask = first if backstop is None else lambda text: backstop(first(text))
     raw = _raw_changes(plan, source)
     held = set(gated)
     changed = [i for i, c in enumerate(plan.changes) if c.action_class != "no-op"]
@@ -102,7 +106,7 @@ def _order(change: ResourceChange, gated: Collection[str]) -> tuple[int, int, li
     return group, rank, parts
 
 
-def _diff(change: ResourceChange, gated: bool, raw: Any, masker: Masker, budget: int) -> ResourceDiff:
+def _diff(change: ResourceChange, gated: bool, raw: Any, masker: Mask, budget: int) -> ResourceDiff:
     """One resource: its attributes masked, then cut, as many as ATTRIBUTE_CAP and `budget` allow."""
     found: tuple[Attribute, ...] = ()
     values = _decoded(raw)
@@ -139,7 +143,7 @@ def _decoded(raw: Any) -> Any:
         return None
 
 
-def _mask(text: str | None, masker: Masker) -> str | None:
+def _mask(text: str | None, masker: Mask) -> str | None:
     return None if text is None else cut(masker(text), VALUE_CAP)
 
 

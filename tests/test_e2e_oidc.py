@@ -54,7 +54,7 @@ provider "snoop" {}
 PLUGIN = "infra/terraform.d/plugins/example.com/evil/snoop/1.0.0/linux_amd64/terraform-provider-snoop_v1.0.0"
 APPLY_TF = """resource "terraform_data" "oidc" {{
   provisioner "local-exec" {{
-    command = "cp $AWS_WEB_IDENTITY_TOKEN_FILE {marks}/apply.jwt && echo $AWS_ROLE_ARN > {marks}/apply-role.txt"
+    command = "t=$AWS_WEB_IDENTITY_TOKEN_FILE; cp $t {marks}/apply.jwt && echo $AWS_ROLE_ARN $t > {marks}/role"
   }}
 }}
 """
@@ -122,8 +122,10 @@ def test_plan_and_apply_get_their_own_phase_token_from_the_default_branchs_confi
         planned(stack, repo, clean.head_sha)
         merged = stack.gh.merge_pr(clean, merged_by="alice")
         status(stack, repo, merged, "plangate/apply", "success")
-        assert (marks / "apply-role.txt").read_text().strip() == APPLY_ROLE
+        role, apply_file = (marks / "role").read_text().split()
+        assert role == APPLY_ROLE
         apply_claims = _verified(issuer, (marks / "apply.jwt").read_text())
         assert apply_claims["sub"] == "repo:acme/infra:project:infra:workspace:default:phase:apply"
         assert apply_claims["ref"] == "main" and apply_claims["sha"] == merged and apply_claims["approvers"] == []
-        assert not any(tokens.iterdir())  # every step's token directory is gone with its step
+        for used in (own, apply_file):  # each step's token directory is gone with its step
+            assert not Path(used).parent.exists()

@@ -93,6 +93,9 @@ def test_a_pr_plan_and_a_drift_check_are_runs_with_their_diff_and_masked_output(
         assert stored is not None and stored.plan is not None
         drawn = [(r.address, r.action, r.gated) for r in stored.plan.resources]
         assert drawn == [("terraform_data.doomed", "delete", True), ("terraform_data.fresh", "create", False)]
+        doomed, fresh = stored.plan.resources  # attribute by attribute, from the plan's own JSON
+        assert {a.path: (a.before is not None, a.after) for a in doomed.attributes}["id"] == (True, None)
+        assert any(a.path == "id" and a.before is None and a.after == "(known after apply)" for a in fresh.attributes)
         texts = _texts(stored)
         assert f"$ {head.tool} init -input=false -no-color" in texts
         assert any(t.startswith(f"$ {head.tool} plan ") and "-out=plangate.tfplan" in t for t in texts)

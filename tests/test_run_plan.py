@@ -14,6 +14,7 @@ from hypothesis import strategies as st
 import core.run_plan
 from core.drift_diff import SENSITIVE, UNKNOWN, attributes_of
 from core.plan import parse_plan
+from core.render.backstop import Backstop
 from core.render.mask import MASK
 from core.results import ProjectResult
 from core.run_plan import ACTION_ORDER, VALUE_CAP, run_plan
@@ -299,3 +300,12 @@ def test_a_drawn_plan_is_stored_and_read_back_whole() -> None:
         ]
     }
     assert plan_from(old) == RunPlan((ResourceDiff("t.a", "delete", attributes=(Attribute("v", "1", None),)),))
+
+
+def test_the_backstop_masks_plangates_own_secrets_after_the_plans() -> None:
+    # an OIDC token a plan read (file() of its token file) into an attribute
+    token = "eyJhbGciOiJSUzI1NiJ9.eyJzdWIiOiJyZXBvOmEvYiJ9.c2lnbmF0dXJlLWJ5dGVzLWhlcmUtMTIzNDU2"
+    data = plan_json(entry("terraform_data.t", "create", {"before": None, "after": {"input": f"x {token} y"}}))
+    shown = json.dumps(to_plain(drawn(data, backstop=Backstop())))
+    assert token not in shown and "x (sensitive value) y" in shown
+    assert token in json.dumps(to_plain(drawn(data)))  # the plan's own masks do not know it

@@ -153,25 +153,25 @@ async def _accept(ctx: WorkerContext, req: CommandRequest, target: DriftTarget, 
         shown = pipeline.result(project, sha, plan_tf.tool, saved)
         if saved.plan is None:
             reason = (saved.error or "the refresh-only plan failed").splitlines()[0]
-            run.finish("plan failed", False, reason, shown)
+            run.finish("plan failed", False, reason, shown, source=saved.source)
             return _done(
                 ctx, run_id, "failed", project, sha, reason=reason, output=saved.text, patterns=patterns, req=req
             )
         refusal = refresh_only_refusal(saved.plan, saved.code_runs)
         if refusal is not None:
             audit.record(ctx.redis, "accept-drift-unsafe", repo=req.repo, project=project.name, reason=refusal)
-            run.finish("refused", False, refusal, shown)
+            run.finish("refused", False, refusal, shown, source=saved.source)
             return _done(
                 ctx, run_id, "refused", project, sha, reason=refusal, plan=saved.plan, patterns=patterns, req=req
             )
         if not drifted(saved.plan):
-            run.finish("no drift", True, "nothing to accept", shown)
+            run.finish("no drift", True, "nothing to accept", shown, source=saved.source)
             return _done(ctx, run_id, "nothing", project, sha, plan=saved.plan, patterns=patterns, req=req)
         run.learn_secrets(saved.plan.sensitive_values)
         apply_phases.write(ctx.records, run_id, Phase("applying"))
         step = await asyncio.to_thread(pipeline.apply, run.streamed(tf), project, dirs, saved)
         summary = "drift accepted into the state" if step.ok else run_records.failure_summary(step.failure())
-        run.finish("accepted" if step.ok else "apply failed", step.ok, summary, shown)
+        run.finish("accepted" if step.ok else "apply failed", step.ok, summary, shown, source=saved.source)
     audit.record(ctx.redis, "drift-accepted" if step.ok else "accept-drift-failed", repo=req.repo, project=project.name)
     if step.ok:
         return _done(ctx, run_id, "accepted", project, sha, plan=saved.plan, patterns=patterns, req=req)

@@ -125,14 +125,16 @@ async def _run(
             run.learn_secrets(decided.plan.sensitive_values if decided.plan else ())
             shown = pipeline.result(project, req.after, plan_tf.tool, saved)
             if not project.apply_on_merge:
-                run.finish("not applied", saved.plan is not None, "apply_on_merge is false", shown, decided.gates)
+                applied_not = ("not applied", saved.plan is not None, "apply_on_merge is false")
+                run.finish(*applied_not, shown, decided.gates, saved.source)
                 return await _report_only(ctx, gh, req, project, where, decided, "apply_on_merge is false")
             if isinstance(decided.decision, Block):
-                run.finish(*run_records.held(decided.decision, saved), result=shown, gated=decided.gates)
+                held = run_records.held(decided.decision, saved)
+                run.finish(*held, result=shown, gated=decided.gates, source=saved.source)
                 return await _block(ctx, gh, req, project, where, decided, run.id)
             if not isinstance(decided.decision, Apply):
                 outcome, ok, _ = run_records.plan_outcome(shown)
-                run.finish(outcome, ok, decided.decision.reason, shown, decided.gates)
+                run.finish(outcome, ok, decided.decision.reason, shown, decided.gates, saved.source)
                 return await _report_only(ctx, gh, req, project, where, decided, decided.decision.reason)
             approvers = tuple(sorted(decided.approved.approvers))
             tf = replace(tf, oidc=identity("apply", ref=req.branch, approvers=approvers))
@@ -267,7 +269,7 @@ async def _apply(
     apply_phases.write(ctx.records, run_id, done)  # what happened is kept before anything is said
     shown = pipeline.result(project, req.after, tf.tool, decided.saved)
     summary = run_records.plan_outcome(shown)[2] if ok else run_records.failure_summary(step.failure())
-    run.finish("applied" if ok else "apply failed", ok, summary, shown, decided.gates)
+    run.finish("applied" if ok else "apply failed", ok, summary, shown, decided.gates, decided.saved.source)
     audit.record(ctx.redis, "applied" if ok else "apply-failed", repo=req.repo, sha=req.after, project=project.name)
     _run_entry(ctx, req, project, where.number, decided, "applied" if ok else "apply failed", run.id, approvers)
     return await push_apply.settle(ctx, req, project, where, done, gh)

@@ -129,9 +129,9 @@ async def check_project(ctx: WorkerContext, target: DriftTarget, project: Projec
         with run_records.recorded(ctx, where, project, terraform.tool, patterns) as run:
             page = None if run is None else run.id
             tf = terraform if run is None else run.streamed(terraform)
-            result = await asyncio.to_thread(_plan, ctx, target, project, sha, tf, token)
+            result, source = await asyncio.to_thread(_plan, ctx, target, project, sha, tf, token)
             if run is not None:
-                run.finish(*_drift_outcome(result), result=result)
+                run.finish(*_drift_outcome(result), result=result, source=source)
     except RateLimited:
         raise
     except Exception as exc:
@@ -161,11 +161,13 @@ def _drift_outcome(result: ProjectResult) -> tuple[str, bool, str]:
 
 def _plan(
     ctx: WorkerContext, target: DriftTarget, project: Project, sha: str, tf: Terraform, token: str
-) -> ProjectResult:
+) -> tuple[ProjectResult, bytes | None]:
+    """The check's plan, and the `show -json` it was read from (its run page draws the diff from it)."""
     with pipeline.checked_out(
         ctx.checkouts, target.repo_id, "drift", sha, project.name, target.clone_url, token
     ) as dirs:
-        return pipeline.result(project, sha, tf.tool, pipeline.plan(tf, project, dirs, attributes=True))
+        saved = pipeline.plan(tf, project, dirs, attributes=True)
+        return pipeline.result(project, sha, tf.tool, saved), saved.source
 
 
 async def report(

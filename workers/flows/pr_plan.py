@@ -262,7 +262,7 @@ async def plan_project(ctx: WorkerContext, req: PlanRequest, project: Project) -
             planned = await asyncio.to_thread(commit_tree.plan, ctx, req, project, terraform, scope, code, token)
             result = pipeline.result(project, req.sha, terraform.tool, planned)
             if run is not None:
-                run.finish(*run_records.plan_outcome(result), result=result)
+                run.finish(*run_records.plan_outcome(result), result=result, source=planned.source)
             return result
     except RateLimited:
         raise  # RQ runs the job again once GitHub allows (workers.jobs.reschedulable)

@@ -105,23 +105,33 @@ class Run:
         summary: str = "",
         result: ProjectResult | None = None,
         gated: Collection[str] = (),
+        source: bytes | None = None,
     ) -> None:
-        """How the run ended, its `summary` masked like a comment, and the plan of `result` drawn (if any)."""
+        """How the run ended, its `summary` masked like a comment, and the plan of `result` drawn (if any),
+        attribute by attribute from `source`, the `show -json` it was parsed from (pipeline.SavedPlan.source)."""
         if self.ended:
             return
         self.ended = True
         if self.sink is not None:
             self.sink.close()
-        _quietly(self.head, "finish", lambda: self._finish(outcome, ok, summary, result, gated))
+        _quietly(self.head, "finish", lambda: self._finish(outcome, ok, summary, result, gated, source))
 
     def _finish(
-        self, outcome: str, ok: bool, summary: str, result: ProjectResult | None, gated: Collection[str]
+        self,
+        outcome: str,
+        ok: bool,
+        summary: str,
+        result: ProjectResult | None,
+        gated: Collection[str],
+        source: bytes | None,
     ) -> None:
         mask = self._masker(result.secrets if result is not None else ())
         text = "" if mask is None else _first_line(mask(summary))  # masked whole, then cut
-        patterns = self.patterns
-        drawn = None if result is None or patterns is None else (lambda: run_plan(result, patterns, gated))
-        plan = None if drawn is None else _quietly(self.head, "plan", drawn)  # the head is written regardless
+        plan = None
+        if result is not None and self.patterns is not None:  # the head is written regardless
+            drawn, masks = result, self.patterns
+            backstop = self.ctx.tokens.backstop()
+            plan = _quietly(self.head, "plan", lambda: run_plan(drawn, masks, gated, source=source, backstop=backstop))
         head = replace(self.head, ended=time.time(), outcome=outcome, ok=ok, summary=text)
         self.ctx.run_store.finish(head, plan)
 

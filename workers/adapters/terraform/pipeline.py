@@ -12,7 +12,7 @@ import contextlib
 import gc
 import shutil
 from collections.abc import Iterator
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from core.plan import CodeRun, Plan, PlanError, parse_plan
@@ -67,6 +67,7 @@ class SavedPlan:
     digest: str | None = None
     plangate_fault: bool = False  # the failure is plangate's environment (the sandbox), not the repository's
     checkout_code_runs: tuple[CodeRun, ...] = ()  # the checkout's own: providers it brings (local_providers.py)
+    source: bytes | None = field(default=None, repr=False, compare=False)  # the `show -json` parsed: a run page's diff
 
     @property
     def code_runs(self) -> tuple[CodeRun, ...]:
@@ -165,7 +166,7 @@ def plan(
             parsed = parse_plan(raw, attributes=attributes)
         own = dirs.own / "project" if dirs.shared is not None else root  # where this job's .terraform is
         parsed = bound_to_files(parsed, root, own, dirs.src)
-        return SavedPlan(parsed, text, None, planfile, step.digest, checkout_code_runs=runs)
+        return SavedPlan(parsed, text, None, planfile, step.digest, checkout_code_runs=runs, source=raw)
     except UnsafePathError as exc:
         return SavedPlan(None, "", f"project dir refused: {exc}", planfile)
     except SandboxError as exc:
