@@ -12,6 +12,7 @@ import redis
 
 from core.sandbox_paths import SandboxPaths
 from standin.local_redis import private_redis
+from tests.browser import browser  # noqa: F401  (fixture for the browser tests)
 from tests.standin_client import api, gh, key, receiver, repo  # noqa: F401  (fixtures for the stand-in's tests)
 from tests.tfplans import tf_env  # noqa: F401  (fixture for the tests of real plans)
 from workers.adapters.terraform.cgroups import CgroupRoot

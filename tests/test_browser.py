@@ -6,13 +6,11 @@ hostile-content check uses PLANGATE_STATUS_TOKEN instead, which shows every repo
 
 from __future__ import annotations
 
-import shutil
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 import redis
-from playwright.sync_api import Browser, sync_playwright
+from playwright.sync_api import Browser
 
 from plumbing.runlog import recent_runs, record_run
 from standin.stack import Stack, running_stack
@@ -20,27 +18,8 @@ from tests.tfproject import apply_directly, main_tf
 
 pytestmark = pytest.mark.e2e
 
-CHROMIUM_FLAGS = [
-    "--headless",
-    "--no-sandbox",
-    "--disable-gpu",
-    "--disable-background-networking",
-    "--disable-component-update",
-    "--no-first-run",
-    "--disable-sync",
-]
 HOSTILE = "<script>window.pwned=1</script><img src=x onerror=window.pwned=2>"
 TOKEN = "browser-test-status-token-0123456789"
-
-
-@pytest.fixture(scope="module")
-def browser() -> Iterator[Browser]:
-    chromium = shutil.which("chromium")
-    assert chromium, "the browser test needs Debian's chromium: apt-get install -y chromium"
-    with sync_playwright() as playwright:
-        launched = playwright.chromium.launch(executable_path=chromium, args=CHROMIUM_FLAGS)
-        yield launched
-        launched.close()
 
 
 def _gated(stack: Stack, repo: object, sha: str) -> bool:

@@ -7,31 +7,19 @@ from __future__ import annotations
 
 import os
 import re
-import shutil
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 import redis
-from playwright.sync_api import Browser, Page, expect, sync_playwright
+from playwright.sync_api import Browser, Page, expect
 
 from standin.stack import running_stack
 from tests.e2e import applied_state, planned
-from tests.test_browser import CHROMIUM_FLAGS, TOKEN
+from tests.test_browser import TOKEN
 from tests.test_e2e_runs import CHATTY_PLAN, CONFIG, _runs, _store
 from tests.tfproject import main_tf, tool
 
 pytestmark = pytest.mark.e2e
-
-
-@pytest.fixture(scope="module")
-def browser() -> Iterator[Browser]:
-    chromium = shutil.which("chromium")
-    assert chromium, "the browser test needs Debian's chromium: apt-get install -y chromium"
-    with sync_playwright() as playwright:
-        launched = playwright.chromium.launch(executable_path=chromium, args=CHROMIUM_FLAGS)
-        yield launched
-        launched.close()
 
 
 def _readings(page: Page) -> list[str]:

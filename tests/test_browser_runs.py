@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import dataclasses
 import re
-import shutil
 import threading
 import time
 from collections.abc import Iterator
@@ -19,7 +18,7 @@ from pathlib import Path
 import pytest
 import redis
 import uvicorn
-from playwright.sync_api import Browser, BrowserContext, Page, expect, sync_playwright
+from playwright.sync_api import Browser, BrowserContext, Page, expect
 
 from bot.app import create_app
 from core.plan import parse_plan
@@ -33,7 +32,6 @@ from plumbing.run_store import RunStore
 from standin import StandIn, start
 from standin.local_redis import free_port
 from tests.keys import rsa_pem
-from tests.test_browser import CHROMIUM_FLAGS
 from tests.tfplans import TOOL, Project
 
 pytestmark = pytest.mark.e2e
@@ -79,16 +77,6 @@ class Site:
     url: str
     store: RunStore
     repo_id: int
-
-
-@pytest.fixture(scope="module")
-def browser() -> Iterator[Browser]:
-    chromium = shutil.which("chromium")
-    assert chromium, "the browser test needs Debian's chromium: apt-get install -y chromium"
-    with sync_playwright() as playwright:
-        launched = playwright.chromium.launch(executable_path=chromium, args=CHROMIUM_FLAGS)
-        yield launched
-        launched.close()
 
 
 @pytest.fixture
