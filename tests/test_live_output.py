@@ -14,13 +14,14 @@ import redis
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from core import redis_keys
 from core.render.backstop import Backstop
 from core.render.mask import Masker
 from core.runs import RunHead, run_id
 from plumbing.records import Records
 from plumbing.run_store import RunStore
 from tests.keys import ec_pem, rsa_pem
-from workers.adapters.live_output import CUT, LINE_CAP, LiveOutput, step_line
+from workers.adapters.live_output import CUT, LINE_CAP, LINE_COST, LiveOutput, step_line
 from workers.adapters.terraform.runner import run
 
 KEY = rsa_pem()
@@ -156,7 +157,7 @@ def test_a_quiet_process_s_lines_are_written_after_the_interval_without_more_out
 
 def test_output_stops_at_the_cap_with_one_line_saying_so() -> None:
     store = Recorder()
-    sink = _sink(store, cap=100)
+    sink = _sink(store, cap=100 + 7 * LINE_COST)
     for i in range(50):
         sink("stdout", b"0123456789 %02d\n" % i)
     sink.close()
@@ -277,3 +278,17 @@ def test_a_sensitive_value_is_masked_before_the_patterns_can_cut_it() -> None:
     sink("stdout", b"password = db-hunter42-Zq8sP1x\n")
     sink.close()
     assert store.lines == ["password = (sensitive value)"]
+
+
+def test_empty_lines_cannot_make_a_run_hold_many_times_the_cap(redis_conn: redis.Redis) -> None:
+    """Each line costs Redis its seal and stream entry (~66 bytes) whatever its text: counted as text only,
+    a cap's worth of empty lines held 66 times the cap, and the page took seconds to read and draw."""
+    store = RunStore(Records(redis_conn, KEY))
+    store.start(HEAD)
+    cap = 64 * 1024
+    sink = LiveOutput(store, HEAD, _mask, cap=cap)
+    sink("stdout", b"\n" * cap)
+    sink.close()
+    held = redis_conn.memory_usage(redis_keys.run_output(HEAD.id), samples=0)
+    assert held is not None and held <= 2 * cap
+    assert store.lines_after(HEAD.id, "0-0")[-1].text == CUT

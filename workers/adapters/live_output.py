@@ -10,7 +10,9 @@ a thread of their own, in batches (every INTERVAL seconds or BATCH lines, one pi
 process's pipes are never kept waiting on Redis, and a chatty plan costs few round trips.
 
 The page is a view, never the gate: a Redis error stops the streaming (logged once) and is never
-raised to the terraform step. At OUTPUT_CAP bytes of text one last line says the rest is not kept.
+raised to the terraform step. At OUTPUT_CAP bytes one last line says the rest is not kept; each line
+counts LINE_COST bytes beyond its text, what Redis keeps for it (its seal and its stream entry), so
+a plan printing empty lines cannot make a run hold many times the cap.
 """
 
 from __future__ import annotations
@@ -31,6 +33,7 @@ log = logging.getLogger("plangate.runs")
 BATCH = 200  # lines written in one round trip at most
 INTERVAL = 0.25  # seconds: lines wait this long at most before they are written
 LINE_CAP = 64 * 1024  # bytes: a longer line is left out, never cut
+LINE_COST = 64  # bytes Redis keeps for a line beyond its text: the seal's 48 and the stream entry's own
 CLOSE_WAIT = 30.0  # seconds a run's end waits for its last lines to be written
 CUT = f"… output cut at {OUTPUT_CAP // (1024 * 1024)} MiB: plangate keeps no more of one run (docs/limits.md)"
 _PATH = re.compile(r"/\S*/")
@@ -173,7 +176,7 @@ class LiveOutput:
             if self._full or self._broken:
                 return
             for line in lines:
-                size = len(line.encode()) + 1
+                size = len(line.encode()) + 1 + LINE_COST
                 if self._kept + size > self._cap:
                     self._full = True
                     self._pending.append(CUT)
