@@ -136,7 +136,7 @@ class WorkerContext:
             project=project.name,
             workspace=project.workspace,
             sha=sha,
-            root=self.settings.workdir / "oidc-tokens",
+            root=token_root(self.settings),
             pr=pr,
             ref=ref,
             approvers=approvers,
@@ -171,12 +171,19 @@ class WorkerContext:
         return describe(self.sandbox, self.settings.sandbox_paths)
 
 
+def token_root(settings: Settings) -> Path:
+    """Where every step's OIDC token directory is made: a grant showing it would show a PR's plan the
+    token of an apply running beside it."""
+    return settings.workdir / "oidc-tokens"
+
+
 def check_secrets_hidden(settings: Settings, sandbox: Sandbox) -> None:
     """A secret file either phase's sandbox could read would hand it to terraform: refuse to start,
     naming the grant that shows it (else the secret's own setting: it lies in a system directory)."""
     if not sandbox.enabled:
         return
-    for setting, path in settings.secret_files:
+    tokens = (("PLANGATE_WORKDIR", token_root(settings)),) if settings.oidc is not None else ()
+    for setting, path in (*settings.secret_files, *tokens):
         for phase in GRANT_PHASES:
             if not replace(sandbox, grants=settings.sandbox_paths.grants(phase)).visible(path):
                 continue
