@@ -44,3 +44,11 @@ def test_the_same_grant_without_oidc_or_one_beside_the_tokens_is_fine(sandbox: S
     workdir = tmp_path / "work"
     check_secrets_hidden(_settings(workdir, str(workdir), oidc=False), sandbox)
     check_secrets_hidden(_settings(workdir, str(workdir / "shared"), oidc=True), sandbox)
+
+
+def test_without_a_sandbox_a_worker_issuing_tokens_does_not_start(tmp_path: Path) -> None:
+    """Every step could read the signing keys and mint itself `phase:apply`: no token is worth that."""
+    workdir = tmp_path / "work"
+    with pytest.raises(SandboxError, match=r"PLANGATE_SANDBOX: off .*\(PLANGATE_OIDC_KEY_DIR\)"):
+        check_secrets_hidden(_settings(workdir, "", oidc=True), Sandbox("off"))
+    check_secrets_hidden(_settings(workdir, "", oidc=False), Sandbox("off"))
