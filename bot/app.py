@@ -89,6 +89,7 @@ def create_app(settings: Settings | None = None) -> Starlette:
         lifespan=lifespan,
     )
     app.state.streams_closing = threading.Event()  # set by `plangate web` on a stop signal (bot.run_stream)
+    app.state.stream_slots = run_stream.StreamSlots()
     return app
 
 
