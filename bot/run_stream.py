@@ -8,8 +8,8 @@ after PLANGATE_RUN_STREAM_SECONDS (the browser reconnects), with a keep-alive co
 KEEPALIVE_SECONDS of silence so proxies keep it open.
 
 The reads are redis.asyncio's XREAD BLOCK: a viewer holds a Redis connection while waiting, never a thread.
-So a web process holds at most MAX_STREAMS streams open; past that a stream answers 503 (the page is
-complete without it, and reloads itself while the run runs): readers opening streams by the thousand
+So a web process holds at most MAX_STREAMS streams open; past that a stream answers 503 (the page shows
+the output as it was when it loaded, a reload shows more): readers opening streams by the thousand
 would otherwise take every connection Redis allows, the workers' and the gate's too.
 Access is the page's (bot.run_page): 404 for a run the reader may not see.
 """
