@@ -89,6 +89,7 @@ def create_app(settings: Settings | None = None) -> Starlette:
         lifespan=lifespan,
     )
     app.state.streams_closing = threading.Event()  # set by `plangate web` on a stop signal (bot.run_stream)
+    app.state.stream_slots = run_stream.StreamSlots()
     return app
 
 
@@ -97,8 +98,9 @@ def _log_status_access(settings: Settings) -> None:
     auth = settings.status_auth
     if auth.public:
         log.warning(
-            "PLANGATE_STATUS_PUBLIC=true: the status page and /metrics are open to ANYONE who can reach this "
-            "server, showing repository names, PRs, approvers and SHAs"
+            "PLANGATE_STATUS_PUBLIC=true: the status page, /metrics and every run page are open to ANYONE who "
+            "can reach this server, showing repository names, PRs, approvers and SHAs, and on run pages each "
+            "plan's resources and attribute values and terraform's output (masked, as in PR comments)"
         )
         return
     opened = [name for name, on in (("PLANGATE_STATUS_TOKEN", auth.token), ("GitHub sign-in", auth.sign_in)) if on]

@@ -8,6 +8,9 @@ after PLANGATE_RUN_STREAM_SECONDS (the browser reconnects), with a keep-alive co
 KEEPALIVE_SECONDS of silence so proxies keep it open.
 
 The reads are redis.asyncio's XREAD BLOCK: a viewer holds a Redis connection while waiting, never a thread.
+So a web process holds at most MAX_STREAMS streams open; past that a stream answers 503 (the page shows
+the output as it was when it loaded, a reload shows more): readers opening streams by the thousand
+would otherwise take every connection Redis allows, the workers' and the gate's too.
 Access is the page's (bot.run_page): 404 for a run the reader may not see.
 """
 
@@ -24,7 +27,7 @@ import redis
 import redis.asyncio as aredis
 from starlette.applications import Starlette
 from starlette.requests import Request
-from starlette.responses import Response, StreamingResponse
+from starlette.responses import PlainTextResponse, Response, StreamingResponse
 from starlette.routing import Route
 
 from bot.run_page import HEADERS, not_found, unavailable, visible
@@ -40,6 +43,7 @@ SOCKET_TIMEOUT = POLL_MS / 1000 + 10  # the async client's: longer than any XREA
 BATCH = 500  # lines per XREAD
 RETRY_MS = 2000  # how soon EventSource reconnects after the stream closes
 _STREAM_ID = re.compile(r"[0-9]{1,20}-[0-9]{1,20}")
+MAX_STREAMS = 200  # live streams one web process holds open at once
 
 
 def resume_point(request: Request) -> str:
@@ -117,10 +121,36 @@ async def run_events(request: Request) -> Response:
         return unavailable(exc)
     if head is None or not visible(access, head):
         return not_found()
+    slots: StreamSlots = request.app.state.stream_slots
+    if slots.full:
+        busy = f"Too many live streams open ({MAX_STREAMS}): the page shows the run without one.\n"
+        return PlainTextResponse(busy, 503, headers={**HEADERS, "Retry-After": "30"})
     limit = request.app.state.settings.run_stream_seconds
     stream = events(conn, store, run_id, resume_point(request), limit, request.app.state.streams_closing)
     headers = {**HEADERS, "X-Accel-Buffering": "no"}  # nginx: pass each event on as it comes
-    return StreamingResponse(stream, media_type="text/event-stream", headers=headers)
+    return StreamingResponse(slots.held(stream), media_type="text/event-stream", headers=headers)
+
+
+class StreamSlots:
+    """How many live streams are open in this process (one event loop: no lock needed)."""
+
+    def __init__(self, limit: int = MAX_STREAMS) -> None:
+        self.limit = limit
+        self.taken = 0
+
+    @property
+    def full(self) -> bool:
+        return self.taken >= self.limit
+
+    async def held(self, stream: AsyncIterator[str]) -> AsyncIterator[str]:
+        """`stream`, holding a slot while it is read: taken and given back inside the generator, so a
+        response cancelled before it began holds none (a few streams starting at once may pass the cap)."""
+        self.taken += 1
+        try:
+            async for chunk in stream:
+                yield chunk
+        finally:
+            self.taken -= 1
 
 
 def stop_streams(app: Starlette) -> None:

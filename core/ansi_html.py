@@ -21,6 +21,7 @@ _ESCAPES = re.compile(r"\x1b\[([0-?]*)([ -/]*)([@-~])|\x1b\][^\x07\x1b]*(?:\x07|
 _BIDI = "\u061c\u200e\u200f\u202a\u202b\u202c\u202d\u202e\u2066\u2067\u2068\u2069"
 _DROPPED = re.compile(f"[\x00-\x08\x0a-\x1f\x7f-\x9f{_BIDI}\ud800-\udfff]")
 _SGR_PARAMS = re.compile(r"[0-9;]*")
+UNKNOWN = 10**6  # an SGR parameter of more digits than any code has
 
 
 @dataclass(frozen=True)
@@ -74,7 +75,7 @@ def to_html(line: str) -> str:
 
 @lru_cache(maxsize=1024)  # terraform repeats a few sequences; a hostile line's many are bounded
 def _apply(style: Style, params: str) -> Style:
-    codes = [int(p) if p else 0 for p in params.split(";")] if params else [0]
+    codes = [_code(p) for p in params.split(";")] if params else [0]
     i = 0
     while i < len(codes):
         code = codes[i]
@@ -85,6 +86,15 @@ def _apply(style: Style, params: str) -> Style:
         style = _one(style, code)
         i += 1
     return style
+
+
+def _code(param: str) -> int:
+    """One SGR parameter; one too long to be any code (Python's int() refuses more than 4,300 digits) is
+    UNKNOWN, which no code or colour matches."""
+    digits = param.lstrip("0")
+    if not digits:
+        return 0
+    return int(digits) if len(digits) <= 6 else UNKNOWN
 
 
 def _extended(codes: list[int], i: int) -> tuple[int | None, int]:

@@ -106,3 +106,20 @@ def test_no_line_can_produce_markup_controls_or_overrides(line: str) -> None:
 def test_text_without_escapes_or_controls_is_only_escaped(line: str) -> None:
     clean = "".join(c for c in line if not _controls(c) and not 0xD800 <= ord(c) <= 0xDFFF)
     assert to_html(clean) == html.escape(clean, quote=True)
+
+
+def test_a_parameter_too_long_for_an_int_is_ignored_not_raised() -> None:
+    """Python refuses int() of more than 4,300 digits: a plan printing such an SGR would make its run page
+    answer 500 and its live stream fail and reconnect on the same line for good."""
+    huge = "9" * 5000
+    assert to_html(f"\x1b[{huge}mplain \x1b[1;{huge}mbold") == 'plain <span class="a-b">bold</span>'
+    assert to_html(f"\x1b[38;5;{huge}mx\x1b[48;5;{'0' * 4999}3my") == 'x<span class="a-g3">y</span>'
+
+
+PARAMS = st.one_of(st.text("0123456789", max_size=4), st.integers(4301, 6000).map(lambda n: "1" * n))
+
+
+@given(st.lists(PARAMS, min_size=1, max_size=4).map(";".join))
+def test_any_sgr_parameters_render(params: str) -> None:
+    line = f"\x1b[{params}mtext"
+    assert re.fullmatch(r'(<span class="[a-z0-9 -]+">)?text(</span>)?', to_html(line))

@@ -14,13 +14,14 @@ import redis
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from core import redis_keys
 from core.render.backstop import Backstop
 from core.render.mask import Masker
 from core.runs import RunHead, run_id
 from plumbing.records import Records
 from plumbing.run_store import RunStore
-from tests.keys import rsa_pem
-from workers.adapters.live_output import CUT, LINE_CAP, LiveOutput, step_line
+from tests.keys import ec_pem, rsa_pem
+from workers.adapters.live_output import CUT, LINE_CAP, LINE_COST, LiveOutput, step_line
 from workers.adapters.terraform.runner import run
 
 KEY = rsa_pem()
@@ -156,7 +157,7 @@ def test_a_quiet_process_s_lines_are_written_after_the_interval_without_more_out
 
 def test_output_stops_at_the_cap_with_one_line_saying_so() -> None:
     store = Recorder()
-    sink = _sink(store, cap=100)
+    sink = _sink(store, cap=100 + 7 * LINE_COST)
     for i in range(50):
         sink("stdout", b"0123456789 %02d\n" % i)
     sink.close()
@@ -234,3 +235,60 @@ def test_each_step_masks_with_the_secrets_plangate_holds_as_it_starts() -> None:
         "$ terraform plan",
         "(sensitive value)",
     ]
+
+
+def _comment_mask(text: str) -> str:
+    """What a comment carries of `text`: the same patterns and backstop, over the whole text at once."""
+    return _mask()(text)
+
+
+@pytest.mark.parametrize("indent", ["", "            "])
+def test_a_key_plangate_does_not_hold_is_masked_whole_as_a_comment_masks_it(indent: str) -> None:
+    """The backstop masks any PEM block from its header to its end; a line at a time sees one header line
+    and then base64 lines no pattern matches, so the page must carry the block state across lines."""
+    key = ec_pem()
+    foreign = "".join(f"{indent}{line}\n" for line in key.splitlines())
+    text = f"  + content = <<-EOT\n{foreign}        EOT\nPlan: 1 to add\n"
+    store = Recorder()
+    sink = _sink(store)
+    for start in range(0, len(text), 7):
+        sink("stdout", text[start : start + 7].encode())
+    sink.close()
+    body = [line.strip() for line in key.splitlines()[1:-1]]
+    assert not any(part in line for line in store.lines for part in body)
+    assert "(sensitive value)" in _comment_mask(text) and not any(part in _comment_mask(text) for part in body)
+    assert store.lines[0] == "  + content = <<-EOT" and store.lines[-2:] == ["        EOT", "Plan: 1 to add"]
+
+
+def test_a_block_cut_short_is_masked_to_the_step_s_end_and_the_next_step_is_shown() -> None:
+    store = Recorder()
+    sink = _sink(store)
+    sink("stderr", b"-----BEGIN PRIVATE KEY-----\nMIGHAgEAMBMGByqGSM49AgEGCCqGSM49AwEH\n")
+    sink.step("$ terraform plan")
+    sink("stderr", b"Plan: 0 to add\n")
+    sink.close()
+    assert store.lines == ["(sensitive value)", "(sensitive value)", "$ terraform plan", "Plan: 0 to add"]
+
+
+def test_a_sensitive_value_is_masked_before_the_patterns_can_cut_it() -> None:
+    """As in comments: the plan's own values first, so a pattern matching a piece of one leaves none of it."""
+    store = Recorder()
+    sink = _sink(store)
+    sink.add_secrets(["db-hunter42-Zq8sP1x"])
+    sink("stdout", b"password = db-hunter42-Zq8sP1x\n")
+    sink.close()
+    assert store.lines == ["password = (sensitive value)"]
+
+
+def test_empty_lines_cannot_make_a_run_hold_many_times_the_cap(redis_conn: redis.Redis) -> None:
+    """Each line costs Redis its seal and stream entry (~66 bytes) whatever its text: counted as text only,
+    a cap's worth of empty lines held 66 times the cap, and the page took seconds to read and draw."""
+    store = RunStore(Records(redis_conn, KEY))
+    store.start(HEAD)
+    cap = 64 * 1024
+    sink = LiveOutput(store, HEAD, _mask, cap=cap)
+    sink("stdout", b"\n" * cap)
+    sink.close()
+    held = redis_conn.memory_usage(redis_keys.run_output(HEAD.id), samples=0)
+    assert held is not None and held <= 2 * cap
+    assert store.lines_after(HEAD.id, "0-0")[-1].text == CUT

@@ -347,3 +347,19 @@ def test_plangate_web_stops_promptly_with_a_stream_open(redis_url: str, store: R
         if web.poll() is None:
             web.kill()
             web.wait()
+
+
+def test_streams_past_the_process_s_cap_answer_503_and_a_closed_one_frees_its_slot(
+    client: TestClient, store: RunStore
+) -> None:
+    """Each open stream holds a Redis connection: past MAX_STREAMS a reader gets 503, not the workers' Redis."""
+    head = finished_run(store)
+    slots: run_stream.StreamSlots = client.app.state.stream_slots  # type: ignore[attr-defined]
+    slots.taken = slots.limit
+    busy = client.get(f"/runs/{head.id}/events", headers=BEARER)
+    assert busy.status_code == 503 and busy.headers["retry-after"] == "30"
+    assert busy.headers["content-security-policy"].startswith("default-src 'none'")
+    slots.taken = slots.limit - 1
+    ok = client.get(f"/runs/{head.id}/events", headers=BEARER)
+    assert ok.status_code == 200 and parse_events(ok.text)[-1] == {"event": "end", "data": "{}"}
+    assert slots.taken == slots.limit - 1  # the stream that ended gave its slot back

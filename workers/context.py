@@ -136,7 +136,7 @@ class WorkerContext:
             project=project.name,
             workspace=project.workspace,
             sha=sha,
-            root=self.settings.workdir / "oidc-tokens",
+            root=token_root(self.settings),
             pr=pr,
             ref=ref,
             approvers=approvers,
@@ -171,12 +171,26 @@ class WorkerContext:
         return describe(self.sandbox, self.settings.sandbox_paths)
 
 
+def token_root(settings: Settings) -> Path:
+    """Where every step's OIDC token directory is made: a grant showing it would show a PR's plan the
+    token of an apply running beside it."""
+    return settings.workdir / "oidc-tokens"
+
+
 def check_secrets_hidden(settings: Settings, sandbox: Sandbox) -> None:
     """A secret file either phase's sandbox could read would hand it to terraform: refuse to start,
-    naming the grant that shows it (else the secret's own setting: it lies in a system directory)."""
+    naming the grant that shows it (else the secret's own setting: it lies in a system directory). With
+    no sandbox every step reads the OIDC signing keys and any other step's token: a PR's plan would mint
+    itself `phase:apply`, so plangate issues no token then and refuses to start."""
     if not sandbox.enabled:
+        if settings.oidc is not None:
+            raise SandboxError(
+                "setting PLANGATE_SANDBOX: off shows every terraform step the OIDC signing keys "
+                "(PLANGATE_OIDC_KEY_DIR) and every other step's token; run with the sandbox or without OIDC"
+            )
         return
-    for setting, path in settings.secret_files:
+    tokens = (("PLANGATE_WORKDIR", token_root(settings)),) if settings.oidc is not None else ()
+    for setting, path in (*settings.secret_files, *tokens):
         for phase in GRANT_PHASES:
             if not replace(sandbox, grants=settings.sandbox_paths.grants(phase)).visible(path):
                 continue

@@ -3,12 +3,16 @@
 The runner hands chunks over as it reads them (runner.OnOutput). Each stream (stdout, stderr) is cut
 into lines of its own: a partial line waits for its newline, so a chunk boundary never cuts a secret
 in two, and only complete lines are masked and kept (what is left at a step's end is a line too). A
-line longer than LINE_CAP is left out whole rather than cut, for the same reason. Lines are written by
+line longer than LINE_CAP is left out whole rather than cut, for the same reason. A PEM block spans
+lines, and the backstop masks it from header to end in a comment: a stream inside one (its header seen,
+its end not yet) has each line masked whole until the end line, or the step's end. Lines are written by
 a thread of their own, in batches (every INTERVAL seconds or BATCH lines, one pipeline each): the
 process's pipes are never kept waiting on Redis, and a chatty plan costs few round trips.
 
 The page is a view, never the gate: a Redis error stops the streaming (logged once) and is never
-raised to the terraform step. At OUTPUT_CAP bytes of text one last line says the rest is not kept.
+raised to the terraform step. At OUTPUT_CAP bytes one last line says the rest is not kept; each line
+counts LINE_COST bytes beyond its text, what Redis keeps for it (its seal and its stream entry), so
+a plan printing empty lines cannot make a run hold many times the cap.
 """
 
 from __future__ import annotations
@@ -20,7 +24,7 @@ import re
 import threading
 from collections.abc import Callable, Iterable, Sequence
 
-from core.render.mask import Masker
+from core.render.mask import MASK, Masker
 from core.runs import RunHead
 from plumbing.run_store import OUTPUT_CAP, RunStore
 
@@ -29,9 +33,12 @@ log = logging.getLogger("plangate.runs")
 BATCH = 200  # lines written in one round trip at most
 INTERVAL = 0.25  # seconds: lines wait this long at most before they are written
 LINE_CAP = 64 * 1024  # bytes: a longer line is left out, never cut
+LINE_COST = 64  # bytes Redis keeps for a line beyond its text: the seal's 48 and the stream entry's own
 CLOSE_WAIT = 30.0  # seconds a run's end waits for its last lines to be written
 CUT = f"… output cut at {OUTPUT_CAP // (1024 * 1024)} MiB: plangate keeps no more of one run (docs/limits.md)"
 _PATH = re.compile(r"/\S*/")
+_PEM_BEGIN = re.compile(r"-----BEGIN [A-Z0-9 ]+-----")
+_PEM_END = re.compile(r"-----END [A-Z0-9 ]+-----")
 
 
 def step_line(tool: str, args: Sequence[str]) -> str:
@@ -61,6 +68,7 @@ class LiveOutput:
         self._secrets: Masker | None = None
         self._partial: dict[str, bytearray] = {}
         self._overlong: set[str] = set()  # streams inside a line already too long to keep
+        self._in_pem: set[str] = set()  # streams inside a PEM block: its header seen, its end not yet
         self._pending: list[str] = []
         self._kept = 0  # bytes of text accepted so far
         self._full = False
@@ -112,10 +120,12 @@ class LiveOutput:
         self._mask = self._masks()
 
     def _end_step(self) -> None:
-        rest = [bytes(buf) for stream, buf in self._partial.items() if buf and stream not in self._overlong]
+        rest = [(stream, bytes(buf)) for stream, buf in self._partial.items() if buf and stream not in self._overlong]
         self._partial.clear()
         self._overlong.clear()
-        self._accept([self._text(raw) for raw in rest])
+        texts = [self._text(stream, raw) for stream, raw in rest]
+        self._in_pem.clear()
+        self._accept(texts)
 
     def _feed(self, stream: str, chunk: bytes) -> None:
         if self._full or self._broken:  # nothing more is kept: no line is cut or masked for nothing
@@ -130,7 +140,7 @@ class LiveOutput:
             if stream in self._overlong:
                 self._overlong.discard(stream)
             else:
-                lines.append(self._text(raw))
+                lines.append(self._text(stream, raw))
         if len(buf) > LINE_CAP and stream not in self._overlong:
             self._overlong.add(stream)
             lines.append(f"… a line longer than {LINE_CAP // 1024} KiB left out")
@@ -138,12 +148,25 @@ class LiveOutput:
             buf.clear()
         self._accept(lines)
 
-    def _text(self, raw: bytes) -> str:
+    def _text(self, stream: str, raw: bytes) -> str:
         """One complete line, masked: CRLF and LF end a line, a lone CR too (what a progress line redraws)."""
         text = raw.decode("utf-8", "replace").removesuffix("\r")
+        return "\n".join(self._masked(stream, part) for part in text.split("\r"))
+
+    def _masked(self, stream: str, text: str) -> str:
+        """One line masked as a comment masks it: the plan's sensitive values first (so no pattern cuts
+        one and leaves the rest), then the patterns and the backstop; inside a PEM block, all of it."""
+        if stream in self._in_pem:
+            end = _PEM_END.search(text)
+            if end is None:
+                return MASK
+            self._in_pem.discard(stream)
+            text = MASK + text[end.end() :]
+        opened = list(_PEM_BEGIN.finditer(text))
+        if opened and _PEM_END.search(text, opened[-1].end()) is None:
+            self._in_pem.add(stream)
         secrets = self._secrets
-        parts = [self._mask(part) for part in text.split("\r")]
-        return "\n".join(secrets(p) if secrets is not None else p for p in parts)
+        return self._mask(secrets(text) if secrets is not None else text)
 
     def _accept(self, texts: list[str]) -> None:
         lines = [line for text in texts for line in text.split("\n")]
@@ -153,7 +176,7 @@ class LiveOutput:
             if self._full or self._broken:
                 return
             for line in lines:
-                size = len(line.encode()) + 1
+                size = len(line.encode()) + 1 + LINE_COST
                 if self._kept + size > self._cap:
                     self._full = True
                     self._pending.append(CUT)
