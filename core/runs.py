@@ -11,7 +11,8 @@ from __future__ import annotations
 
 import hashlib
 import re
-from dataclasses import asdict, dataclass
+from collections.abc import Callable
+from dataclasses import asdict, dataclass, replace
 from typing import Any
 
 KINDS = ("plan", "apply", "drift", "merge-group", "accept-drift")
@@ -115,6 +116,26 @@ def to_plain(value: RunHead | RunPlan | RunGate) -> dict[str, Any]:
 
 def head_from(plain: dict[str, Any]) -> RunHead:
     return RunHead(**plain)
+
+
+def masked_plan(plan: RunPlan, mask: Callable[[str], str]) -> RunPlan:
+    """`plan` with `mask` over every text it shows: addresses, attribute paths and values, outputs."""
+
+    def maybe(text: str | None) -> str | None:
+        return None if text is None else mask(text)
+
+    resources = tuple(
+        replace(
+            r,
+            address=mask(r.address),
+            previous_address=maybe(r.previous_address),
+            attributes=tuple(
+                replace(a, path=mask(a.path), before=maybe(a.before), after=maybe(a.after)) for a in r.attributes
+            ),
+        )
+        for r in plan.resources
+    )
+    return replace(plan, resources=resources, outputs_changed=tuple(mask(o) for o in plan.outputs_changed))
 
 
 def plan_from(plain: dict[str, Any]) -> RunPlan:

@@ -12,11 +12,11 @@ their job's result (core.redis_keys.RUN_TTL).
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
 from core import redis_keys
-from core.runs import Line, RunGate, RunHead, RunPlan, Stored, gate_from, head_from, plan_from, to_plain
+from core.runs import Line, RunGate, RunHead, RunPlan, Stored, gate_from, head_from, masked_plan, plan_from, to_plain
 from plumbing.records import Records
 
 OUTPUT_CAP = 1024 * 1024  # bytes of output kept per run
@@ -78,6 +78,17 @@ class RunStore:
             key = redis_keys.run(one)
             if self.conn.exists(key):
                 self.records.hset(key, "gate", text)
+
+    def mask_plan(self, run_id: str, mask: Callable[[str], str]) -> None:
+        """The run's drawn plan with `mask` over it again, when it has one and the mask changes it."""
+        key = redis_keys.run(run_id)
+        text = self.records.unseal(f"{key}#plan", self.conn.hget(key, "plan"))
+        if text is None:
+            return
+        plan = plan_from(json.loads(text))
+        masked = masked_plan(plan, mask)
+        if masked != plan:
+            self.records.hset(key, "plan", json.dumps(to_plain(masked)))
 
     def head(self, run_id: str) -> RunHead | None:
         key = redis_keys.run(run_id)

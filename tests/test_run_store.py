@@ -3,16 +3,22 @@
 from __future__ import annotations
 
 import dataclasses
+import json
+from collections.abc import Mapping
 from typing import Any
 
 import redis
 
 from core import redis_keys
-from core.runs import Attribute, ResourceDiff, RunGate, RunHead, RunPlan, Verdict, run_id, valid_id
+from core.plan import parse_plan
+from core.results import ProjectResult
+from core.run_plan import run_plan
+from core.runs import Attribute, ResourceDiff, RunGate, RunHead, RunPlan, Verdict, run_id, to_plain, valid_id
 from plumbing.records import Records
 from plumbing.run_store import RunStore
 from standin.keys import new_private_key_pem
 from tests.keys import rsa_pem
+from workers.flows import run_pages
 
 KEY = rsa_pem()
 
@@ -92,3 +98,36 @@ def test_forged_or_moved_records_and_lines_are_not_shown(redis_conn: redis.Redis
     redis_conn.hset(redis_keys.run(head.id), "head", "{}")
     assert store.read(head.id) is None and store.head(head.id) is None
     assert RunStore(Records(redis_conn, new_private_key_pem())).read(other.id) is None  # another App key
+
+
+def test_a_runs_plan_is_masked_again_with_every_projects_secrets_at_publish(redis_conn: redis.Redis) -> None:
+    records = Records(redis_conn, KEY)
+    store = RunStore(records)
+    secret = "db-Pa55word-of-net"  # sensitive in net's plan, plain text in app's
+    sensitive = {"before": None, "after": {"password": secret}, "after_sensitive": {"password": True}}
+    plain = {"before": None, "after": {"input": f"uses {secret}"}, "after_sensitive": {}}
+
+    def result(name: str, change: Mapping[str, object]) -> ProjectResult:
+        entry = {"address": f"t.{name}", "mode": "managed", "type": "t", "change": {"actions": ["create"], **change}}
+        plan = parse_plan(json.dumps({"format_version": "1.2", "resource_changes": [entry]}))
+        return ProjectResult(name, name, "default", "terraform", "a" * 40, plan)
+
+    net, app = result("net", sensitive), result("app", plain)
+    source = json.dumps(
+        {
+            "format_version": "1.2",
+            "resource_changes": [
+                {"address": "t.app", "mode": "managed", "type": "t", "change": {"actions": ["create"], **plain}}
+            ],
+        }
+    )
+    head = _head("job-app")
+    store.start(head)
+    store.finish(dataclasses.replace(head, ended=1.0, outcome="planned", ok=True), run_plan(app, source=source))
+    before = store.read(head.id)
+    assert before is not None and before.plan is not None and secret in json.dumps(to_plain(before.plan))
+    run_pages.mask_like_the_comment(records, {app.identity: head.id}, [net, app], ())
+    after = store.read(head.id)
+    assert after is not None and after.plan is not None
+    shown = json.dumps(to_plain(after.plan))
+    assert secret not in shown and "uses (sensitive value)" in shown

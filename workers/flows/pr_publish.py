@@ -140,6 +140,7 @@ async def publish(
             published = await _comment_and_reports(ctx, gh, req, results, bodies, judged, login, gate, runs, link)
         _remember(ctx, req, results, made, meta, judged)
         run_pages.write_gates(ctx.records, runs, judged.gates, cov, gate)
+        run_pages.mask_like_the_comment(ctx.records, runs, results, patterns)
     _record_runs(ctx, req, results, patterns, gate, published.url, runs)
     log.info(json.dumps({"repo": req.repo, "pr": req.pr, "sha": req.sha, "outcome": "published"}))
 

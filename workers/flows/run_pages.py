@@ -8,11 +8,13 @@ just reported to GitHub (the sealed records of plumbing.run_store keep a plan's 
 from __future__ import annotations
 
 import time
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 
 from core.approvals import Coverage
 from core.gated import Gated, Gates
+from core.render.mask import Masker
 from core.render.run_links import reported_run, run_url
+from core.results import ProjectResult
 from core.run_gate import run_gates
 from core.runs import run_id
 from plumbing.records import Records
@@ -25,6 +27,16 @@ def run_ids(made: Mapping[str, tuple[str, str]] | None, identities: Iterable[str
     the earlier job's), for each of `identities` whose job is known."""
     made = made or {}
     return {identity: run_id(made[identity][0], identity) for identity in identities if identity in made}
+
+
+def mask_like_the_comment(
+    records: Records, runs: Mapping[str, str], results: Sequence[ProjectResult], patterns: Sequence[str]
+) -> None:
+    """The comment masks each project with every project's sensitive values; each run drew its plan
+    knowing only its own, so the runs' plans are masked again with all of them (nothing to do for one)."""
+    secrets = [s for r in results for s in r.secrets]
+    if len(results) > 1 and secrets:
+        run_gates_store.mask_plans(records, runs.values(), Masker(secrets, patterns))
 
 
 def write_gates(

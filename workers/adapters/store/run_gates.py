@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import json
 import logging
-from collections.abc import Mapping
+from collections.abc import Callable, Iterable, Mapping
 
 import redis
 
@@ -17,6 +17,16 @@ from plumbing.records import Records
 from plumbing.run_store import RunStore
 
 log = logging.getLogger("plangate.runs")
+
+
+def mask_plans(records: Records, runs: Iterable[str], mask: Callable[[str], str]) -> None:
+    """Each run's drawn plan masked again with `mask` (a PR comment's: every project's secrets)."""
+    store = RunStore(records)
+    try:
+        for run in runs:
+            store.mask_plan(run, mask)
+    except redis.RedisError as exc:
+        log.warning(json.dumps({"runs": sorted(runs), "plan": "not masked again", "error": type(exc).__name__}))
 
 
 def set_gates(records: Records, gates: Mapping[str, RunGate]) -> None:
