@@ -10,7 +10,7 @@ UNIT_TOOLS := "terraform|tofu:-:https://opentofu.org/docs/intro/install" git:git
 	bwrap:bubblewrap
 TEST_TOOLS := $(UNIT_TOOLS) chromium:chromium kubectl:kubernetes-client
 
-.PHONY: install tools test test-e2e test-rest unit unit-flows unit-rest lint demo clean
+.PHONY: install tools test test-e2e test-e2e-more test-rest unit unit-flows unit-rest lint demo clean
 
 # The product (with its dev tools) and, as a distribution of its own, the GitHub stand-in.
 $(BIN)/plangate: pyproject.toml standin/pyproject.toml
@@ -30,13 +30,18 @@ lint: install
 	$(BIN)/mypy
 	$(BIN)/lint-imports --no-cache --no-logo
 
-# Everything: the end-to-end and slow tests on the Redis the environment names (PLANGATE_TEST_REDIS_URL,
-# else a private one), and beside them, on a private Redis of their own, all the others.
+# Everything: the end-to-end and slow tests in two halves (every other file: tests/conftest.py), one on the
+# Redis the environment names (PLANGATE_TEST_REDIS_URL, else a private one), one on a private Redis, and
+# beside them, on a private Redis of their own, all the others. End-to-end tests mostly wait on their
+# workers, so three queues finish sooner than two on two cores.
 test: tools lint
-	@$(MAKE) --no-print-directory -j2 --output-sync=target test-e2e test-rest
+	@$(MAKE) --no-print-directory -j3 --output-sync=target test-e2e test-e2e-more test-rest
 
 test-e2e:
-	$(BIN)/pytest -q -p no:cacheprovider -m "e2e or slow"
+	PLANGATE_TEST_SHARD=1/2 $(BIN)/pytest -q -p no:cacheprovider -m "e2e or slow"
+
+test-e2e-more:
+	env -u PLANGATE_TEST_REDIS_URL PLANGATE_TEST_SHARD=2/2 $(BIN)/pytest -q -p no:cacheprovider -m "e2e or slow"
 
 test-rest:
 	env -u PLANGATE_TEST_REDIS_URL $(BIN)/pytest -q -p no:cacheprovider -m "not e2e and not slow"
