@@ -149,9 +149,9 @@ def real_plan(tmp_path: Path, tf_env: dict[str, str]) -> tuple[RunPlan, list[str
     project.apply(BASE % SECRET)
     project.configure(CHANGED % (SECRET + "-rotated", TOKENISH))
     out = project.run("plan", "-input=false", "-out=plan.bin").stdout.decode()
-    plan = parse_plan(project.run("show", "-json", "plan.bin").stdout, attributes=True)
-    result = ProjectResult("app", "infra", "default", "terraform", "c" * 40, plan)
-    drawn = run_plan(result, PATTERNS)
+    source = project.run("show", "-json", "plan.bin").stdout
+    result = ProjectResult("app", "infra", "default", "terraform", "c" * 40, parse_plan(source))
+    drawn = run_plan(result, PATTERNS, source=source)
     assert drawn is not None
     masker = Masker(result.secrets, PATTERNS)
     return drawn, [masker(line) for line in out.splitlines()]
