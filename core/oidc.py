@@ -17,7 +17,6 @@ from typing import Any
 
 PHASES = ("plan", "drift", "apply")
 MAX_LIFETIME = 3600  # seconds: a token lives no longer than its step, and never more than an hour
-MIN_LIFETIME = 300  # a cloud SDK exchanges the token at once, but clocks drift
 ALGORITHM = "RS256"  # what AWS, Google Cloud and Microsoft Entra all accept from an external issuer
 # What a `sub` part may hold unescaped: GitHub's owner/repo characters, project names, workspaces.
 _PART = re.compile(r"[^A-Za-z0-9_.\-/]")
@@ -36,8 +35,9 @@ def subject(repo: str, project: str, workspace: str, phase: str) -> str:
 
 
 def lifetime(step_timeout: float) -> int:
-    """Seconds a step's token lives: the step's own timeout, within [MIN_LIFETIME, MAX_LIFETIME]."""
-    return max(MIN_LIFETIME, min(MAX_LIFETIME, math.ceil(step_timeout)))
+    """Seconds a step's token lives: the step's own timeout, at most MAX_LIFETIME (a token is valid from a
+    few seconds before it was made, `nbf`, for clocks that drift; never after its step could have ended)."""
+    return max(1, min(MAX_LIFETIME, math.ceil(step_timeout)))
 
 
 def claims(

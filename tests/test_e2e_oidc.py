@@ -11,7 +11,10 @@ from urllib.request import urlopen
 
 import jwt
 import pytest
+import redis
 
+from plumbing.records import Records
+from plumbing.run_store import RunStore
 from standin.gitops import Executable, FileContent
 from standin.local_redis import free_port
 from standin.stack import running_stack
@@ -76,7 +79,7 @@ def _verified(issuer: str, token: str) -> dict[str, object]:
 
 
 def test_plan_and_apply_get_their_own_phase_token_from_the_default_branchs_config(
-    tmp_path: Path, redis_url: str
+    tmp_path: Path, redis_url: str, redis_conn: redis.Redis
 ) -> None:
     state = applied_state(tmp_path, {"keep": "a"})
     marks, keys = tmp_path / "marks", tmp_path / "oidc-keys"
@@ -116,6 +119,11 @@ def test_plan_and_apply_get_their_own_phase_token_from_the_default_branchs_confi
         comments = "\n".join(bot_bodies(stack, repo, pr.number))
         assert "plugin message" in " ".join(comments.split()) and plan_token not in comments  # printed, masked
         assert plan_token not in stack.worker_log()
+        store = RunStore(Records(redis_conn, stack.private_key))
+        (run,) = store.siblings(repo.id, pr.head_sha)
+        page = store.read(run.id)
+        assert page is not None and any("token" in line.text for line in page.lines)  # its run page: printed...
+        assert not any(plan_token in line.text for line in page.lines)  # ...masked
 
         # A clean PR whose apply runs code: only `terraform apply` gets the apply role's token.
         clean = stack.gh.open_pr(repo, "stamp", "alice", "Stamp", {"infra/oidc.tf": APPLY_TF.format(marks=marks)})
