@@ -6,6 +6,7 @@ The password goes to redis-server on stdin (`redis-server -`), never on its comm
 
 from __future__ import annotations
 
+import random
 import secrets
 import shutil
 import socket
@@ -17,12 +18,21 @@ from contextlib import contextmanager
 
 import redis
 
+# Below Linux's ephemeral range (32768-60999): a port the kernel picks for an outgoing connection (tests
+# run three queues of workers side by side) can never take a server's port between choice and bind.
+LISTEN_PORTS = range(20000, 32000)
+
 
 def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port: int = s.getsockname()[1]
-        return port
+    """A loopback port nothing listens on now, outside the ephemeral range."""
+    for port in random.sample(LISTEN_PORTS, 50):
+        with socket.socket() as s:
+            try:
+                s.bind(("127.0.0.1", port))
+            except OSError:
+                continue
+            return port
+    raise RuntimeError("no free port in 20000-31999")
 
 
 class PrivateRedis:
