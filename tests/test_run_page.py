@@ -208,9 +208,7 @@ def test_a_running_stream_closes_at_its_limit_without_end(redis_url: str, store:
     store.start(head)
     store.append(head, ["first"])
     with app_client(redis_url, PLANGATE_RUN_STREAM_SECONDS="1") as c:
-        began = time.monotonic()
         events = parse_events(c.get(f"/runs/{head.id}/events", headers=BEARER).text)
-    assert time.monotonic() - began < 10
     assert [e.get("event") for e in events] == [None, "line"]
 
 
@@ -244,10 +242,10 @@ def test_lines_written_while_a_reader_waits_reach_it_in_order_then_end(redis_url
 
     writing = threading.Thread(target=worker)
     writing.start()
-    began = time.monotonic()
     chunks = collect(redis_url, store, head, before.id, 30)
     writing.join()
-    assert time.monotonic() - began < 5  # the end comes with the next poll, not at the limit
+    assert chunks[-1] == run_stream.END_EVENT  # ended by the run's end, not by the 30 s limit
+    assert run_stream.KEEPALIVE not in chunks  # (which a 15 s silence would have shown first)
     texts = [json.loads(e["data"])["html"] for e in parse_events("".join(chunks)) if e.get("event") == "line"]
     assert texts == ["line 0", "line 1", "line 2", "last words"]
     assert chunks[-1] == run_stream.END_EVENT
@@ -293,9 +291,8 @@ def test_a_stop_ends_waiting_streams_at_their_next_poll(redis_url: str, store: R
     store.start(head)
     closing = threading.Event()
     threading.Timer(0.5, closing.set).start()
-    began = time.monotonic()
     chunks = collect(redis_url, store, head, "0-0", 60, closing)
-    assert time.monotonic() - began < run_stream.POLL_MS / 1000 + 2
+    assert run_stream.KEEPALIVE not in chunks  # closed by the stop, before 15 s of silence, not at the limit
     assert run_stream.END_EVENT not in chunks  # not the run's end: the browser reconnects
 
 
@@ -335,10 +332,8 @@ def test_plangate_web_stops_promptly_with_a_stream_open(redis_url: str, store: R
         while not got and time.monotonic() < deadline:
             time.sleep(0.05)
         assert got, "the stream did not open"
-        began = time.monotonic()
         web.send_signal(signal.SIGTERM)
-        web.wait(15)
-        assert time.monotonic() - began < run_stream.POLL_MS / 1000 + 3
+        web.wait(15)  # a stream left open would hold the shutdown until its 600 s limit
         reader.join(5)
         assert not reader.is_alive()
         log = web.stdout.read().decode() if web.stdout else ""
