@@ -62,8 +62,9 @@ def test_the_probe_finds_a_working_sandbox_here(sandbox: Sandbox) -> None:
 def test_the_description_says_what_each_phase_sees_and_how(sandbox: Sandbox) -> None:
     paths = SandboxPaths(parse_grants("/srv/state:rw,/etc/aws"), parse_grants("/srv/scratch:rw"))
     proc = "private /proc" if sandbox.proc else "no /proc"
+    per = "one sandbox per project" if sandbox.supervisor else "one sandbox per step"
     assert describe(sandbox, paths) == (
-        f"bubblewrap ({proc}); plan sees /srv/state (ro), /etc/aws (ro), /srv/scratch (rw); "
+        f"bubblewrap ({proc}, {per}); plan sees /srv/state (ro), /etc/aws (ro), /srv/scratch (rw); "
         "apply sees /srv/state (rw), /etc/aws (ro)"
     )
     assert describe(sandbox, SandboxPaths()).endswith("; plan sees no granted path; apply sees no granted path")
@@ -121,12 +122,13 @@ def test_of_etc_ssl_and_pki_only_the_ca_certificates_and_openssls_settings_are_s
 def test_the_plans_code_sees_only_its_own_processes_env_and_files(
     sandbox: Sandbox, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """The issue's attack 2 at the runner: /proc/*/environ and file() on host paths reveal nothing."""
+    """The issue's attack 2 at the runner: /proc/*/environ (those it may read at all: not its
+    supervisor's) and file() on host paths reveal nothing."""
     secret_file = tmp_path / "app.pem"
     secret_file.write_text("-----BEGIN RSA PRIVATE KEY-----\nTOPSECRET\n")
     monkeypatch.setenv("GITHUB_WEBHOOK_SECRET", "webhook-topsecret")
     main_tf = (
-        'output "environ" { value = [for f in fileset("/proc", "*/environ") : file("/proc/${f}")] }\n'
+        'output "environ" { value = [for f in fileset("/proc", "*/environ") : try(file("/proc/${f}"), "")] }\n'
         'output "cmdlines" { value = [for f in fileset("/proc", "*/cmdline") : file("/proc/${f}")] }\n'
         'output "host" { value = fileexists("' + str(secret_file) + '") }\n'
         'output "root" { value = sort(fileset("/", "*")) }\n'

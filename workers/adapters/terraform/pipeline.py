@@ -55,6 +55,11 @@ class JobDirs:
     def planfile(self) -> Path:
         return self.root / "plan" / PLANFILE
 
+    @property
+    def scratch(self) -> Path:
+        """Where a project sandbox's plan writes its file before it is sealed into `planfile`'s directory."""
+        return self.root / "scratch"
+
 
 @dataclass(frozen=True)
 class SavedPlan:
@@ -151,17 +156,18 @@ def plan(
             return SavedPlan(None, "", f"project dir `{project.dir}` does not exist at this commit", planfile)
         runs = checkout_code_runs(dirs.src, root, tf.env)  # before init writes .terraform
         tf = for_project(tf, project, dirs)
-        init = tf.init(root)
-        if not init.ok:
-            return SavedPlan(None, init.output, init.failure(), planfile, checkout_code_runs=runs)
-        step = tf.plan(root, planfile, destroy=project.destroy_from is not None, refresh_only=refresh_only)
-        if not step.ok:
-            return SavedPlan(None, step.output, step.failure(), planfile, checkout_code_runs=runs)
-        text = None if step.result.truncated else rendered_plan(step.result.stdout.decode("utf-8", "replace"))
-        if text is None:
-            raw, text = tf.show_both(root, planfile)
-        else:
-            raw = tf.show_json(root, planfile)
+        with tf.one_sandbox(root, dirs.scratch, planfile.parent, dirs.root) as tf:
+            init = tf.init(root)
+            if not init.ok:
+                return SavedPlan(None, init.output, init.failure(), planfile, checkout_code_runs=runs)
+            step = tf.plan(root, planfile, destroy=project.destroy_from is not None, refresh_only=refresh_only)
+            if not step.ok:
+                return SavedPlan(None, step.output, step.failure(), planfile, checkout_code_runs=runs)
+            text = None if step.result.truncated else rendered_plan(step.result.stdout.decode("utf-8", "replace"))
+            if text is None:
+                raw, text = tf.show_both(root, planfile)
+            else:
+                raw = tf.show_json(root, planfile)
         with gc_paused():
             parsed = parse_plan(raw, attributes=attributes)
         own = dirs.own / "project" if dirs.shared is not None else root  # where this job's .terraform is

@@ -52,7 +52,7 @@ _PRLIMIT = shutil.which("prlimit")  # util-linux: sets the cap without starting 
 OnOutput = Callable[[str, bytes], None]
 
 
-def _capped(limit: int, argv: list[str]) -> list[str]:
+def capped(limit: int, argv: list[str]) -> list[str]:
     """`argv` run under RLIMIT_DATA `limit` (soft and hard, so the child cannot raise it again)."""
     if _PRLIMIT is None:
         return [sys.executable, "-I", "-S", "-c", _TRAMPOLINE, str(limit), *argv]
@@ -62,7 +62,7 @@ def _capped(limit: int, argv: list[str]) -> list[str]:
 
 
 # What a process says when an allocation fails under RLIMIT_DATA: Go's runtime, Python, GNU coreutils.
-_OOM_MARKERS = (b"fatal error: out of memory", b"runtime: out of memory", b"MemoryError", b"memory exhausted")
+OOM_MARKERS = (b"fatal error: out of memory", b"runtime: out of memory", b"MemoryError", b"memory exhausted")
 
 
 @dataclass(frozen=True)
@@ -91,7 +91,7 @@ class RunResult:
         return "\n".join(p.rstrip("\n") for p in parts)
 
 
-class _Tail:
+class Tail:
     """A byte buffer that keeps only its last `limit` bytes."""
 
     def __init__(self, limit: int) -> None:
@@ -115,13 +115,13 @@ def resolve_executable(name: str, env: Mapping[str, str]) -> str:
     return os.path.abspath(found)
 
 
-def _leader_exited(pid: int) -> bool:
+def leader_exited(pid: int) -> bool:
     """Has the group leader exited? Does not reap it, so its pid keeps naming the group."""
     return os.waitid(os.P_PID, pid, os.WEXITED | os.WNOHANG | os.WNOWAIT) is not None
 
 
 @contextlib.contextmanager
-def _exit_notice(pid: int) -> Iterator[int | None]:
+def exit_notice(pid: int) -> Iterator[int | None]:
     """A pidfd that turns readable when `pid` exits (Linux 5.3+), so its exit is seen at once rather
     than at the next poll; None where the kernel has none."""
     try:
@@ -135,7 +135,7 @@ def _exit_notice(pid: int) -> Iterator[int | None]:
         os.close(fd)
 
 
-def _killpg(pgid: int, sig: signal.Signals) -> None:
+def kill_group(pgid: int, sig: signal.Signals) -> None:
     with contextlib.suppress(ProcessLookupError, PermissionError):
         os.killpg(pgid, sig)
 
@@ -155,11 +155,11 @@ def _group_members(pgid: int) -> list[int]:
     return members
 
 
-def _signal(pgid: int, sig: signal.Signals, *, spare_leader: bool) -> None:
+def signal_group(pgid: int, sig: signal.Signals, *, spare_leader: bool) -> None:
     """Signal the group; with `spare_leader`, all of it but its leader (bwrap, which would die of
     SIGINT and take the sandbox down with SIGKILL before terraform could release its state lock)."""
     if not spare_leader or sig == signal.SIGKILL:
-        _killpg(pgid, sig)
+        kill_group(pgid, sig)
         return
     for pid in _group_members(pgid):
         if pid != pgid:
@@ -188,13 +188,13 @@ def run(
     `on_output` sees every chunk as it is read (the bounded tails are kept all the same)."""
     exe = resolve_executable(argv[0], env)
     full = [exe, *argv[1:]]
-    watch = _Watch(timeout, grace, max_output, spare_leader, on_output)
+    watch = Watch(timeout, grace, max_output, spare_leader, on_output)
     if memory_limit_bytes is None:
         done = _supervise(full, None, cwd, env, watch)
         return replace(done, argv=tuple(argv))
     if cgroups is None:
-        done = _supervise(_capped(memory_limit_bytes, full), None, cwd, env, watch)
-        said = done.returncode != 0 and any(m in done.stderr for m in _OOM_MARKERS)
+        done = _supervise(capped(memory_limit_bytes, full), None, cwd, env, watch)
+        said = done.returncode != 0 and any(m in done.stderr for m in OOM_MARKERS)
         return replace(done, argv=tuple(argv), memory_cap=memory_limit_bytes, out_of_memory=said)
     with cgroups.step(memory_limit_bytes) as cage:
         done = _supervise(cage.joining(full), cage, cwd, env, watch)
@@ -202,7 +202,7 @@ def run(
 
 
 @dataclass(frozen=True)
-class _Watch:
+class Watch:
     """How a run is watched: its timeout and the grace between signals, the output kept, who else reads it."""
 
     timeout: float
@@ -212,7 +212,7 @@ class _Watch:
     on_output: OnOutput | None
 
 
-def _supervise(full: list[str], cage: StepCgroup | None, cwd: Path, env: dict[str, str], watch: _Watch) -> RunResult:
+def _supervise(full: list[str], cage: StepCgroup | None, cwd: Path, env: dict[str, str], watch: Watch) -> RunResult:
     """Start `full` and see it to its end: output read as it comes, the timeout's escalation, and
     (with `cage`) the whole group killed as soon as its cgroup counts an OOM kill."""
     start = time.monotonic()
@@ -226,7 +226,7 @@ def _supervise(full: list[str], cage: StepCgroup | None, cwd: Path, env: dict[st
         start_new_session=True,
     )
     assert proc.stdout is not None and proc.stderr is not None
-    tails = {proc.stdout.fileno(): _Tail(watch.max_output), proc.stderr.fileno(): _Tail(watch.max_output)}
+    tails = {proc.stdout.fileno(): Tail(watch.max_output), proc.stderr.fileno(): Tail(watch.max_output)}
     out_fd, err_fd = proc.stdout.fileno(), proc.stderr.fileno()
     streams = {out_fd: "stdout", err_fd: "stderr"}
     escalation = [signal.SIGINT, signal.SIGTERM, signal.SIGKILL]
@@ -234,7 +234,7 @@ def _supervise(full: list[str], cage: StepCgroup | None, cwd: Path, env: dict[st
     next_oom_look = start
     killed_by: signal.Signals | None = None
     exited_at: float | None = None
-    with selectors.DefaultSelector() as sel, _exit_notice(proc.pid) as exit_fd:
+    with selectors.DefaultSelector() as sel, exit_notice(proc.pid) as exit_fd:
         for fd in tails:
             os.set_blocking(fd, False)
             sel.register(fd, selectors.EVENT_READ)
@@ -243,9 +243,9 @@ def _supervise(full: list[str], cage: StepCgroup | None, cwd: Path, env: dict[st
         try:
             while True:
                 now = time.monotonic()
-                if exited_at is None and _leader_exited(proc.pid):
+                if exited_at is None and leader_exited(proc.pid):
                     exited_at = now
-                    _killpg(proc.pid, signal.SIGKILL)  # whatever is left of the group
+                    kill_group(proc.pid, signal.SIGKILL)  # whatever is left of the group
                     if cage is not None:
                         cage.kill()  # and of the cgroup (a process that left the group)
                     if exit_fd is not None:
@@ -256,11 +256,11 @@ def _supervise(full: list[str], cage: StepCgroup | None, cwd: Path, env: dict[st
                 if exited_at is None and cage is not None and now >= next_oom_look:
                     next_oom_look = now + _POLL
                     if cage.oom_kills():  # the cap was reached: the step ends whole (v2 does it itself)
-                        _killpg(proc.pid, signal.SIGKILL)
+                        kill_group(proc.pid, signal.SIGKILL)
                         cage.kill()
                 if exited_at is None and now >= next_signal_at and escalation:
                     killed_by = escalation.pop(0)
-                    _signal(proc.pid, killed_by, spare_leader=watch.spare_leader)
+                    signal_group(proc.pid, killed_by, spare_leader=watch.spare_leader)
                     next_signal_at = now + watch.grace
                 if not sel.get_map():  # pipes closed and no exit notice here: look again soon
                     time.sleep(_EXIT_POLL)
@@ -277,7 +277,7 @@ def _supervise(full: list[str], cage: StepCgroup | None, cwd: Path, env: dict[st
                         sel.unregister(key.fd)
         finally:
             if exited_at is None:  # an exception in this process: leave nothing running
-                _killpg(proc.pid, signal.SIGKILL)
+                kill_group(proc.pid, signal.SIGKILL)
             proc.wait()
             proc.stdout.close()
             proc.stderr.close()

@@ -34,6 +34,7 @@ from core.sandbox_paths import GRANT_PHASES, Grant, SandboxPaths
 SANDBOX_KEY_PREFIX = redis_keys.SANDBOX_PREFIX  # + worker name → describe(): what the status page shows
 SANDBOX_RECORD_TTL = redis_keys.SANDBOX_TTL
 SANDBOX_HOME = "/tmp/home"
+SUPERVISOR_SHELL = "supervisor-sh"  # in the probe directory: the execute-only shell (session.py)
 _SYSTEM_DIRS = ("/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32")
 # What name resolution, TLS and user lookups read; nothing here holds a secret (so of /etc/ssl and
 # Red Hat's /etc/pki only the CA certificates and OpenSSL's settings: their `private/` directories
@@ -74,6 +75,8 @@ class Sandbox:
     proc: bool = True  # a fresh /proc could be mounted (not in every container)
     grants: tuple[Grant, ...] = field(default=())
     disable_userns: bool = True  # bwrap >= 0.8: no nested user namespace inside the sandbox
+    # An execute-only copy of `sh` that runs a project sandbox's steps (session.py); None: a sandbox per step.
+    supervisor: str | None = None
 
     @property
     def enabled(self) -> bool:
@@ -91,11 +94,13 @@ class Sandbox:
         writable: Sequence[Path] = (),
         readable: Sequence[Path] = (),
         mounts: Sequence[tuple[Path, Path]] = (),
+        as_pid_1: bool = False,
     ) -> list[str]:
         """`argv` (argv[0] an absolute path) as run inside the sandbox; unchanged when it is off.
 
         `mounts`: (source, target) pairs mounted writable at `target`, over what `readable` shows
-        there (a job's own copy of its project directory on a shared read-only tree)."""
+        there (a job's own copy of its project directory on a shared read-only tree). `as_pid_1`:
+        `argv` is the PID namespace's init (a session's supervisor), with no bwrap reaper above it."""
         if not self.enabled:
             return list(argv)
         assert self.bwrap is not None
@@ -103,6 +108,7 @@ class Sandbox:
             self.bwrap,
             "--unshare-user",
             "--unshare-pid",
+            *(["--as-pid-1"] if as_pid_1 else []),
             "--unshare-ipc",
             "--unshare-uts",
             "--unshare-cgroup-try",
@@ -139,6 +145,10 @@ class Sandbox:
         for grant in self.grants:
             args += ["--bind" if grant.writable else "--ro-bind", str(grant.path), str(grant.path)]
         return [*args, "--chdir", str(cwd), "--", *argv]
+
+    def shows(self, exe: str) -> bool:
+        """Is `exe` in the system directories every sandbox shows (else a step binds it)?"""
+        return _under_system(exe)
 
     def visible(self, path: Path) -> bool:
         """Could a sandboxed process read `path`? (Secret files must answer False.)"""
@@ -206,16 +216,39 @@ def prepare(mode: str, paths: SandboxPaths, probe_dir: Path) -> Sandbox:
     disable_userns = b"--disable-userns" in help_text
     with_proc = Sandbox("bwrap", found, True, paths.every, disable_userns)
     if _try(with_proc, probe_dir) is None:
-        return replace(with_proc, grants=())
+        return _with_supervisor(replace(with_proc, grants=()), probe_dir)
     without_proc = replace(with_proc, proc=False)
     why = _try(without_proc, probe_dir)
     if why is None:
-        return replace(without_proc, grants=())
+        return _with_supervisor(replace(without_proc, grants=()), probe_dir)
     raise SandboxError(
         f"setting PLANGATE_SANDBOX: bubblewrap cannot start a sandbox here ({why}); allow user namespaces "
         "(and, in a container, a seccomp/AppArmor profile that permits them) or set PLANGATE_SANDBOX=off "
         "to accept the risk"
     )
+
+
+def _with_supervisor(sandbox: Sandbox, probe_dir: Path) -> Sandbox:
+    """`sandbox` with a project sandbox's supervisor (session.py): an execute-only copy of `sh`, which
+    the kernel makes non-dumpable, so no step can ptrace it or open its descriptors. Kept only when a
+    process inside cannot read the copy's environ (else every step gets a sandbox of its own)."""
+    if not sandbox.proc:  # nothing to check that the copy is out of reach with
+        return sandbox
+    shell = os.path.realpath(shutil.which("sh", path="/usr/bin:/bin") or "/bin/sh")
+    copy = probe_dir / SUPERVISOR_SHELL
+    copy.unlink(missing_ok=True)
+    shutil.copyfile(shell, copy)
+    copy.chmod(0o111)
+    argv = sandbox.wrap(
+        [str(copy), "-c", '/bin/sh -c "cat /proc/1/environ" >/dev/null 2>&1 && exit 3; exit 0'],
+        cwd=probe_dir,
+        as_pid_1=True,
+    )
+    try:
+        done = subprocess.run(argv, env={"PATH": "/usr/bin:/bin"}, capture_output=True, timeout=30, check=False)
+    except (OSError, subprocess.TimeoutExpired):
+        return sandbox
+    return replace(sandbox, supervisor=str(copy)) if done.returncode == 0 else sandbox
 
 
 def describe(sandbox: Sandbox, paths: SandboxPaths) -> str:
@@ -224,8 +257,9 @@ def describe(sandbox: Sandbox, paths: SandboxPaths) -> str:
     if not sandbox.enabled:
         return "OFF: terraform runs with the worker's own view of the host (PLANGATE_SANDBOX=off)"
     proc = "private /proc" if sandbox.proc else "no /proc"
+    per = "one sandbox per project" if sandbox.supervisor else "one sandbox per step"
     seen = [f"{phase} sees {_listed(paths.grants(phase))}" for phase in GRANT_PHASES]
-    return "; ".join([f"bubblewrap ({proc})", *seen])
+    return "; ".join([f"bubblewrap ({proc}, {per})", *seen])
 
 
 def _listed(grants: tuple[Grant, ...]) -> str:

@@ -2,85 +2,36 @@
 
 Every step gets the same env, timeout, memory cap and sandbox (workers/adapters/terraform/runner.py
 runs the process); what differs is which paths a step may write: the plan file's directory for
-`plan` only, the plugin cache for an init in its turn only.
+`plan` only, the plugin cache for an init in its turn only. A project's init, plan and show share one
+sandbox where they can (`Terraform.one_sandbox`, session.py): the plan then writes into a scratch
+directory and its file is sealed where no step can write it.
 """
 
 from __future__ import annotations
 
 import contextlib
 import fcntl
-import hashlib
+import os
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from workers.adapters.live_output import LiveOutput, step_line
+from workers.adapters.terraform import project_sandbox, session
 from workers.adapters.terraform.cgroups import JOIN_FAILED, CgroupRoot
 from workers.adapters.terraform.oidc_tokens import Grant
-from workers.adapters.terraform.runner import DEFAULT_MAX_OUTPUT, RunResult, resolve_executable, run
+from workers.adapters.terraform.runner import DEFAULT_MAX_OUTPUT, RunResult, Watch, resolve_executable, run
 from workers.adapters.terraform.sandbox import Sandbox, SandboxError
+from workers.adapters.terraform.step_result import (
+    StepResult,
+    TerraformError,
+    capped_note,
+    file_digest,
+    require,
+)
 
-MEMORY_SETTING = "PLANGATE_TF_MEMORY_MB"
-CAP_TAIL_LINES = 20  # of a step the cap stopped, the comment quotes this much of its output
-
-
-class TerraformError(RuntimeError):
-    """A terraform step whose output the caller needs (show) failed; `result` says how."""
-
-    def __init__(self, message: str, result: RunResult) -> None:
-        super().__init__(message)
-        self.result = result
-
-
-@dataclass(frozen=True)
-class StepResult:
-    """One terraform step: the run, plus what plangate reads from it."""
-
-    step: str  # "init" | "plan" | "apply"
-    result: RunResult
-    has_changes: bool | None = None  # plan only: exit code 2 of -detailed-exitcode
-    stale_plan: bool = False  # apply only: "Saved plan is stale" (state moved since the plan)
-    digest: str | None = None  # plan only: SHA-256 of the saved plan file
-
-    @property
-    def ok(self) -> bool:
-        if self.step == "plan":
-            return not self.result.timed_out and not self.result.out_of_memory and self.result.returncode in (0, 2)
-        return self.result.ok
-
-    @property
-    def output(self) -> str:
-        """What the step printed, then (last, so a comment quoting the tail shows it) the memory cap
-        when that stopped it."""
-        capped = self.capped
-        return self.result.output if capped is None else f"{self.result.output}\n{capped}".lstrip("\n")
-
-    @property
-    def tool(self) -> str:
-        return Path(self.result.argv[0]).name if self.result.argv else "terraform"
-
-    @property
-    def capped(self) -> str | None:
-        """`terraform plan hit the memory cap of N MB (PLANGATE_TF_MEMORY_MB)` when the cap stopped it."""
-        note = capped_note(self.result)
-        return None if note is None else f"{self.tool} {self.step} {note}"
-
-    def failure(self) -> str:
-        """Why this step failed, for the PR comment: the memory cap first when that stopped it, with the
-        last lines it printed (a Go runtime's dump of every goroutine adds nothing), else the output."""
-        capped = self.capped
-        if capped is None:
-            return f"{self.tool} {self.step} failed:\n{self.result.output}"
-        tail = self.result.output.splitlines()[-CAP_TAIL_LINES:]
-        return "\n".join([capped, *(["Its last output:", *tail] if tail else [])])
-
-
-def capped_note(result: RunResult) -> str | None:
-    """`hit the memory cap of N MB (PLANGATE_TF_MEMORY_MB)` when the cap stopped `result`, else None."""
-    if not result.out_of_memory or result.memory_cap is None:
-        return None
-    return f"hit the memory cap of {result.memory_cap // (1024 * 1024)} MB ({MEMORY_SETTING})"
+__all__ = ["StepResult", "Terraform", "TerraformError", "capped_note", "file_digest"]
 
 
 @dataclass(frozen=True)
@@ -122,6 +73,35 @@ class Terraform:
     # Where init, plan and apply stream what they print, each headed by `$ terraform …` (a run page);
     # `show` is not streamed: its text is the plan the page draws already, its JSON data.
     live: LiveOutput | None = None
+    box: session.Session | None = None  # the project sandbox its steps run in (one_sandbox), if one
+
+    @contextlib.contextmanager
+    def one_sandbox(self, workdir: Path, scratch: Path, sealed: Path, under: Path) -> Iterator[Terraform]:
+        """This runner with init, plan and show in one sandbox (session.py): `plan` writes into
+        `scratch`, and its file is then sealed into `sealed` (read-only to the sandbox). Unchanged,
+        a sandbox per step, where there is no supervisor or the steps have an OIDC identity (a fresh
+        token each). `under`: where the sandbox's control directory goes."""
+        if not self.sandbox.enabled or self.sandbox.supervisor is None or self.oidc is not None:
+            yield self
+            return
+        exe = resolve_executable(self.tool, self.env)
+        cache = () if self.plugin_cache is None else (self.plugin_cache,)
+        shown = project_sandbox.Shown(
+            writable=self.writable,
+            readable=(*self.readable, *cache, sealed, *([] if self.sandbox.shows(exe) else [Path(exe)])),
+            mounts=self.mounts,
+        )
+        with project_sandbox.opened(
+            self.sandbox,
+            workdir=workdir,
+            under=under,
+            scratch=scratch,
+            env=self.env,
+            shown=shown,
+            memory_limit_bytes=self.memory_limit_bytes,
+            cgroups=self.cgroups,
+        ) as box:
+            yield replace(self, box=box)
 
     def _run(
         self,
@@ -160,18 +140,22 @@ class Terraform:
         live = self.live if stream else None
         if live is not None:
             live.step(step_line(self.tool, args))
-        result = run(
-            argv,
-            cwd=workdir,
-            env=env,
-            timeout=self.timeout,
-            memory_limit_bytes=self.memory_limit_bytes,
-            grace=self.grace,
-            max_output=max_output or self.max_output,
-            spare_leader=self.sandbox.enabled,
-            cgroups=self.cgroups,
-            on_output=live,
-        )
+        if self.box is not None and self.box.covers(writable, readable, env):
+            watch = Watch(self.timeout, self.grace, max_output or self.max_output, True, live)
+            result = self.box.run([exe, *args], workdir, watch)
+        else:
+            result = run(
+                argv,
+                cwd=workdir,
+                env=env,
+                timeout=self.timeout,
+                memory_limit_bytes=self.memory_limit_bytes,
+                grace=self.grace,
+                max_output=max_output or self.max_output,
+                spare_leader=self.sandbox.enabled,
+                cgroups=self.cgroups,
+                on_output=live,
+            )
         if live is not None:
             live.end_step()
         if self.sandbox.enabled and result.returncode != 0 and result.stderr.startswith(b"bwrap: "):
@@ -211,11 +195,17 @@ class Terraform:
             *([] if self.lock_state else ["-lock=false"]),
             *(["-destroy"] if destroy else []),
             *(["-refresh-only"] if refresh_only else []),
-            f"-out={out}",
         ]
-        result = self._run(workdir, args, writable=(out.parent,), stream=True)
+        made = out if self.box is None else self.box.scratch / out.name
+        result = self._run(workdir, [*args, f"-out={made}"], writable=(made.parent,), stream=True)
         stopped = result.timed_out or result.out_of_memory
         changes = None if stopped or result.returncode not in (0, 2) else result.returncode == 2
+        if changes is not None and made != out and os.path.lexists(made):
+            try:
+                project_sandbox.seal_planfile(made, out)
+            except project_sandbox.PlanFileError as exc:
+                refused = replace(result, returncode=1, stderr=result.stderr + f"\nplangate: {exc}".encode())
+                return StepResult("plan", refused)
         digest = file_digest(out) if changes is not None and out.is_file() else None
         return StepResult("plan", result, has_changes=changes, digest=digest)
 
@@ -223,7 +213,7 @@ class Terraform:
         """The saved plan as JSON; TerraformError if it failed or was too big to keep whole."""
         args = ["show", "-json", str(planfile)]
         result = self._run(workdir, args, max_output=self.max_json, readable=(planfile.parent,))
-        _require(result, "show -json")
+        require(result, "show -json")
         if result.truncated:
             raise TerraformError(f"show -json output exceeds {self.max_json} bytes", result)
         return result.stdout
@@ -231,7 +221,7 @@ class Terraform:
     def show_text(self, workdir: Path, planfile: Path) -> str:
         """The saved plan as terraform prints it (for the PR comment)."""
         result = self._run(workdir, ["show", "-no-color", str(planfile)], readable=(planfile.parent,))
-        _require(result, "show")
+        require(result, "show")
         return result.stdout.decode("utf-8", "replace")
 
     def show_both(self, workdir: Path, planfile: Path) -> tuple[bytes, str]:
@@ -239,7 +229,8 @@ class Terraform:
         plan the text rendering would otherwise add its whole time to every job."""
         with ThreadPoolExecutor(max_workers=2) as pool:
             as_json = pool.submit(self.show_json, workdir, planfile)
-            as_text = pool.submit(self.show_text, workdir, planfile)
+            alone = replace(self, box=None)  # a project sandbox runs one step at a time
+            as_text = pool.submit(alone.show_text, workdir, planfile)
             return as_json.result(), as_text.result()
 
     def apply(self, workdir: Path, planfile: Path, digest: str | None) -> StepResult:
@@ -265,20 +256,3 @@ def _cache_in_the_way(result: RunResult, cache: Path) -> bool:
     entry another init was still writing ("... from the shared cache directory: ...")?"""
     said = result.stdout + result.stderr
     return str(cache).encode() in said or b"shared cache" in said
-
-
-def file_digest(path: Path) -> str:
-    """SHA-256 of a file: the saved plan applied must be the one whose JSON was checked."""
-    with path.open("rb") as f:
-        return hashlib.file_digest(f, "sha256").hexdigest()
-
-
-def _require(result: RunResult, what: str) -> None:
-    if result.timed_out:
-        raise TerraformError(f"terraform {what} timed out after {result.duration:.0f}s", result)
-    capped = capped_note(result)
-    if capped is not None:
-        raise TerraformError(f"terraform {what} {capped}", result)
-    if result.returncode != 0:
-        tail = result.stderr.decode("utf-8", "replace").strip()[-2000:]
-        raise TerraformError(f"terraform {what} failed (exit {result.returncode}): {tail}", result)

@@ -1,0 +1,147 @@
+"""Starting a project sandbox (session.py): its supervisor, what it shows, and sealing the plan file
+its plan step wrote."""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import shutil
+import stat
+import subprocess
+import tempfile
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+from workers.adapters.terraform.cgroups import JOIN_FAILED, CgroupRoot, StepCgroup
+from workers.adapters.terraform.runner import capped
+from workers.adapters.terraform.sandbox import Sandbox, SandboxError
+from workers.adapters.terraform.session import Session
+
+SUPERVISOR = (
+    "trap : INT TERM HUP\n"
+    'exec 3<"$1/cmd" 4>"$1/done"\n'
+    "echo ready >&4\n"
+    "while read -r step <&3; do\n"
+    '  /bin/sh "$1/$step" </dev/null 3<&- 4>&-\n'
+    "  rc=$?\n"
+    "  while kill -9 -1 2>/dev/null; do /bin/true; done\n"  # each /bin/true lets the shell reap orphans
+    '  echo "$step $rc" >&4\n'
+    "done\n"
+)
+START_TIMEOUT = 30.0
+
+
+class PlanFileError(RuntimeError):
+    """The plan step left something other than a regular file with a single name where its plan goes."""
+
+
+@dataclass(frozen=True)
+class Shown:
+    """What every step of a session may see: the paths it writes, the paths it reads, mounted copies."""
+
+    writable: tuple[Path, ...]
+    readable: tuple[Path, ...]
+    mounts: tuple[tuple[Path, Path], ...]
+
+
+@contextlib.contextmanager
+def opened(
+    sandbox: Sandbox,
+    *,
+    workdir: Path,
+    under: Path,
+    scratch: Path,
+    env: dict[str, str],
+    shown: Shown,
+    memory_limit_bytes: int | None,
+    cgroups: CgroupRoot | None,
+) -> Iterator[Session]:
+    """A project sandbox, its supervisor ready; killed whole when the block ends. `under`: where its
+    control directory goes (outside everything the sandbox shows writable)."""
+    assert sandbox.supervisor is not None
+    ctl = Path(tempfile.mkdtemp(prefix="steps-", dir=under))
+    scratch.mkdir(parents=True, exist_ok=True)
+    for fifo in ("cmd", "done"):
+        os.mkfifo(ctl / fifo, 0o600)
+    argv = sandbox.wrap(
+        [sandbox.supervisor, "-c", SUPERVISOR, "plangate-supervisor", str(ctl)],
+        cwd=workdir,
+        writable=[*shown.writable, scratch],
+        readable=[*shown.readable, ctl],
+        mounts=shown.mounts,
+        as_pid_1=True,
+    )
+    cage_block = cgroups.step(memory_limit_bytes) if cgroups is not None and memory_limit_bytes else None
+    try:
+        with cage_block if cage_block is not None else contextlib.nullcontext() as cage:
+            if cage is not None:
+                argv = cage.joining(argv)
+            elif memory_limit_bytes is not None:
+                argv = capped(memory_limit_bytes, argv)
+            session = _start(argv, ctl, env, shown, scratch, cage, memory_limit_bytes, workdir)
+            try:
+                yield session
+            finally:
+                session.close()
+    finally:
+        shutil.rmtree(ctl, ignore_errors=True)
+
+
+def _start(
+    argv: list[str],
+    ctl: Path,
+    env: dict[str, str],
+    shown: Shown,
+    scratch: Path,
+    cage: StepCgroup | None,
+    memory_limit: int | None,
+    workdir: Path,
+) -> Session:
+    """Start the sandbox and wait for its supervisor to hold both FIFOs, then unlink them."""
+    cmd = os.open(ctl / "cmd", os.O_RDWR | os.O_CLOEXEC)  # read-write: opening never blocks either side
+    done = os.open(ctl / "done", os.O_RDWR | os.O_NONBLOCK | os.O_CLOEXEC)
+    proc = subprocess.Popen(
+        argv,
+        cwd=workdir,
+        env=env,
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        start_new_session=True,
+    )
+    assert proc.stdout is not None and proc.stderr is not None
+    for pipe in (proc.stdout, proc.stderr):
+        os.set_blocking(pipe.fileno(), False)
+    session = Session(
+        proc,
+        ctl,
+        cmd,
+        done,
+        env,
+        frozenset([*shown.writable, scratch, *(target for _, target in shown.mounts)]),
+        frozenset(shown.readable),
+        scratch,
+        cage,
+        memory_limit,
+    )
+    why = session.ready(START_TIMEOUT)
+    if why is not None:
+        session.close()
+        if why.startswith(JOIN_FAILED):
+            raise SandboxError(f"setting PLANGATE_TF_CGROUP: the step's memory cap could not be set ({why.decode()})")
+        raise SandboxError(f"setting PLANGATE_SANDBOX: the sandbox could not start ({why.decode()})")
+    for fifo in ("cmd", "done"):
+        (ctl / fifo).unlink()
+    return session
+
+
+def seal_planfile(made: Path, sealed: Path) -> None:
+    """Move the plan file a session's plan wrote (every process of that step gone) to where no step can
+    write it. Only a regular file with a single name is taken: another name, in the writable scratch,
+    would let a later step change the plan after its digest was taken."""
+    info = os.lstat(made)
+    if not stat.S_ISREG(info.st_mode) or info.st_nlink != 1:
+        made.unlink()
+        raise PlanFileError(f"the plan step left {made.name} as something other than a regular file: refused")
+    os.replace(made, sealed)

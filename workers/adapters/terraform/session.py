@@ -1,0 +1,218 @@
+"""One sandbox for a project's init, plan and show: one bubblewrap start where there were three, and
+still nothing a step leaves behind runs during the next one.
+
+Starting a sandbox is most of what the sandbox costs (namespaces and mounts made and torn down: ~8 ms
+on an idle 2-core machine, ~20 ms with both cores busy, per step). A session starts one and runs the
+steps in it one at a time. Its PID 1 (`bwrap --as-pid-1`) is project_sandbox.py's SUPERVISOR, a few lines of `sh`:
+
+* it runs a step when the worker names one on its `cmd` FIFO: a script the worker wrote into a
+  directory the sandbox sees read-only, with stdin /dev/null and none of the supervisor's descriptors;
+* when the step's process exits, it SIGKILLs every other process of the namespace (`kill -9 -1`: all
+  but itself) and reaps them until none is left, and only then says `done`. So nothing the plan's code
+  started runs during `show`, and a step's output is all in the pipes by the time it is read;
+* no step can reach it: it runs an execute-only copy of the shell (sandbox.py `SUPERVISOR_SHELL`), so
+  the kernel marks it non-dumpable and no step may ptrace it, open its /proc fds or read its environ; as
+  its namespace's init it gets no signal from inside but those it catches (INT, TERM and HUP, which it
+  ignores: the worker's timeout signals reach the step and not it); and its two FIFOs are unlinked as
+  soon as it has opened them.
+
+What differs between steps is settled by the worker: `plan` writes its file into `scratch`, writable to
+every step of the session, and once the plan step is over (every process of it gone) the worker moves
+the file into the plan directory, read-only to the sandbox, refusing anything but a regular file with
+no other name (`project_sandbox.seal_planfile`), before it is digested, shown or applied.
+"""
+
+from __future__ import annotations
+
+import os
+import select
+import shlex
+import signal
+import subprocess
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+
+from workers.adapters.terraform.cgroups import StepCgroup
+from workers.adapters.terraform.runner import (
+    OOM_MARKERS,
+    RunResult,
+    Tail,
+    Watch,
+    exit_notice,
+    kill_group,
+    signal_group,
+)
+from workers.adapters.terraform.sandbox import SandboxError
+
+_DRAIN_AFTER_EXIT = 5.0
+_POLL = 0.1
+
+
+@dataclass
+class Session:
+    """A running project sandbox: what it shows, and the pipes its steps print to."""
+
+    proc: subprocess.Popen[bytes]
+    ctl: Path
+    cmd: int
+    done: int
+    env: dict[str, str]
+    writable: frozenset[Path]
+    readable: frozenset[Path]
+    scratch: Path
+    cage: StepCgroup | None
+    memory_limit: int | None
+    steps: int = 0
+    ended: bool = False
+    _said: bytearray = field(default_factory=bytearray)
+
+    def ready(self, timeout: float) -> bytes | None:
+        """None once the supervisor holds both FIFOs; else (the sandbox ended, or `timeout` passed) the
+        first line of what it said instead, for the error."""
+        deadline = time.monotonic() + timeout
+        while b"\n" not in self._said:
+            if self.proc.poll() is not None or time.monotonic() > deadline:
+                kill_group(self.proc.pid, signal.SIGKILL)
+                self.proc.wait()
+                assert self.proc.stderr is not None
+                said = _read(self.proc.stderr.fileno()).strip() or b"it did not start"
+                return said.decode("utf-8", "replace").splitlines()[0].encode()
+            ready, _, _ = select.select([self.done], [], [], _POLL)
+            if ready:
+                self._said += _read(self.done)
+        if bytes(self._said) != b"ready\n":
+            return b"its supervisor did not start"
+        self._said.clear()
+        return None
+
+    def covers(self, writable: Sequence[Path], readable: Sequence[Path], env: dict[str, str]) -> bool:
+        """Can a step with these paths and this env run here? (Else it needs a sandbox of its own.)"""
+        shown = self.writable | self.readable
+        return env == self.env and set(writable) <= self.writable and set(readable) <= shown
+
+    def run(self, argv: Sequence[str], cwd: Path, watch: Watch) -> RunResult:
+        """Run one step to its end, and every process it left behind with it."""
+        if self.ended:
+            raise SandboxError("setting PLANGATE_SANDBOX: the project's sandbox ended before this step")
+        self.steps += 1
+        name = str(self.steps)
+        (self.ctl / name).write_text(f"cd {shlex.quote(str(cwd))} || exit 126\nexec {shlex.join(argv)}\n")
+        ooms = self.cage.oom_kills() if self.cage is not None else 0
+        start = time.monotonic()
+        os.write(self.cmd, f"{name}\n".encode())
+        tails, code, killed_by = self._watch(name, start, watch, ooms)
+        result = RunResult(
+            argv=tuple(argv),
+            returncode=code,
+            stdout=bytes(tails[0].buf),
+            stderr=bytes(tails[1].buf),
+            timed_out=killed_by is not None,
+            killed_by=killed_by.name if killed_by is not None else None,
+            duration=time.monotonic() - start,
+            truncated=tails[0].truncated or tails[1].truncated,
+        )
+        if self.memory_limit is None:
+            return result
+        if self.cage is not None:
+            out_of_memory = self.cage.oom_kills() > ooms
+        else:
+            out_of_memory = code != 0 and any(m in result.stderr for m in OOM_MARKERS)
+        return replace(result, memory_cap=self.memory_limit, out_of_memory=out_of_memory)
+
+    def _watch(
+        self, name: str, start: float, watch: Watch, ooms: int
+    ) -> tuple[tuple[Tail, Tail], int, signal.Signals | None]:
+        """Read the step's output until the supervisor says it is over (or the sandbox ends, as it does
+        at once when its cgroup counts an OOM kill: the step ends whole, as a step of its own would)."""
+        assert self.proc.stdout is not None and self.proc.stderr is not None
+        out, err = self.proc.stdout.fileno(), self.proc.stderr.fileno()
+        tails = {out: Tail(watch.max_output), err: Tail(watch.max_output)}
+        streams = {out: "stdout", err: "stderr"}
+        escalation = [signal.SIGINT, signal.SIGTERM, signal.SIGKILL]
+        next_signal_at = start + watch.timeout
+        killed_by: signal.Signals | None = None
+        with exit_notice(self.proc.pid) as exit_fd:
+            watched = [out, err, self.done, *([exit_fd] if exit_fd is not None else [])]
+            while True:
+                code = self._said_done(name)
+                if code is not None:
+                    self._drain(tails, streams, watch)
+                    return (tails[out], tails[err]), code, killed_by
+                if self.proc.poll() is not None:
+                    self.ended = True
+                    self._drain(tails, streams, watch, until_eof=True)
+                    return (tails[out], tails[err]), self.proc.returncode or -signal.SIGKILL, killed_by
+                now = time.monotonic()
+                if self.cage is not None and self.cage.oom_kills() > ooms:
+                    kill_group(self.proc.pid, signal.SIGKILL)
+                    self.cage.kill()
+                if now >= next_signal_at and escalation:
+                    killed_by = escalation.pop(0)
+                    signal_group(self.proc.pid, killed_by, spare_leader=True)
+                    next_signal_at = now + watch.grace
+                ready, _, _ = select.select(watched, [], [], _POLL)
+                for fd in ready:
+                    if fd == self.done:
+                        self._said += _read(fd)
+                    elif fd in tails:
+                        _take(fd, tails, streams, watch)
+
+    def _said_done(self, name: str) -> int | None:
+        """The step's exit code once the supervisor has said it is over (128+N: killed by signal N)."""
+        line, newline, rest = bytes(self._said).partition(b"\n")
+        if not newline:
+            return None
+        self._said[:] = rest
+        said, _, code = line.decode("ascii", "replace").partition(" ")
+        if said != name or not code.isdigit():
+            raise SandboxError(f"setting PLANGATE_SANDBOX: the project's sandbox answered {line!r} for step {name}")
+        value = int(code)
+        return -(value - 128) if value > 128 else value
+
+    def _drain(self, tails: dict[int, Tail], streams: dict[int, str], watch: Watch, *, until_eof: bool = False) -> None:
+        """Read what the step's processes wrote before they were gone: all of it is in the pipes."""
+        deadline = time.monotonic() + _DRAIN_AFTER_EXIT
+        open_fds = set(tails)
+        while open_fds and time.monotonic() < deadline:
+            ready, _, _ = select.select(list(open_fds), [], [], 0 if not until_eof else _POLL)
+            if not ready:
+                if not until_eof:
+                    return
+                continue
+            for fd in ready:
+                if not _take(fd, tails, streams, watch):
+                    open_fds.discard(fd)
+
+    def close(self) -> None:
+        kill_group(self.proc.pid, signal.SIGKILL)
+        self.proc.wait()
+        if self.cage is not None:
+            self.cage.kill()
+        for fd in (self.cmd, self.done):
+            os.close(fd)
+        assert self.proc.stdout is not None and self.proc.stderr is not None
+        self.proc.stdout.close()
+        self.proc.stderr.close()
+
+
+def _read(fd: int) -> bytes:
+    try:
+        return os.read(fd, 65536)
+    except BlockingIOError:
+        return b""
+
+
+def _take(fd: int, tails: dict[int, Tail], streams: dict[int, str], watch: Watch) -> bool:
+    """Read a chunk of a step's output into its tail; False at the pipe's end."""
+    try:
+        chunk = os.read(fd, 65536)
+    except BlockingIOError:
+        return True
+    if not chunk:
+        return False
+    tails[fd].add(chunk)
+    if watch.on_output is not None:
+        watch.on_output(streams[fd], chunk)
+    return True
