@@ -1,4 +1,4 @@
-"""Does the tofu on PATH lock its plugin cache itself (core/tool_version.py)? Asked once per binary.
+"""Does the tofu on PATH lock its plugin cache itself (core/tofu_version.py)? Asked once per binary.
 
 When it does, an init that had to write the cache runs again with it writable without taking the
 host's turn (`Terraform.init_lock`): OpenTofu serialises the writers of each provider entry itself,
@@ -11,7 +11,7 @@ run of every init is read-only, and only its write retry gets the cache.
 
 The answer is cached per binary path for the life of the process: `workers.context.build` asks before
 RQ forks its work horses, so every job inherits it and no step ever asks. A tofu that cannot be run,
-hangs, fails or prints what core/tool_version.py cannot read keeps the turn.
+hangs, fails or prints what core/tofu_version.py cannot read keeps the turn.
 """
 
 from __future__ import annotations
@@ -22,7 +22,7 @@ from collections.abc import Mapping
 from functools import cache
 from pathlib import Path
 
-from core.tool_version import tofu_locks_its_cache
+from core.tofu_version import tofu_locks_its_cache
 from workers.adapters.terraform.runner import resolve_executable
 
 PROBE_TIMEOUT = 10.0  # seconds for `tofu version -json`, which reads no configuration and no network

@@ -1,4 +1,4 @@
-"""core/tool_version.py: the release a `version -json` answer names, and whether that tofu locks its cache."""
+"""core/tofu_version.py: the release a `version -json` answer names, and whether that tofu locks its cache."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from core.tool_version import CONCURRENT_CACHE_SINCE, Release, parse_version_json, tofu_locks_its_cache
+from core.tofu_version import CONCURRENT_CACHE_SINCE, Release, parse_version_json, tofu_locks_its_cache
 
 
 def _answer(version: object) -> str:
