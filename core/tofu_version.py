@@ -7,11 +7,12 @@ use with concurrent OpenTofu operations" (https://opentofu.org/blog/help-us-test
 and "only Tofu (versions 1.10.0 and higher) supports concurrent use of the cache; Terraform doesn't
 support concurrent use at all" (https://docs.otf.ninja/caching). Each install into the cache takes an
 flock on `<provider>/<version>/<platform>.lock` there and looks for the entry again once it holds it,
-so an init that waited links what the other installed; linking from the cache takes no lock. 1.10.0 to
-1.10.4 could still fail such inits ("unable to acquire file lock ...: resource temporarily
-unavailable", opentofu#2967, #3089), until 1.10.5: "Fixed issue where usage of TF_PLUGIN_CACHE_DIR
-could result in unexpected lock contention errors (#3090)"
-(https://github.com/opentofu/opentofu/releases/tag/v1.10.5). So plangate counts on it from 1.10.5.
+so an init that waited links what the other installed; linking from the cache takes no lock (read in
+v1.10.5's internal/providercache). 1.10.0 to 1.10.4 gave up after waiting 60 s for an entry's lock and
+failed the init ("unable to acquire file lock ...: resource temporarily unavailable", opentofu#2967,
+#3089); 1.10.5 waits: "Fixed issue where usage of TF_PLUGIN_CACHE_DIR could result in unexpected lock
+contention errors (#3090)" (https://github.com/opentofu/opentofu/releases/tag/v1.10.5). So plangate
+counts on it from 1.10.5.
 
 Anything this cannot read is "not known safe": the caller keeps its own lock.
 """
