@@ -118,7 +118,8 @@ def test_the_start_up_line_and_the_status_page_say_what_each_phase_sees(
     result = _worker(env, tmp_path)
     assert result.returncode == 0, result.stderr
     seen = f"plan sees {state} (ro), {scratch} (rw); apply sees {state} (rw)"
-    assert re.search(rf"sandbox: bubblewrap \((private|no) /proc, one sandbox per (project|step)\); {re.escape(seen)}$", result.stderr, re.M)
+    said = rf"sandbox: bubblewrap \((private|no) /proc, one sandbox per (project|step)\); {re.escape(seen)}$"
+    assert re.search(said, result.stderr, re.M)
     (recorded,) = read_sandboxes(redis_conn).values()
     assert recorded.endswith(seen)
     assert f"Terraform sandbox: {recorded}" in render_status_page([], {}, [], 0.0, sandboxes={"w": recorded})

@@ -38,6 +38,7 @@ from workers.adapters.terraform.sandbox import (
     shown_by,
 )
 from workers.adapters.terraform.steps import Terraform
+from workers.adapters.terraform.tool_version import cache_is_concurrent
 
 # plan: a PR's code (read-only credentials, its own plugin cache); apply: the merged code (write
 # credentials); drift: the default branch's code, planned only.
@@ -93,12 +94,14 @@ class WorkerContext:
             home=self.sandbox.home(home),
             plugin_cache=cache_dir,
         )
+        tool = detect_tool(preferred_tool, path=env["PATH"])
         return Terraform(
-            tool=detect_tool(preferred_tool, path=env["PATH"]),
+            tool=tool,
             env=env,
             timeout=self.settings.tf_timeout,
             memory_limit_bytes=self.settings.tf_memory_mb * 1024 * 1024,
             init_lock=locks / f"plugin-cache-{trust}.lock",
+            cache_is_concurrent=cache_is_concurrent(tool, env),  # asked once per process (build)
             plugin_cache=cache_dir,
             sandbox=self.sandbox_for(grants_of),
             cgroups=self.memory_cap.cgroups,
@@ -217,6 +220,7 @@ def build(loaded: Settings) -> WorkerContext:
     )
     sandbox = prepare(loaded.sandbox, loaded.sandbox_paths, loaded.workdir / "sandbox-probe")
     check_secrets_hidden(loaded, sandbox)
+    cache_is_concurrent("tofu", {"PATH": os.environ.get("PATH") or os.defpath})  # asked before the forks
     if loaded.oidc is not None:
         KeyRing(loaded.oidc.key_dir).ensure(time.time())  # the first key, made once for every process
     return WorkerContext(

@@ -40,9 +40,10 @@ class Terraform:
 
     `writable` are the paths every step may write inside the sandbox (the job's checkout); the plan
     file's directory is writable for `plan` only, read-only for `show` and `apply`. The plugin cache
-    is read-only to every step but an init that holds `init_lock`: a plan's code cannot swap a
-    provider binary under another job's feet, and an init that finds what it needs in the cache
-    (a locked, warm cache, or no provider to install) takes no turn.
+    is read-only to every step but an init that had to write it (in its turn, `init_lock`, unless the
+    tool locks the cache itself): a plan's code cannot swap a provider binary under another job's feet,
+    and an init that finds what it needs in the cache (a locked, warm cache, or no provider to install)
+    takes no turn.
     """
 
     tool: str  # "tofu" | "terraform" (or a path to either)
@@ -55,6 +56,7 @@ class Terraform:
     # Reading and parsing one takes ~2× its size in the worker (docs/limits.md): ~1.1 GiB at the cap.
     max_json: int = 512 * 1024 * 1024
     init_lock: Path | None = None  # held by an init that writes the plugin cache (unsafe for concurrent inits)
+    cache_is_concurrent: bool = False  # OpenTofu ≥ 1.10.5 locks its cache itself: no turn (tool_version.py)
     plugin_cache: Path | None = None
     sandbox: Sandbox = field(default_factory=Sandbox)
     cgroups: CgroupRoot | None = None  # where each step gets a memory cgroup of its own, if anywhere
@@ -168,7 +170,8 @@ class Terraform:
 
     def init(self, workdir: Path) -> StepResult:
         """init with the plugin cache read-only first (sandboxed, nothing else can make it so); only an
-        init that had to install into it runs again, its turn taken, with the cache writable."""
+        init that had to install into it runs again with the cache writable, its turn taken unless the
+        tool locks the cache itself."""
         args = ["init", "-input=false", "-no-color"]
         cache = () if self.plugin_cache is None else (self.plugin_cache,)
         if self.init_lock is None:
@@ -177,6 +180,8 @@ class Terraform:
             first = self._run(workdir, args, stream=True)
             if first.ok or first.timed_out or not _cache_in_the_way(first, self.plugin_cache):
                 return StepResult("init", first)
+        if self.cache_is_concurrent:
+            return StepResult("init", self._run(workdir, args, writable=cache, stream=True))
         with self.init_lock.open("a") as lock:
             fcntl.flock(lock, fcntl.LOCK_EX)  # released when the file closes, even if the job dies
             return StepResult("init", self._run(workdir, args, writable=cache, stream=True))
