@@ -1,4 +1,4 @@
-"""Starting a project sandbox (session.py): its supervisor, what it shows, and sealing the plan file
+"""Starting a project sandbox (sandbox_session.py): its supervisor, what it shows, and sealing the plan file
 its plan step wrote."""
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ from pathlib import Path
 from workers.adapters.terraform.cgroups import JOIN_FAILED, CgroupRoot, StepCgroup
 from workers.adapters.terraform.runner import capped
 from workers.adapters.terraform.sandbox import Sandbox, SandboxError
-from workers.adapters.terraform.session import Session
+from workers.adapters.terraform.sandbox_session import Session
 
 SUPERVISOR = (
     "trap : INT TERM HUP\n"

@@ -34,7 +34,7 @@ from core.sandbox_paths import GRANT_PHASES, Grant, SandboxPaths
 SANDBOX_KEY_PREFIX = redis_keys.SANDBOX_PREFIX  # + worker name → describe(): what the status page shows
 SANDBOX_RECORD_TTL = redis_keys.SANDBOX_TTL
 SANDBOX_HOME = "/tmp/home"
-SUPERVISOR_SHELL = "supervisor-sh"  # in the probe directory: the execute-only shell (session.py)
+SUPERVISOR_SHELL = "supervisor-sh"  # in the probe directory: the execute-only shell (sandbox_session.py)
 _SYSTEM_DIRS = ("/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32")
 # What name resolution, TLS and user lookups read; nothing here holds a secret (so of /etc/ssl and
 # Red Hat's /etc/pki only the CA certificates and OpenSSL's settings: their `private/` directories
@@ -75,7 +75,7 @@ class Sandbox:
     proc: bool = True  # a fresh /proc could be mounted (not in every container)
     grants: tuple[Grant, ...] = field(default=())
     disable_userns: bool = True  # bwrap >= 0.8: no nested user namespace inside the sandbox
-    # An execute-only copy of `sh` that runs a project sandbox's steps (session.py); None: a sandbox per step.
+    # An execute-only copy of `sh` that runs a project sandbox's steps (sandbox_session.py); None: a sandbox per step.
     supervisor: str | None = None
 
     @property
@@ -229,7 +229,7 @@ def prepare(mode: str, paths: SandboxPaths, probe_dir: Path) -> Sandbox:
 
 
 def _with_supervisor(sandbox: Sandbox, probe_dir: Path) -> Sandbox:
-    """`sandbox` with a project sandbox's supervisor (session.py): an execute-only copy of `sh`, which
+    """`sandbox` with a project sandbox's supervisor (sandbox_session.py): an execute-only copy of `sh`, which
     the kernel makes non-dumpable, so no step can ptrace it or open its descriptors. Kept only when a
     process inside cannot read the copy's environ (else every step gets a sandbox of its own)."""
     if not sandbox.proc:  # nothing to check that the copy is out of reach with

@@ -3,7 +3,7 @@
 Every step gets the same env, timeout, memory cap and sandbox (workers/adapters/terraform/runner.py
 runs the process); what differs is which paths a step may write: the plan file's directory for
 `plan` only, the plugin cache for an init in its turn only. A project's init, plan and show share one
-sandbox where they can (`Terraform.one_sandbox`, session.py): the plan then writes into a scratch
+sandbox where they can (`Terraform.one_sandbox`, sandbox_session.py): the plan then writes into a scratch
 directory and its file is sealed where no step can write it.
 """
 
@@ -18,7 +18,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from workers.adapters.live_output import LiveOutput, step_line
-from workers.adapters.terraform import project_sandbox, session
+from workers.adapters.terraform import project_sandbox, sandbox_session
 from workers.adapters.terraform.cgroups import JOIN_FAILED, CgroupRoot
 from workers.adapters.terraform.oidc_tokens import Grant
 from workers.adapters.terraform.runner import DEFAULT_MAX_OUTPUT, RunResult, Watch, resolve_executable, run
@@ -75,11 +75,11 @@ class Terraform:
     # Where init, plan and apply stream what they print, each headed by `$ terraform …` (a run page);
     # `show` is not streamed: its text is the plan the page draws already, its JSON data.
     live: LiveOutput | None = None
-    box: session.Session | None = None  # the project sandbox its steps run in (one_sandbox), if one
+    box: sandbox_session.Session | None = None  # the project sandbox its steps run in (one_sandbox), if one
 
     @contextlib.contextmanager
     def one_sandbox(self, workdir: Path, scratch: Path, sealed: Path, under: Path) -> Iterator[Terraform]:
-        """This runner with init, plan and show in one sandbox (session.py): `plan` writes into
+        """This runner with init, plan and show in one sandbox (sandbox_session.py): `plan` writes into
         `scratch`, and its file is then sealed into `sealed` (read-only to the sandbox). Unchanged,
         a sandbox per step, where there is no supervisor or the steps have an OIDC identity (a fresh
         token each). `under`: where the sandbox's control directory goes."""

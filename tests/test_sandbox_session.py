@@ -1,4 +1,4 @@
-"""A project's init, plan and show in one sandbox (session.py), with real bubblewrap: one start, and
+"""A project's init, plan and show in one sandbox (sandbox_session.py), with real bubblewrap: one start, and
 still nothing a step leaves behind runs during the next, and no step can reach the supervisor."""
 
 from __future__ import annotations
