@@ -53,7 +53,7 @@ from core.sandbox_paths import SandboxPaths
 from standin.local_redis import private_redis
 from standin.sample import main_tf
 from standin.stack import Stack, running_stack
-from tests.e2e import PLAN_JOBS, finished_jobs
+from tests.e2e import PLAN_JOBS, finished_jobs, planned_dirs
 from workers.adapters.github.pacing import BURST, RATE
 from workers.adapters.terraform.env import build_env
 from workers.adapters.terraform.sandbox import Sandbox, prepare
@@ -125,19 +125,35 @@ def _epoch(when: dt.datetime | None) -> float:
 
 
 @dataclass(frozen=True)
-class Publish:
-    """When (epoch seconds) the last plan job ended, the publish job started and ended."""
+class Timeline:
+    """When (epoch seconds) the PR's jobs ran: the dispatch, the plan jobs, the publish."""
 
-    last_plan: float
-    started: float
-    ended: float
+    dispatch: tuple[float, float]
+    plans: list[tuple[float, float, int]]  # started, ended, projects planned
+    publish: tuple[float, float]
+
+    @property
+    def last_plan(self) -> float:
+        return max(end for _, end, _ in self.plans)
+
+    @property
+    def busy(self) -> float:
+        """Seconds the plan jobs ran, all added up."""
+        return sum(end - start for start, end, _ in self.plans)
 
 
-def _publish_times(conn: redis.Redis, sha: str) -> Publish:
-    plans = finished_jobs(conn, sha, PLAN_JOBS)
-    (publish,) = finished_jobs(conn, sha, (Jobs.PUBLISH_PLAN,))
-    last = max(_epoch(j.ended_at) for j in plans)
-    return Publish(last, _epoch(publish.started_at), _epoch(publish.ended_at))
+def _timeline(stack: Stack, conn: redis.Redis, sha: str) -> Timeline:
+    """Once the publish job has ended: it goes on after the statuses, posting the comment's other parts."""
+    published = (Jobs.PUBLISH_PLAN,)
+    (publish,) = stack.wait_for("the publish", lambda: finished_jobs(conn, sha, published), timeout=3600, every=POLL)
+    jobs = finished_jobs(conn, sha, PLAN_JOBS)
+    (dispatch,) = [j for j in jobs if j.func_name == Jobs.PLAN_PR]
+    plans = [(_epoch(j.started_at), _epoch(j.ended_at), len(planned_dirs(j))) for j in jobs if j is not dispatch]
+    return Timeline(
+        (_epoch(dispatch.started_at), _epoch(dispatch.ended_at)),
+        plans,
+        (_epoch(publish.started_at), _epoch(publish.ended_at)),
+    )
 
 
 def _redis_report(conn: redis.Redis) -> tuple[int, Counter[str], Counter[str]]:
@@ -182,6 +198,7 @@ def _run(projects: int, workers: int, step: float) -> int:
             "PATH": f"{bindir}:{os.environ['PATH']}",
             "PLANGATE_TF_ENV": "FAKE_TF_STEP_SECONDS",
             "FAKE_TF_STEP_SECONDS": str(step),
+            "PLANGATE_MAX_PROJECTS": str(max(projects, 500)),  # 500 by default: a site this big raises it
         }
         conn = redis.Redis.from_url(redis_url)
         with running_stack(root, redis_url, workers=workers, extra_env=fake_env) as stack:
@@ -202,7 +219,9 @@ def _run(projects: int, workers: int, step: float) -> int:
                 wall = final - _delivered(gh, pr.number)
                 final_epoch = time.time() - (time.perf_counter() - final)
             rss_after = [_rss_kib(p) for p in pids]
-            time.sleep(2)  # the publish job ends after the statuses; the stand-in logs a request once answered
+            delivered_epoch = time.time() - (time.perf_counter() - _delivered(gh, pr.number))
+            timeline = _timeline(stack, conn, pr.head_sha)
+            time.sleep(1)  # the stand-in logs a request once its answer is sent
             me = time.process_time() - me_before
             cpu = sum(_cpu_seconds(p) for p in [web, *pids]) - cpu_before
             redis_cpu = _redis_cpu(conn) - redis_cpu_before
@@ -211,7 +230,6 @@ def _run(projects: int, workers: int, step: float) -> int:
             comments = [c.body for c in bot]
             written = [body for c in bot for body in [*(e.body for e in c.edits), c.body]]
             progress = sum(1 for body in written if PROGRESS in body)
-            publish = _publish_times(conn, pr.head_sha)
             statuses = gh.reports(repo, pr.head_sha)
             jobs = Counter(
                 str(j.func_name).rsplit(".", 1)[-1]
@@ -232,11 +250,7 @@ def _run(projects: int, workers: int, step: float) -> int:
     print(f"ideal (step time × {STEPS} × projects ÷ workers): {ideal:.1f} s")
     print(f"delivery → final statuses: {wall:.1f} s = {wall / ideal:.3f}× ideal (goal ≤ {GOAL}×)")
     print("  final " + ", ".join(f"{k} {v.state} ({v.description})" for k, v in sorted(statuses.items())))
-    print(
-        f"last plan job ended → publish started {publish.started - publish.last_plan:.2f} s (the fan-in), "
-        f"publish ran {publish.ended - publish.started:.2f} s; final statuses {final_epoch - publish.last_plan:.2f} s "
-        f"after the last plan job"
-    )
+    _print_timeline(timeline, delivered_epoch, final_epoch, workers, projects, step)
     print("jobs: " + ", ".join(f"{n} {name}" for name, n in sorted(jobs.items())))
     print(f"GitHub requests: {len(requests)}, of which {comment_calls} for the {len(comments)} comment part(s)")
     for kind, n in sorted(kinds_by_endpoint.items()):
@@ -268,6 +282,27 @@ def _run(projects: int, workers: int, step: float) -> int:
         f"together {(cpu + redis_cpu + me) / capacity:.0%} of 2 cores × wall"
     )
     return 0 if not missing and not too_long and statuses["plangate/destroy"].state == "failure" else 1
+
+
+def _print_timeline(t: Timeline, delivered: float, final: float, workers: int, projects: int, step: float) -> None:
+    first = min(start for start, _, _ in t.plans)
+    span = t.last_plan - first
+    planned = sum(n for _, _, n in t.plans)
+    print(
+        f"delivery → dispatch started {t.dispatch[0] - delivered:.2f} s, "
+        f"dispatch ran {t.dispatch[1] - t.dispatch[0]:.2f} s; "
+        f"first plan job started {first - delivered:.2f} s after the delivery"
+    )
+    print(
+        f"plan jobs: {len(t.plans)} planning {planned} projects, from the first start to the last end {span:.1f} s; "
+        f"busy {t.busy:.1f} s of {workers} × {span:.1f} s = {t.busy / (workers * span):.0%}; "
+        f"{t.busy / max(planned, 1):.3f} s per project in a job (the stand-in sleeps {STEPS * step:g} s)"
+    )
+    print(
+        f"last plan job ended → publish started {t.publish[0] - t.last_plan:.2f} s (the fan-in), "
+        f"publish ran {t.publish[1] - t.publish[0]:.2f} s (the comment's every part); final statuses "
+        f"{final - t.last_plan:.2f} s after the last plan job"
+    )
 
 
 def _redis_cpu(conn: redis.Redis) -> float:
