@@ -124,7 +124,12 @@ def test_only_an_edit_reads_the_whole_progress(world: World, monkeypatch: pytest
     world.run(plan_progress.start(world.ctx, req, projects, jobs))
     loads: list[object] = []
     load = store.load
-    monkeypatch.setattr(store, "load", lambda *args: loads.append(args) or load(*args))
+
+    def counting(*args: Any) -> store.Progress | None:
+        loads.append(args)
+        return load(*args)
+
+    monkeypatch.setattr(store, "load", counting)
     for p in projects[:2]:
         world.run(plan_progress.done(world.ctx, req, p.identity, jobs[p.identity]))
     assert loads == [] and "0 of 3 done" in world.bot_bodies(req.pr)[0]
