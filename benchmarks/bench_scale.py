@@ -21,10 +21,14 @@ sandboxed step costs against the same step unsandboxed, measured just before). P
 * the CPU seconds of plangate's processes (web, workers, their horses and everything those ran:
   git, bubblewrap, the stand-in's `sh`) per project, with Redis's and the stand-in GitHub's own.
 
-The step time decides what the ratio says: plangate's own CPU per project (a job's share of RQ's fork,
-git, three sandbox starts, parsing and rendering) competes with nothing but itself for the 2 cores
-while the stand-in sleeps, so below the step time at which W workers' CPU fills both cores the ratio
-measures this machine, not the orchestration. The run prints that share (CPU used ÷ 2 × wall).
+The step time decides what the ratio says. plangate's own time per project (a job's share of RQ's
+fork, git, three sandbox starts, parsing and rendering) and its dispatch (the PR's changed files,
+listed 100 a page, are most of it at 2,000) are fixed, so the ratio falls as the steps grow; and below
+the step time at which W workers' CPU fills both cores (on this 2-core machine, 20 workers at 0.05 s
+per step) the run is CPU-bound and measures the machine, not the orchestration. The run prints that
+share (CPU used ÷ 2 × wall): 1 s per step, the default, keeps it near a sixth at 2,000 / 20; real
+terraform steps take longer. The sandbox adds wall time rather than CPU (bubblewrap's namespaces):
+the line "one stand-in step through plangate's runner" says how much per step.
 """
 
 from __future__ import annotations
