@@ -56,15 +56,17 @@ def _rss_kib(pid: int) -> int:
         for line in Path(f"/proc/{pid}/status").read_text().splitlines():
             if line.startswith("VmRSS:"):
                 return int(line.split()[1])
-    except FileNotFoundError:
+    except (FileNotFoundError, ProcessLookupError):  # it ended meanwhile
         pass
     return 0
 
 
 def _family(pid: int) -> list[int]:
     """`pid` and its children (a worker and its current work horse)."""
-    children = Path(f"/proc/{pid}/task/{pid}/children")
-    found = children.read_text().split() if children.exists() else []
+    try:
+        found = Path(f"/proc/{pid}/task/{pid}/children").read_text().split()
+    except (FileNotFoundError, ProcessLookupError):  # it ended meanwhile
+        found = []
     return [pid, *(int(c) for c in found)]
 
 

@@ -117,6 +117,34 @@ def test_a_plan_done_by_another_job_than_the_one_recorded_does_not_count(world: 
     assert "1 of 3 done" in world.bot_bodies(req.pr)[0]
 
 
+def test_only_an_edit_reads_the_whole_progress(world: World, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A PR of N projects must not read N entries at the end of each of its N plans: a plan that ends
+    within the turn of the last edit reads none of them."""
+    req, projects, jobs = _opened(world)
+    world.run(plan_progress.start(world.ctx, req, projects, jobs))
+    loads: list[object] = []
+    load = store.load
+
+    def counting(*args: Any) -> store.Progress | None:
+        loads.append(args)
+        return load(*args)
+
+    monkeypatch.setattr(store, "load", counting)
+    for p in projects[:2]:
+        world.run(plan_progress.done(world.ctx, req, p.identity, jobs[p.identity]))
+    assert loads == [] and "0 of 3 done" in world.bot_bodies(req.pr)[0]
+    _next_turn(world, req)
+    world.run(plan_progress.done(world.ctx, req, projects[2].identity, jobs[projects[2].identity]))
+    assert len(loads) == 1 and "3 of 3 done" in world.bot_bodies(req.pr)[0]
+
+
+def test_a_forged_progress_record_gets_no_edit(world: World) -> None:
+    req, projects, jobs = _opened(world)
+    world.ctx.redis.set(redis_keys.progress(req.repo_id, req.pr, req.sha), '{"x@default": "forged"}')
+    world.run(plan_progress.done(world.ctx, req, projects[0].identity, jobs[projects[0].identity]))
+    assert world.bot_bodies(req.pr) == [] and _comment_writes(world) == []
+
+
 def test_a_single_project_plan_shows_no_progress(world: World) -> None:
     req, projects, jobs = _opened(world, ("net",))
     assert len(projects) == 1

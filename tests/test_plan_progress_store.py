@@ -53,6 +53,16 @@ def test_forged_records_count_for_nothing(redis_conn: redis.Redis) -> None:
     assert progress is not None and progress.jobs == {} and progress.done == frozenset()
 
 
+def test_the_progress_is_counted_once_a_dispatch_recorded_it(redis_conn: redis.Redis) -> None:
+    records = _records(redis_conn)
+    assert not store.counted(records, 1, 2, SHA)
+    store.ended(records, 1, 2, SHA, "a@default", "job-1")  # a plan's end records nothing to count it by
+    assert not store.counted(records, 1, 2, SHA)
+    store.start(records, 1, 2, SHA, {"a@default": "a"})
+    assert store.counted(records, 1, 2, SHA)
+    assert not store.counted(records, 1, 3, SHA) and not store.counted(records, 1, 2, "b" * 40)
+
+
 def test_one_turn_per_pr_and_the_first_always_goes(redis_conn: redis.Redis) -> None:
     records = _records(redis_conn)
     assert store.take_turn(records, 1, 2)

@@ -68,12 +68,14 @@ async def start(ctx: WorkerContext, req: PlanRequest, projects: Sequence[Project
 
 
 async def done(ctx: WorkerContext, req: PlanRequest, identity: str, job: str) -> None:
-    """Job `job` ended its plan of `identity`: the comment shows it, unless an edit went out lately."""
+    """Job `job` ended its plan of `identity`: the comment shows it, unless an edit went out lately.
+    Only an edit reads the whole progress (every project, job and plan ended): a PR of N projects
+    would otherwise read N entries at the end of each of its N plans."""
     if req.pr == 0:
         return  # a merge group: no conversation
     with _quietly(req):
         store.ended(ctx.records, req.repo_id, req.pr, req.sha, identity, job)
-        if store.load(ctx.records, req.repo_id, req.pr, req.sha) is None:
+        if not store.counted(ctx.records, req.repo_id, req.pr, req.sha):
             return
         if store.take_turn(ctx.records, req.repo_id, req.pr):
             await _edit(ctx, req, wait=0.0)

@@ -73,6 +73,11 @@ def load(records: Records, repo_id: int, pr: int, sha: str) -> Progress | None:
     return Progress({str(k): str(v) for k, v in projects.items()}, jobs, frozenset(done))
 
 
+def counted(records: Records, repo_id: int, pr: int, sha: str) -> bool:
+    """Does a dispatch count the progress at `sha`? One key's existence: `load` reads and checks it all."""
+    return bool(records.conn.exists(redis_keys.progress(repo_id, pr, sha)))
+
+
 def take_turn(records: Records, repo_id: int, pr: int, *, first: bool = False) -> bool:
     """May a progress edit of the PR's comment go now? At most one per PROGRESS_EVERY seconds across
     all workers; the `first` (a dispatch's "0 of N") always may, and starts the wait."""
