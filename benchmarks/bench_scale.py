@@ -9,8 +9,9 @@ real terraform: `terraform` is tests/fakes/terraform_steps.sh, first on the work
 projects (one destroy and one create each): its plan file and `show -json` are a real plan's, so
 plangate's parser, gate, renderer and comment splitting do their real work. Everything else is real:
 `plangate web`, W `plangate worker` processes, a fresh private Redis, the stand-in GitHub, git, and
-plangate's runner with its sandbox (bubblewrap: three starts per project; the run prints what one
-sandboxed step costs against the same step unsandboxed, measured just before). Printed, from one run:
+plangate's runner with its sandbox (bubblewrap: one start per project, its init, plan and show in it;
+the run prints what one step in a sandbox of its own costs against the same step unsandboxed, measured
+just before). Printed, from one run:
 
 * wall time from the `pull_request` delivery to the final `plangate/plan` and `plangate/destroy`,
   against the ideal: the stand-in's step time × 3 steps × N ÷ W (goal ≤ 1.10× at 2,000 / 20);
@@ -22,13 +23,13 @@ sandboxed step costs against the same step unsandboxed, measured just before). P
   git, bubblewrap, the stand-in's `sh`) per project, with Redis's and the stand-in GitHub's own.
 
 The step time decides what the ratio says. plangate's own time per project (a job's share of RQ's
-fork, git, three sandbox starts, parsing and rendering) and its dispatch (the PR's changed files,
+fork, git, its sandbox's start, parsing and rendering) and its dispatch (the PR's changed files,
 listed 100 a page, are most of it at 2,000) are fixed, so the ratio falls as the steps grow; and below
 the step time at which W workers' CPU fills both cores (on this 2-core machine, 20 workers at 0.05 s
 per step) the run is CPU-bound and measures the machine, not the orchestration. The run prints that
 share (CPU used ÷ 2 × wall): 1 s per step, the default, keeps it near a sixth at 2,000 / 20; real
 terraform steps take longer. The sandbox adds wall time rather than CPU (bubblewrap's namespaces):
-the line "one stand-in step through plangate's runner" says how much per step.
+the line "one stand-in step through plangate's runner" says how much one start costs.
 """
 
 from __future__ import annotations
