@@ -7,14 +7,13 @@ import contextlib
 import os
 import shutil
 import stat
-import subprocess
 import tempfile
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
 from workers.adapters.terraform.cgroups import JOIN_FAILED, CgroupRoot, StepCgroup
-from workers.adapters.terraform.runner import capped
+from workers.adapters.terraform.runner import capped, started
 from workers.adapters.terraform.sandbox import Sandbox, SandboxError
 from workers.adapters.terraform.sandbox_session import Session
 
@@ -101,15 +100,7 @@ def _start(
     """Start the sandbox and wait for its supervisor to hold both FIFOs, then unlink them."""
     cmd = os.open(ctl / "cmd", os.O_RDWR | os.O_CLOEXEC)  # read-write: opening never blocks either side
     done = os.open(ctl / "done", os.O_RDWR | os.O_NONBLOCK | os.O_CLOEXEC)
-    proc = subprocess.Popen(
-        argv,
-        cwd=workdir,
-        env=env,
-        stdin=subprocess.DEVNULL,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        start_new_session=True,
-    )
+    proc = started(argv, workdir, env)
     assert proc.stdout is not None and proc.stderr is not None
     for pipe in (proc.stdout, proc.stderr):
         os.set_blocking(pipe.fileno(), False)

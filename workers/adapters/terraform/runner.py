@@ -212,12 +212,10 @@ class Watch:
     on_output: OnOutput | None
 
 
-def _supervise(full: list[str], cage: StepCgroup | None, cwd: Path, env: dict[str, str], watch: Watch) -> RunResult:
-    """Start `full` and see it to its end: output read as it comes, the timeout's escalation, and
-    (with `cage`) the whole group killed as soon as its cgroup counts an OOM kill."""
-    start = time.monotonic()
-    proc = subprocess.Popen(
-        full,
+def started(argv: list[str], cwd: Path, env: dict[str, str]) -> subprocess.Popen[bytes]:
+    """`argv` leading a session (and process group) of its own, stdin /dev/null, stdout and stderr piped."""
+    return subprocess.Popen(
+        argv,
         cwd=cwd,
         env=env,
         stdin=subprocess.DEVNULL,
@@ -225,6 +223,13 @@ def _supervise(full: list[str], cage: StepCgroup | None, cwd: Path, env: dict[st
         stderr=subprocess.PIPE,
         start_new_session=True,
     )
+
+
+def _supervise(full: list[str], cage: StepCgroup | None, cwd: Path, env: dict[str, str], watch: Watch) -> RunResult:
+    """Start `full` and see it to its end: output read as it comes, the timeout's escalation, and
+    (with `cage`) the whole group killed as soon as its cgroup counts an OOM kill."""
+    start = time.monotonic()
+    proc = started(full, cwd, env)
     assert proc.stdout is not None and proc.stderr is not None
     tails = {proc.stdout.fileno(): Tail(watch.max_output), proc.stderr.fileno(): Tail(watch.max_output)}
     out_fd, err_fd = proc.stdout.fileno(), proc.stderr.fileno()

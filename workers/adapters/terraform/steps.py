@@ -132,13 +132,6 @@ class Terraform:
         env = {**self.env, **added}
         exe = resolve_executable(self.tool, env)
         cache = () if self.plugin_cache is None or self.plugin_cache in writable else (self.plugin_cache,)
-        argv = self.sandbox.wrap(
-            [exe, *args],
-            cwd=workdir,
-            writable=[*self.writable, *writable],
-            readable=[*self.readable, *cache, *readable],
-            mounts=self.mounts,
-        )
         live = self.live if stream else None
         if live is not None:
             live.step(step_line(self.tool, args))
@@ -146,6 +139,13 @@ class Terraform:
             watch = Watch(self.timeout, self.grace, max_output or self.max_output, True, live)
             result = self.box.run([exe, *args], workdir, watch)
         else:
+            argv = self.sandbox.wrap(
+                [exe, *args],
+                cwd=workdir,
+                writable=[*self.writable, *writable],
+                readable=[*self.readable, *cache, *readable],
+                mounts=self.mounts,
+            )
             result = run(
                 argv,
                 cwd=workdir,
