@@ -1,0 +1,187 @@
+"""A project sandbox (sandbox_session.py) under attack, with real bubblewrap: the plan's code (a fake
+`terraform` shell script here) tries to change the plan after its digest, to carry something into
+`show`, or to outlast a step; each attempt must fail, or fail closed."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import time
+from dataclasses import replace
+from pathlib import Path
+
+import pytest
+
+from tests.test_sandbox_session import SHOW_JSON, _fake, _script
+from workers.adapters.terraform.sandbox import Sandbox, SandboxError
+from workers.adapters.terraform.steps import file_digest
+
+pytestmark = pytest.mark.slow
+
+_OUT = 'for a in "$@"; do case "$a" in -out=*) out="${a#-out=}" ;; esac; done'
+
+# Holds one descriptor sent over an abstract unix socket (the network namespace, and so the abstract
+# socket names, are the host's), then writes through it once the test says so.
+_RECEIVER = """
+import array, os, socket, sys, time
+name, go, wrote = sys.argv[1:]
+server = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+server.bind("\\0" + name)
+server.listen(1)
+print("listening", flush=True)
+conn, _ = server.accept()
+fds = array.array("i")
+_, ancillary, _, _ = conn.recvmsg(1, socket.CMSG_LEN(fds.itemsize))
+fds.frombytes(ancillary[0][2][: fds.itemsize])
+while not os.path.exists(go):
+    time.sleep(0.02)
+os.pwrite(fds[0], b"evil\\n", 0)
+open(wrote, "w").close()
+"""
+_SENDER = """
+import os, socket, sys
+fd = os.open(sys.argv[2], os.O_RDWR)
+s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+s.connect("\\0" + sys.argv[1])
+s.sendmsg([b"x"], [(socket.SOL_SOCKET, socket.SCM_RIGHTS, fd.to_bytes(4, "little"))])
+"""
+
+
+def test_a_plan_file_descriptor_held_outside_the_session_cannot_change_the_sealed_plan(
+    sandbox: Sandbox, tmp_path: Path
+) -> None:
+    """The plan's code hands a descriptor of its plan file to a process that no kill of this sandbox
+    reaches (another job's sandbox: the attacker's other pull request); that process writes through it
+    after the digest. What `show` reads and `apply` checks must still be the file that was digested."""
+    name = f"plangate-attack-{os.getpid()}-{tmp_path.name}"
+    other = tmp_path / "other"
+    other.mkdir()
+    go, wrote = other / "go", other / "wrote"
+    receiver_argv = sandbox.wrap(
+        ["/usr/bin/python3", "-c", _RECEIVER, name, str(go), str(wrote)], cwd=other, writable=[other]
+    )
+    receiver = subprocess.Popen(receiver_argv, stdout=subprocess.PIPE, env={"PATH": "/usr/bin:/bin"})
+    try:
+        assert receiver.stdout is not None and receiver.stdout.readline() == b"listening\n"
+        sender = _script(tmp_path / "job" / "src" / "tools" / "send.py", _SENDER)  # in the checkout
+        body = f"""case "$1" in
+plan) {_OUT}; echo plan > "$out"; /usr/bin/python3 {sender} {name} "$out" || exit 1; exit 2 ;;
+show) cat "$3" >> "$MARKS/shown"; echo '{SHOW_JSON}' ;;
+*) exit 0 ;;
+esac"""
+        tf, dirs = _fake(tmp_path, sandbox, body)
+        root = dirs.src / "infra"
+        with tf.one_sandbox(root, dirs.scratch, dirs.planfile.parent, dirs.root) as boxed:
+            planned = boxed.plan(root, dirs.planfile)
+            assert planned.ok and planned.digest is not None, planned.output
+            go.touch()
+            deadline = time.monotonic() + 10
+            while not wrote.exists() and time.monotonic() < deadline:
+                time.sleep(0.02)
+            assert wrote.exists(), "the process outside the session wrote through its descriptor"
+            boxed.show_json(root, dirs.planfile)
+        assert dirs.planfile.read_bytes() == b"plan\n"
+        assert file_digest(dirs.planfile) == planned.digest
+        assert (root / "shown").read_bytes() == b"plan\n"
+    finally:
+        receiver.kill()
+        receiver.wait()
+
+
+def test_a_directory_where_the_plan_file_goes_is_refused(sandbox: Sandbox, tmp_path: Path) -> None:
+    body = f"""case "$1" in
+plan) {_OUT}; mkdir -p "$out/inside"; exit 2 ;;
+*) exit 0 ;;
+esac"""
+    tf, dirs = _fake(tmp_path, sandbox, body)
+    root = dirs.src / "infra"
+    with tf.one_sandbox(root, dirs.scratch, dirs.planfile.parent, dirs.root) as boxed:
+        planned = boxed.plan(root, dirs.planfile)
+    assert not planned.ok and planned.digest is None and "refused" in planned.output
+    assert not os.path.lexists(dirs.planfile)
+
+
+def test_nothing_the_plan_leaves_in_home_or_tmpdir_is_there_for_show(sandbox: Sandbox, tmp_path: Path) -> None:
+    """A step of its own starts with an empty HOME and TMPDIR: a `.terraformrc` the plan's code leaves in
+    HOME (say `dev_overrides`: a provider binary of its choosing) must not reach `show`."""
+    body = f"""case "$1" in
+plan) {_OUT}; echo plan > "$out"
+  echo 'provider_installation {{ dev_overrides {{ "hashicorp/null" = "/tmp/evil" }} }}' > "$HOME/.terraformrc"
+  mkdir -p "$HOME/.terraform.d/plugins" && echo left > "$TMPDIR/left-by-plan"
+  echo "$HOME $TMPDIR" > "$MARKS/plan-saw"; exit 2 ;;
+show) ls -A "$HOME" "$TMPDIR" > "$MARKS/show-saw"; echo "$HOME $TMPDIR" >> "$MARKS/show-saw"; echo '{SHOW_JSON}' ;;
+*) exit 0 ;;
+esac"""
+    tf, dirs = _fake(tmp_path, sandbox, body)
+    root = dirs.src / "infra"
+    with tf.one_sandbox(root, dirs.scratch, dirs.planfile.parent, dirs.root) as boxed:
+        planned = boxed.plan(root, dirs.planfile)
+        shown = boxed.show_json(root, dirs.planfile)
+    assert planned.ok and shown == SHOW_JSON.encode() + b"\n"
+    seen = (root / "show-saw").read_text()
+    assert ".terraformrc" not in seen and ".terraform.d" not in seen and "left-by-plan" not in seen, seen
+
+
+def test_signals_to_the_supervisor_while_it_waits_and_kills_change_nothing(sandbox: Sandbox, tmp_path: Path) -> None:
+    """INT, TERM and HUP are the signals the supervisor catches (to ignore them): a flood of them, racing
+    its wait for the step and its kill loop, neither ends it nor changes the step's exit code."""
+    flood = "( while :; do kill -INT 1; kill -TERM 1; kill -HUP 1; done 2>/dev/null ) &"
+    body = f"""case "$1" in
+init) {flood} {flood} sleep 0.3; exit 0 ;;
+plan) {flood} {flood} {_OUT}; echo plan > "$out"; sleep 0.3; exit 2 ;;
+show) {flood} sleep 0.2; echo '{SHOW_JSON}' ;;
+esac"""
+    tf, dirs = _fake(tmp_path, sandbox, body)
+    root = dirs.src / "infra"
+    with tf.one_sandbox(root, dirs.scratch, dirs.planfile.parent, dirs.root) as boxed:
+        init = boxed.init(root)
+        planned = boxed.plan(root, dirs.planfile)
+        shown = boxed.show_json(root, dirs.planfile)
+        again = boxed.init(root)
+    assert init.ok and planned.ok and planned.has_changes is True and again.ok
+    assert shown == SHOW_JSON.encode() + b"\n"
+
+
+def test_processes_that_hop_to_a_new_pid_as_fast_as_they_can_do_not_reach_show(sandbox: Sandbox, tmp_path: Path) -> None:
+    """Each forks its successor and exits: a kill by process list would chase them; `kill -9 -1` in a
+    loop until nothing is left does not."""
+    hop = _script(
+        tmp_path / "job" / "src" / "tools" / "hop",
+        '[ -e "$MARKS/show-began" ] && echo ran >> "$MARKS/during-show"\necho >> "$MARKS/hops"\n"$0" &',
+    )
+    body = f"""case "$1" in
+plan) {hop} & {hop} & {hop} & {_OUT}; echo plan > "$out"; sleep 0.3; exit 2 ;;
+show) touch "$MARKS/show-began"; sleep 0.5; echo '{SHOW_JSON}' ;;
+*) exit 0 ;;
+esac"""
+    tf, dirs = _fake(tmp_path, sandbox, body)
+    root = dirs.src / "infra"
+    with tf.one_sandbox(root, dirs.scratch, dirs.planfile.parent, dirs.root) as boxed:
+        planned = boxed.plan(root, dirs.planfile)
+        shown = boxed.show_json(root, dirs.planfile)
+    assert planned.ok and shown == SHOW_JSON.encode() + b"\n"
+    assert len((root / "hops").read_text()) > 30  # they did hop while the plan ran
+    assert not (root / "during-show").exists()
+
+
+def test_a_step_deaf_to_the_timeout_ends_the_sandbox_and_no_later_step_runs(sandbox: Sandbox, tmp_path: Path) -> None:
+    """INT and TERM ignored, in a session of its own: the SIGKILL takes bwrap, and with it the whole
+    sandbox; the plan fails, and the session refuses the next step rather than start another."""
+    deaf = "trap '' INT TERM HUP"
+    body = f"""case "$1" in
+plan) {deaf}; {_OUT}; echo plan > "$out"
+  setsid sh -c "{deaf}; while :; do echo >> \\"\\$MARKS/alive\\"; sleep 0.05; done" &
+  while :; do sleep 0.1; done ;;
+*) exit 0 ;;
+esac"""
+    tf, dirs = _fake(tmp_path, sandbox, body, timeout=1.0, grace=0.5)
+    root = dirs.src / "infra"
+    with tf.one_sandbox(root, dirs.scratch, dirs.planfile.parent, dirs.root) as boxed:
+        planned = boxed.plan(root, dirs.planfile)
+        with pytest.raises(SandboxError, match="ended before this step"):
+            replace(boxed, timeout=60.0).show_json(root, dirs.planfile)
+    assert planned.result.timed_out and planned.result.killed_by == "SIGKILL"
+    assert not planned.ok and planned.digest is None and not dirs.planfile.exists()
+    ticks = (root / "alive").read_text()
+    time.sleep(0.3)
+    assert (root / "alive").read_text() == ticks  # nothing of it runs any more
