@@ -29,6 +29,7 @@ SUPERVISOR = (
     "done\n"
 )
 START_TIMEOUT = 30.0
+_COPY_CHUNK = 1024 * 1024
 
 
 class PlanFileError(RuntimeError):
@@ -128,11 +129,24 @@ def _start(
 
 
 def seal_planfile(made: Path, sealed: Path) -> None:
-    """Move the plan file a session's plan wrote (every process of that step gone) to where no step can
-    write it. Only a regular file with a single name is taken: another name, in the writable scratch,
-    would let a later step change the plan after its digest was taken."""
-    info = os.lstat(made)
+    """Copy the plan file a session's plan wrote (every process of that step gone) into a new file where
+    no step can write it, and remove it. A copy, never a rename: a descriptor of the written file can
+    outlive the step (handed over a unix socket to a process in another sandbox, whose abstract socket
+    names are the host's), and what is digested, shown and applied must be a file no such descriptor
+    reaches. Only a regular file with a single name is taken, and no more of it than it held when looked
+    at (a writer holding it cannot make the copy endless)."""
+    try:
+        fd = os.open(made, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
+    except OSError as exc:
+        raise PlanFileError(f"the plan step left {made.name} as something other than a regular file: refused") from exc
+    info = os.fstat(fd)
     if not stat.S_ISREG(info.st_mode) or info.st_nlink != 1:
-        made.unlink()
+        os.close(fd)
         raise PlanFileError(f"the plan step left {made.name} as something other than a regular file: refused")
-    os.replace(made, sealed)
+    with os.fdopen(fd, "rb") as src:
+        with sealed.open("xb") as dst:
+            left = info.st_size
+            while left > 0 and (chunk := src.read(min(left, _COPY_CHUNK))):
+                dst.write(chunk)
+                left -= len(chunk)
+    made.unlink()

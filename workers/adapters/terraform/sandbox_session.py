@@ -17,9 +17,10 @@ steps in it one at a time. Its PID 1 (`bwrap --as-pid-1`) is project_sandbox.py'
   soon as it has opened them.
 
 What differs between steps is settled by the worker: `plan` writes its file into `scratch`, writable to
-every step of the session, and once the plan step is over (every process of it gone) the worker moves
-the file into the plan directory, read-only to the sandbox, refusing anything but a regular file with
-no other name (`project_sandbox.seal_planfile`), before it is digested, shown or applied.
+every step of the session, and once the plan step is over (every process of it gone) the worker copies
+the file into a new one in the plan directory, read-only to the sandbox, refusing anything but a regular
+file with no other name (`project_sandbox.seal_planfile`), before it is digested, shown or applied: a
+copy, because a descriptor of the written file may live on outside the sandbox.
 """
 
 from __future__ import annotations
