@@ -142,7 +142,7 @@ esac"""
     assert shown == SHOW_JSON.encode() + b"\n"
 
 
-def test_processes_that_hop_to_a_new_pid_as_fast_as_they_can_do_not_reach_show(sandbox: Sandbox, tmp_path: Path) -> None:
+def test_processes_hopping_to_new_pids_as_fast_as_they_can_do_not_reach_show(sandbox: Sandbox, tmp_path: Path) -> None:
     """Each forks its successor and exits: a kill by process list would chase them; `kill -9 -1` in a
     loop until nothing is left does not."""
     hop = _script(

@@ -143,10 +143,9 @@ def seal_planfile(made: Path, sealed: Path) -> None:
     if not stat.S_ISREG(info.st_mode) or info.st_nlink != 1:
         os.close(fd)
         raise PlanFileError(f"the plan step left {made.name} as something other than a regular file: refused")
-    with os.fdopen(fd, "rb") as src:
-        with sealed.open("xb") as dst:
-            left = info.st_size
-            while left > 0 and (chunk := src.read(min(left, _COPY_CHUNK))):
-                dst.write(chunk)
-                left -= len(chunk)
+    with os.fdopen(fd, "rb") as src, sealed.open("xb") as dst:
+        left = info.st_size
+        while left > 0 and (chunk := src.read(min(left, _COPY_CHUNK))):
+            dst.write(chunk)
+            left -= len(chunk)
     made.unlink()
