@@ -6,7 +6,9 @@ on an idle 2-core machine, ~20 ms with both cores busy, per step). A session sta
 steps in it one at a time. Its PID 1 (`bwrap --as-pid-1`) is project_sandbox.py's SUPERVISOR, a few lines of `sh`:
 
 * it runs a step when the worker names one on its `cmd` FIFO: a script the worker wrote into a
-  directory the sandbox sees read-only, with stdin /dev/null and none of the supervisor's descriptors;
+  directory the sandbox sees read-only, with stdin /dev/null and none of the supervisor's descriptors,
+  and a HOME and TMPDIR of its own, as a sandbox of its own would give it (so no `.terraformrc` the
+  plan's code left in HOME chooses the providers `show` runs);
 * when the step's process exits, it SIGKILLs every other process of the namespace (`kill -9 -1`: all
   but itself) and reaps them until none is left, and only then says `done`. So nothing the plan's code
   started runs during `show`, and a step's output is all in the pipes by the time it is read;
@@ -26,6 +28,7 @@ copy, because a descriptor of the written file may live on outside the sandbox.
 from __future__ import annotations
 
 import os
+import secrets
 import select
 import shlex
 import signal
@@ -99,7 +102,12 @@ class Session:
             raise SandboxError("setting PLANGATE_SANDBOX: the project's sandbox ended before this step")
         self.steps += 1
         name = str(self.steps)
-        (self.ctl / name).write_text(f"cd {shlex.quote(str(cwd))} || exit 126\nexec {shlex.join(argv)}\n")
+        own = shlex.quote(f"/tmp/step-{secrets.token_hex(8)}")  # a name no step before this one could know
+        (self.ctl / name).write_text(
+            f"cd {shlex.quote(str(cwd))} || exit 126\n"
+            f"/bin/mkdir -m 700 {own} {own}/home || exit 126\n"
+            f"HOME={own}/home TMPDIR={own} exec {shlex.join(argv)}\n"
+        )
         ooms = self.cage.oom_kills() if self.cage is not None else 0
         start = time.monotonic()
         os.write(self.cmd, f"{name}\n".encode())
