@@ -47,12 +47,15 @@ s.sendmsg([b"x"], [(socket.SOL_SOCKET, socket.SCM_RIGHTS, fd.to_bytes(4, "little
 """
 
 
-def test_a_plan_file_descriptor_held_outside_the_session_cannot_change_the_sealed_plan(
-    sandbox: Sandbox, tmp_path: Path
+@pytest.mark.parametrize("per_step", [False, True], ids=["one-sandbox", "sandbox-per-step"])
+def test_a_plan_file_descriptor_held_outside_the_sandbox_cannot_change_the_sealed_plan(
+    sandbox: Sandbox, tmp_path: Path, per_step: bool
 ) -> None:
     """The plan's code hands a descriptor of its plan file to a process that no kill of this sandbox
     reaches (another job's sandbox: the attacker's other pull request); that process writes through it
-    after the digest. What `show` reads and `apply` checks must still be the file that was digested."""
+    after the digest. What `show` reads and `apply` checks must still be the file that was digested,
+    with a sandbox per project or per step (no supervisor) alike."""
+    sandbox = replace(sandbox, supervisor=None) if per_step else sandbox
     name = f"plangate-attack-{os.getpid()}-{tmp_path.name}"
     other = tmp_path / "other"
     other.mkdir()
