@@ -113,7 +113,6 @@ def _start(
         env,
         frozenset([*shown.writable, scratch, *(target for _, target in shown.mounts)]),
         frozenset(shown.readable),
-        scratch,
         cage,
         memory_limit,
     )
@@ -129,7 +128,7 @@ def _start(
 
 
 def seal_planfile(made: Path, sealed: Path) -> None:
-    """Copy the plan file a session's plan wrote (every process of that step gone) into a new file where
+    """Copy the plan file a sandboxed plan wrote (every process of that step gone) into a new file where
     no step can write it, and remove it. A copy, never a rename: a descriptor of the written file can
     outlive the step (handed over a unix socket to a process in another sandbox, whose abstract socket
     names are the host's), and what is digested, shown and applied must be a file no such descriptor
@@ -143,9 +142,12 @@ def seal_planfile(made: Path, sealed: Path) -> None:
     if not stat.S_ISREG(info.st_mode) or info.st_nlink != 1:
         os.close(fd)
         raise PlanFileError(f"the plan step left {made.name} as something other than a regular file: refused")
-    with os.fdopen(fd, "rb") as src, sealed.open("xb") as dst:
+    copy, name = tempfile.mkstemp(prefix=".sealing-", dir=sealed.parent)
+    with os.fdopen(fd, "rb") as src, os.fdopen(copy, "wb") as dst:
         left = info.st_size
         while left > 0 and (chunk := src.read(min(left, _COPY_CHUNK))):
             dst.write(chunk)
             left -= len(chunk)
-    made.unlink()
+    os.replace(name, sealed)  # a new file, whole, even over an earlier plan's
+    with contextlib.suppress(OSError):  # whatever has that name now: the copy no longer depends on it
+        made.unlink()

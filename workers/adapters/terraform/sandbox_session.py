@@ -65,7 +65,6 @@ class Session:
     env: dict[str, str]
     writable: frozenset[Path]
     readable: frozenset[Path]
-    scratch: Path
     cage: StepCgroup | None
     memory_limit: int | None
     steps: int = 0

@@ -1,10 +1,10 @@
 """The terraform/tofu steps plangate runs (init, plan, show, apply), each through the one runner.
 
 Every step gets the same env, timeout, memory cap and sandbox (workers/adapters/terraform/runner.py
-runs the process); what differs is which paths a step may write: the plan file's directory for
-`plan` only, the plugin cache for an init in its turn only. A project's init, plan and show share one
-sandbox where they can (`Terraform.one_sandbox`, sandbox_session.py): the plan then writes into a scratch
-directory and its file is sealed where no step can write it.
+runs the process); what differs is which paths a step may write: the plan file's scratch directory
+for `plan` only, the plugin cache for an init in its turn only. A project's init, plan and show share one
+sandbox where they can (`Terraform.one_sandbox`, sandbox_session.py). Sandboxed, the plan writes into
+the scratch directory and its file is sealed (copied into a new file) where no step can write it.
 """
 
 from __future__ import annotations
@@ -39,7 +39,7 @@ class Terraform:
     """The terraform/tofu steps plangate runs, each under the same env, timeout, memory cap and sandbox.
 
     `writable` are the paths every step may write inside the sandbox (the job's checkout); the plan
-    file's directory is writable for `plan` only, read-only for `show` and `apply`. The plugin cache
+    file's directory is read-only to every step (`plan` writes into `scratch`). The plugin cache
     is read-only to every step but an init that had to write it (in its turn, `init_lock`, unless the
     tool locks the cache itself): a plan's code cannot swap a provider binary under another job's feet,
     and an init that finds what it needs in the cache (a locked, warm cache, or no provider to install)
@@ -76,15 +76,20 @@ class Terraform:
     # `show` is not streamed: its text is the plan the page draws already, its JSON data.
     live: LiveOutput | None = None
     box: sandbox_session.Session | None = None  # the project sandbox its steps run in (one_sandbox), if one
+    scratch: Path | None = None  # where `plan` writes its file before it is sealed (one_sandbox), if anywhere
 
     @contextlib.contextmanager
     def one_sandbox(self, workdir: Path, scratch: Path, sealed: Path, under: Path) -> Iterator[Terraform]:
         """This runner with init, plan and show in one sandbox (sandbox_session.py): `plan` writes into
-        `scratch`, and its file is then sealed into `sealed` (read-only to the sandbox). Unchanged,
-        a sandbox per step, where there is no supervisor or the steps have an OIDC identity (a fresh
-        token each). `under`: where the sandbox's control directory goes."""
-        if not self.sandbox.enabled or self.sandbox.supervisor is None or self.oidc is not None:
+        `scratch`, and its file is then sealed into `sealed` (read-only to the sandbox). A sandbox per
+        step where there is no supervisor or the steps have an OIDC identity (a fresh token each), its
+        plan file written and sealed the same way. `under`: where the sandbox's control directory goes."""
+        if not self.sandbox.enabled:
             yield self
+            return
+        if self.sandbox.supervisor is None or self.oidc is not None:
+            scratch.mkdir(parents=True, exist_ok=True)
+            yield replace(self, scratch=scratch)
             return
         exe = resolve_executable(self.tool, self.env)
         cache = () if self.plugin_cache is None else (self.plugin_cache,)
@@ -103,7 +108,7 @@ class Terraform:
             memory_limit_bytes=self.memory_limit_bytes,
             cgroups=self.cgroups,
         ) as box:
-            yield replace(self, box=box)
+            yield replace(self, box=box, scratch=scratch)
 
     def _run(
         self,
@@ -201,7 +206,7 @@ class Terraform:
             *(["-destroy"] if destroy else []),
             *(["-refresh-only"] if refresh_only else []),
         ]
-        made = out if self.box is None else self.box.scratch / out.name
+        made = out if self.scratch is None else self.scratch / out.name
         result = self._run(workdir, [*args, f"-out={made}"], writable=(made.parent,), stream=True)
         stopped = result.timed_out or result.out_of_memory
         changes = None if stopped or result.returncode not in (0, 2) else result.returncode == 2
