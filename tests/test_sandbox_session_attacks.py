@@ -188,3 +188,51 @@ esac"""
     ticks = (root / "alive").read_text()
     time.sleep(0.3)
     assert (root / "alive").read_text() == ticks  # nothing of it runs any more
+
+
+def test_the_scratch_directory_and_the_step_scripts_cannot_be_replaced(sandbox: Sandbox, tmp_path: Path) -> None:
+    """`scratch` is a mount point (no rename, no removal); the control directory, whose path PID 1's
+    command line gives away, is read-only: no step writes the next step's script or its plan's path."""
+    body = f"""case "$1" in
+init) ctl=$(tr '\\0' '\\n' < /proc/1/cmdline | tail -n 1); scratch="${{ctl%/steps-*}}/scratch"
+  echo "ctl $ctl" > "$MARKS/init-saw"
+  for n in 1 2 3 4; do echo 'echo pwned > "$MARKS/pwned"' 2>/dev/null > "$ctl/$n" && echo wrote-$n >> "$MARKS/init-saw"; done
+  mv "$scratch" "$scratch.gone" 2>/dev/null && echo moved >> "$MARKS/init-saw"
+  rmdir "$scratch" 2>/dev/null && echo removed >> "$MARKS/init-saw"
+  exit 0 ;;
+plan) {_OUT}; echo plan > "$out"; exit 2 ;;
+show) cat "$3"; exit 0 ;;
+esac"""
+    tf, dirs = _fake(tmp_path, sandbox, body)
+    root = dirs.src / "infra"
+    with tf.one_sandbox(root, dirs.scratch, dirs.planfile.parent, dirs.root) as boxed:
+        init = boxed.init(root)
+        planned = boxed.plan(root, dirs.planfile)
+        shown = boxed.show_json(root, dirs.planfile)
+    saw = (root / "init-saw").read_text()
+    assert init.ok and saw.startswith(f"ctl {dirs.root}/steps-") and saw.count("\n") == 1, saw
+    assert planned.ok and shown == b"plan\n" and not (root / "pwned").exists()
+
+
+def test_nothing_the_plan_writes_outside_its_mounts_is_there_for_show(sandbox: Sandbox, tmp_path: Path) -> None:
+    """The sandbox's root (`/etc` around the files bubblewrap shows, the directories it makes to mount
+    on, a TF_CLI_CONFIG_FILE path no mount covers) lives as long as the sandbox: the plan's code must
+    not leave a file there for `show` to read, as a sandbox of its own would start without it."""
+    body = f"""case "$1" in
+plan) {_OUT}; echo plan > "$out"
+  for f in /etc/terraformrc /etc/ssl/ca-bundle.pem /opt/plangate/bin/python3; do
+    mkdir -p "${{f%/*}}" 2>/dev/null; echo planted 2>/dev/null > "$f" && echo "$f" >> "$MARKS/planted"
+  done
+  exit 2 ;;
+show) for f in /etc/terraformrc /etc/ssl/ca-bundle.pem /opt/plangate/bin/python3; do
+    [ -e "$f" ] && echo "$f" >> "$MARKS/show-saw"
+  done; echo '{SHOW_JSON}' ;;
+*) exit 0 ;;
+esac"""
+    tf, dirs = _fake(tmp_path, sandbox, body)
+    root = dirs.src / "infra"
+    with tf.one_sandbox(root, dirs.scratch, dirs.planfile.parent, dirs.root) as boxed:
+        planned = boxed.plan(root, dirs.planfile)
+        shown = boxed.show_json(root, dirs.planfile)
+    assert planned.ok and shown == SHOW_JSON.encode() + b"\n"
+    assert not (root / "show-saw").exists(), (root / "show-saw").read_text()
