@@ -196,7 +196,9 @@ def test_the_scratch_directory_and_the_step_scripts_cannot_be_replaced(sandbox: 
     body = f"""case "$1" in
 init) ctl=$(tr '\\0' '\\n' < /proc/1/cmdline | tail -n 1); scratch="${{ctl%/steps-*}}/scratch"
   echo "ctl $ctl" > "$MARKS/init-saw"
-  for n in 1 2 3 4; do echo 'echo pwned > "$MARKS/pwned"' 2>/dev/null > "$ctl/$n" && echo wrote-$n >> "$MARKS/init-saw"; done
+  for n in 1 2 3 4; do
+    echo 'echo pwned > "$MARKS/pwned"' 2>/dev/null > "$ctl/$n" && echo wrote-$n >> "$MARKS/init-saw"
+  done
   mv "$scratch" "$scratch.gone" 2>/dev/null && echo moved >> "$MARKS/init-saw"
   rmdir "$scratch" 2>/dev/null && echo removed >> "$MARKS/init-saw"
   exit 0 ;;

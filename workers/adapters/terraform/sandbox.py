@@ -144,7 +144,9 @@ class Sandbox:
             args += ["--bind", str(source), str(target)]
         for grant in self.grants:
             args += ["--bind" if grant.writable else "--ro-bind", str(grant.path), str(grant.path)]
-        return [*args, "--chdir", str(cwd), "--", *argv]
+        # The root itself (`/etc` around the files shown, the directories made to mount on) read-only:
+        # in a project sandbox, a file the plan's code left there would still be there for `show`.
+        return [*args, "--remount-ro", "/", "--chdir", str(cwd), "--", *argv]
 
     def shows(self, exe: str) -> bool:
         """Is `exe` in the system directories every sandbox shows (else a step binds it)?"""
