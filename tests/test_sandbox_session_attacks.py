@@ -238,3 +238,24 @@ esac"""
         shown = boxed.show_json(root, dirs.planfile)
     assert planned.ok and shown == SHOW_JSON.encode() + b"\n"
     assert not (root / "show-saw").exists(), (root / "show-saw").read_text()
+
+
+def test_no_step_can_make_a_namespace_where_kill_minus_one_would_not_reach(sandbox: Sandbox, tmp_path: Path) -> None:
+    """A process in a PID namespace of its own is still one `kill -9 -1` reaches; but none can be made:
+    no user namespace (bwrap --disable-userns), and so no capability for a PID namespace either."""
+    if not sandbox.disable_userns:
+        pytest.skip("this bubblewrap cannot refuse nested user namespaces")
+    body = """case "$1" in
+init) for how in "-U" "-Ur" "-p -f" "-Ur -p -f --mount-proc" "-m"; do
+    unshare $how true 2>/dev/null && echo "made $how" >> "$MARKS/made"
+  done
+  /usr/bin/python3 -c 'import os; os.unshare(os.CLONE_NEWUSER)' 2>/dev/null && echo "made python" >> "$MARKS/made"
+  echo tried > "$MARKS/tried"; exit 0 ;;
+*) exit 0 ;;
+esac"""
+    tf, dirs = _fake(tmp_path, sandbox, body)
+    root = dirs.src / "infra"
+    with tf.one_sandbox(root, dirs.scratch, dirs.planfile.parent, dirs.root) as boxed:
+        init = boxed.init(root)
+    assert init.ok and (root / "tried").exists()
+    assert not (root / "made").exists(), (root / "made").read_text()
