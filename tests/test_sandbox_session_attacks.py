@@ -35,16 +35,37 @@ _, ancillary, _, _ = conn.recvmsg(1, socket.CMSG_LEN(fds.itemsize))
 fds.frombytes(ancillary[0][2][: fds.itemsize])
 while not os.path.exists(go):
     time.sleep(0.02)
-os.pwrite(fds[0], b"evil\\n", 0)
+try:
+    os.pwrite(fds[0], b"evil\\n", 0)
+except OSError:  # a pipe
+    os.write(fds[0], b"evil\\n")
 open(wrote, "w").close()
 """
 _SENDER = """
 import os, socket, sys
-fd = os.open(sys.argv[2], os.O_RDWR)
+fd = 1 if sys.argv[2] == "stdout" else os.open(sys.argv[2], os.O_RDWR)
 s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
 s.connect("\\0" + sys.argv[1])
 s.sendmsg([b"x"], [(socket.SOL_SOCKET, socket.SCM_RIGHTS, fd.to_bytes(4, "little"))])
 """
+
+
+def _receiver(sandbox: Sandbox, tmp_path: Path) -> tuple[str, Path, Path, subprocess.Popen[bytes]]:
+    """A process in a sandbox of its own (another job's), waiting for a descriptor on an abstract unix
+    socket; it writes `evil` through it once the `go` file exists, then makes `wrote`."""
+    name = f"plangate-attack-{os.getpid()}-{tmp_path.name}"
+    other = tmp_path / "other"
+    other.mkdir()
+    go, wrote = other / "go", other / "wrote"
+    argv = sandbox.wrap(["/usr/bin/python3", "-c", _RECEIVER, name, str(go), str(wrote)], cwd=other, writable=[other])
+    return name, go, wrote, subprocess.Popen(argv, stdout=subprocess.PIPE, env={"PATH": "/usr/bin:/bin"})
+
+
+def _wait_for(path: Path) -> None:
+    deadline = time.monotonic() + 10
+    while not path.exists() and time.monotonic() < deadline:
+        time.sleep(0.02)
+    assert path.exists(), f"{path.name} did not appear"
 
 
 @pytest.mark.parametrize("per_step", [False, True], ids=["one-sandbox", "sandbox-per-step"])
@@ -56,14 +77,7 @@ def test_a_plan_file_descriptor_held_outside_the_sandbox_cannot_change_the_seale
     after the digest. What `show` reads and `apply` checks must still be the file that was digested,
     with a sandbox per project or per step (no supervisor) alike."""
     sandbox = replace(sandbox, supervisor=None) if per_step else sandbox
-    name = f"plangate-attack-{os.getpid()}-{tmp_path.name}"
-    other = tmp_path / "other"
-    other.mkdir()
-    go, wrote = other / "go", other / "wrote"
-    receiver_argv = sandbox.wrap(
-        ["/usr/bin/python3", "-c", _RECEIVER, name, str(go), str(wrote)], cwd=other, writable=[other]
-    )
-    receiver = subprocess.Popen(receiver_argv, stdout=subprocess.PIPE, env={"PATH": "/usr/bin:/bin"})
+    name, go, wrote, receiver = _receiver(sandbox, tmp_path)
     try:
         assert receiver.stdout is not None and receiver.stdout.readline() == b"listening\n"
         sender = _script(tmp_path / "job" / "src" / "tools" / "send.py", _SENDER)  # in the checkout
@@ -78,10 +92,7 @@ esac"""
             planned = boxed.plan(root, dirs.planfile)
             assert planned.ok and planned.digest is not None, planned.output
             go.touch()
-            deadline = time.monotonic() + 10
-            while not wrote.exists() and time.monotonic() < deadline:
-                time.sleep(0.02)
-            assert wrote.exists(), "the process outside the session wrote through its descriptor"
+            _wait_for(wrote)  # the process outside the sandbox wrote through its descriptor
             boxed.show_json(root, dirs.planfile)
         assert dirs.planfile.read_bytes() == b"plan\n"
         assert file_digest(dirs.planfile) == planned.digest
@@ -259,3 +270,34 @@ esac"""
         init = boxed.init(root)
     assert init.ok and (root / "tried").exists()
     assert not (root / "made").exists(), (root / "made").read_text()
+
+
+@pytest.mark.xfail(strict=True, reason="a project sandbox's steps share its stdout pipe: reported, not fixed")
+def test_a_stdout_descriptor_held_outside_the_sandbox_cannot_write_into_shows_output(
+    sandbox: Sandbox, tmp_path: Path
+) -> None:
+    """The plan's code hands its stdout (the sandbox's, which every step of a session prints to) to a
+    process in another sandbox; between the plan and `show` that process writes into it. With a prefix
+    and, timed, a suffix around show's output it could turn the JSON the gate reads into a plan of its
+    own; `show -json` must read only what `show` printed."""
+    name, go, wrote, receiver = _receiver(sandbox, tmp_path)
+    try:
+        assert receiver.stdout is not None and receiver.stdout.readline() == b"listening\n"
+        sender = _script(tmp_path / "job" / "src" / "tools" / "send.py", _SENDER)
+        body = f"""case "$1" in
+plan) {_OUT}; echo plan > "$out"; /usr/bin/python3 {sender} {name} stdout || exit 1; exit 2 ;;
+show) echo '{SHOW_JSON}' ;;
+*) exit 0 ;;
+esac"""
+        tf, dirs = _fake(tmp_path, sandbox, body)
+        root = dirs.src / "infra"
+        with tf.one_sandbox(root, dirs.scratch, dirs.planfile.parent, dirs.root) as boxed:
+            planned = boxed.plan(root, dirs.planfile)
+            assert planned.ok, planned.output
+            go.touch()
+            _wait_for(wrote)
+            shown = boxed.show_json(root, dirs.planfile)
+        assert shown == SHOW_JSON.encode() + b"\n"
+    finally:
+        receiver.kill()
+        receiver.wait()
