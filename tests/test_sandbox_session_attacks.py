@@ -301,3 +301,32 @@ esac"""
     finally:
         receiver.kill()
         receiver.wait()
+
+
+def test_output_that_arrives_between_steps_fails_the_next_step_closed(sandbox: Sandbox, tmp_path: Path) -> None:
+    """No step runs between two steps, so nothing may print then: bytes on the sandbox's output there came
+    through a descriptor held outside it (the untimed half of the attack above), and the session refuses
+    to run anything more."""
+    name, go, wrote, receiver = _receiver(sandbox, tmp_path)
+    try:
+        assert receiver.stdout is not None and receiver.stdout.readline() == b"listening\n"
+        sender = _script(tmp_path / "job" / "src" / "tools" / "send.py", _SENDER)
+        body = f"""case "$1" in
+plan) {_OUT}; echo plan > "$out"; /usr/bin/python3 {sender} {name} stdout || exit 1; exit 2 ;;
+show) echo '{SHOW_JSON}' ;;
+*) exit 0 ;;
+esac"""
+        tf, dirs = _fake(tmp_path, sandbox, body)
+        root = dirs.src / "infra"
+        with tf.one_sandbox(root, dirs.scratch, dirs.planfile.parent, dirs.root) as boxed:
+            planned = boxed.plan(root, dirs.planfile)
+            assert planned.ok, planned.output
+            go.touch()
+            _wait_for(wrote)
+            with pytest.raises(SandboxError, match="printed between steps"):
+                boxed.show_json(root, dirs.planfile)
+            with pytest.raises(SandboxError):
+                boxed.init(root)
+    finally:
+        receiver.kill()
+        receiver.wait()
