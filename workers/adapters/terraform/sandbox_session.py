@@ -97,8 +97,14 @@ class Session:
 
     def run(self, argv: Sequence[str], cwd: Path, watch: Watch) -> RunResult:
         """Run one step to its end, and every process it left behind with it."""
-        if self.ended:
+        if self.ended or self.proc.poll() is not None:
             raise SandboxError("setting PLANGATE_SANDBOX: the project's sandbox ended before this step")
+        if self._printed_since():
+            self.ended = True
+            raise SandboxError(
+                "setting PLANGATE_SANDBOX: the project's sandbox printed between steps, through a descriptor "
+                "of its output held outside it: refused"
+            )
         self.steps += 1
         name = str(self.steps)
         own = shlex.quote(f"/tmp/step-{secrets.token_hex(8)}")  # a name no step before this one could know
@@ -128,6 +134,14 @@ class Session:
         else:
             out_of_memory = code != 0 and any(m in result.stderr for m in OOM_MARKERS)
         return replace(result, memory_cap=self.memory_limit, out_of_memory=out_of_memory)
+
+    def _printed_since(self) -> bool:
+        """Did anything reach the sandbox's output since the last step's was read to its end? No process
+        of the sandbox runs then (the pipes hold all a step printed when it is over), so only one outside
+        it can have: a process of another sandbox that the plan's code handed a descriptor of them."""
+        assert self.proc.stdout is not None and self.proc.stderr is not None
+        ready, _, _ = select.select([self.proc.stdout.fileno(), self.proc.stderr.fileno()], [], [], 0)
+        return bool(ready)
 
     def _watch(
         self, name: str, start: float, watch: Watch, ooms: int
