@@ -50,14 +50,21 @@ s.sendmsg([b"x"], [(socket.SOL_SOCKET, socket.SCM_RIGHTS, fd.to_bytes(4, "little
 """
 
 
-def _receiver(sandbox: Sandbox, tmp_path: Path) -> tuple[str, Path, Path, subprocess.Popen[bytes]]:
+def _receiver(
+    sandbox: Sandbox, tmp_path: Path, go: Path | None = None
+) -> tuple[str, Path, Path, subprocess.Popen[bytes]]:
     """A process in a sandbox of its own (another job's), waiting for a descriptor on an abstract unix
     socket; it writes `evil` through it once the `go` file exists, then makes `wrote`."""
     name = f"plangate-attack-{os.getpid()}-{tmp_path.name}"
     other = tmp_path / "other"
     other.mkdir()
-    go, wrote = other / "go", other / "wrote"
-    argv = sandbox.wrap(["/usr/bin/python3", "-c", _RECEIVER, name, str(go), str(wrote)], cwd=other, writable=[other])
+    go, wrote = go or other / "go", other / "wrote"
+    argv = sandbox.wrap(
+        ["/usr/bin/python3", "-c", _RECEIVER, name, str(go), str(wrote)],
+        cwd=other,
+        writable=[other],
+        readable=[go.parent] if go.parent != other else [],
+    )
     return name, go, wrote, subprocess.Popen(argv, stdout=subprocess.PIPE, env={"PATH": "/usr/bin:/bin"})
 
 
@@ -277,26 +284,26 @@ def test_a_stdout_descriptor_held_outside_the_sandbox_cannot_write_into_shows_ou
     sandbox: Sandbox, tmp_path: Path
 ) -> None:
     """The plan's code hands its stdout (the sandbox's, which every step of a session prints to) to a
-    process in another sandbox; between the plan and `show` that process writes into it. With a prefix
-    and, timed, a suffix around show's output it could turn the JSON the gate reads into a plan of its
-    own; `show -json` must read only what `show` printed."""
-    name, go, wrote, receiver = _receiver(sandbox, tmp_path)
-    try:
-        assert receiver.stdout is not None and receiver.stdout.readline() == b"listening\n"
-        sender = _script(tmp_path / "job" / "src" / "tools" / "send.py", _SENDER)
-        body = f"""case "$1" in
+    process in another sandbox, which writes into it while `show` runs: with a prefix and a suffix, timed
+    around what show prints, it could make the JSON the gate reads a plan of its own. `show -json` must
+    read only what `show` printed."""
+    name = f"plangate-attack-{os.getpid()}-{tmp_path.name}"  # as _receiver names it
+    sender = _script(tmp_path / "job" / "src" / "tools" / "send.py", _SENDER)
+    body = f"""case "$1" in
 plan) {_OUT}; echo plan > "$out"; /usr/bin/python3 {sender} {name} stdout || exit 1; exit 2 ;;
-show) echo '{SHOW_JSON}' ;;
+show) touch "$MARKS/show-began"; sleep 0.5; echo '{SHOW_JSON}' ;;
 *) exit 0 ;;
 esac"""
-        tf, dirs = _fake(tmp_path, sandbox, body)
-        root = dirs.src / "infra"
+    tf, dirs = _fake(tmp_path, sandbox, body)
+    root = dirs.src / "infra"
+    _, _, wrote, receiver = _receiver(sandbox, tmp_path, go=root / "show-began")
+    try:
+        assert receiver.stdout is not None and receiver.stdout.readline() == b"listening\n"
         with tf.one_sandbox(root, dirs.scratch, dirs.planfile.parent, dirs.root) as boxed:
             planned = boxed.plan(root, dirs.planfile)
             assert planned.ok, planned.output
-            go.touch()
-            _wait_for(wrote)
             shown = boxed.show_json(root, dirs.planfile)
+        assert wrote.exists()
         assert shown == SHOW_JSON.encode() + b"\n"
     finally:
         receiver.kill()
