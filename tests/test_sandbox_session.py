@@ -66,7 +66,7 @@ def test_this_host_has_an_execute_only_supervisor(sandbox: Sandbox) -> None:
     assert stat.S_IMODE(os.stat(sandbox.supervisor).st_mode) == 0o111
 
 
-def test_a_projects_init_plan_and_show_start_one_sandbox(sandbox: Sandbox, tmp_path: Path) -> None:
+def test_a_projects_init_and_plan_start_one_sandbox_and_show_its_own(sandbox: Sandbox, tmp_path: Path) -> None:
     assert TOOL is not None, "this test needs terraform or tofu on PATH"
     counted, starts = _counting(tmp_path, sandbox)
     dirs = JobDirs(tmp_path / "job")
@@ -84,7 +84,7 @@ def test_a_projects_init_plan_and_show_start_one_sandbox(sandbox: Sandbox, tmp_p
     assert planned.plan is not None, planned.error
     assert [c.address for c in planned.plan.changes] == ["terraform_data.a"]
     assert planned.digest is not None and dirs.planfile.is_file()
-    assert len(starts.read_text().splitlines()) == 1  # init, plan and show -json in one sandbox
+    assert len(starts.read_text().splitlines()) == 2  # init and plan in one sandbox, show -json in its own
 
 
 def test_a_background_process_the_plans_code_started_cannot_run_during_show(sandbox: Sandbox, tmp_path: Path) -> None:

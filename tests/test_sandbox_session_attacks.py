@@ -122,24 +122,23 @@ esac"""
     assert not os.path.lexists(dirs.planfile)
 
 
-def test_nothing_the_plan_leaves_in_home_or_tmpdir_is_there_for_show(sandbox: Sandbox, tmp_path: Path) -> None:
+def test_nothing_a_step_leaves_in_home_or_tmpdir_is_there_for_the_next(sandbox: Sandbox, tmp_path: Path) -> None:
     """A step of its own starts with an empty HOME and TMPDIR: a `.terraformrc` the plan's code leaves in
-    HOME (say `dev_overrides`: a provider binary of its choosing) must not reach `show`."""
+    HOME (say `dev_overrides`: a provider binary of its choosing) must not reach a later step."""
     body = f"""case "$1" in
 plan) {_OUT}; echo plan > "$out"
   echo 'provider_installation {{ dev_overrides {{ "hashicorp/null" = "/tmp/evil" }} }}' > "$HOME/.terraformrc"
   mkdir -p "$HOME/.terraform.d/plugins" && echo left > "$TMPDIR/left-by-plan"
   echo "$HOME $TMPDIR" > "$MARKS/plan-saw"; exit 2 ;;
-show) ls -A "$HOME" "$TMPDIR" > "$MARKS/show-saw"; echo "$HOME $TMPDIR" >> "$MARKS/show-saw"; echo '{SHOW_JSON}' ;;
-*) exit 0 ;;
+init) ls -A "$HOME" "$TMPDIR" > "$MARKS/next-saw"; echo "$HOME $TMPDIR" >> "$MARKS/next-saw" ;;
 esac"""
     tf, dirs = _fake(tmp_path, sandbox, body)
     root = dirs.src / "infra"
     with tf.one_sandbox(root, dirs.scratch, dirs.planfile.parent, dirs.root) as boxed:
         planned = boxed.plan(root, dirs.planfile)
-        shown = boxed.show_json(root, dirs.planfile)
-    assert planned.ok and shown == SHOW_JSON.encode() + b"\n"
-    seen = (root / "show-saw").read_text()
+        after = boxed.init(root)
+    assert planned.ok and after.ok
+    seen = (root / "next-saw").read_text()
     assert ".terraformrc" not in seen and ".terraform.d" not in seen and "left-by-plan" not in seen, seen
 
 
@@ -150,39 +149,37 @@ def test_signals_to_the_supervisor_while_it_waits_and_kills_change_nothing(sandb
     body = f"""case "$1" in
 init) {flood} {flood} sleep 0.3; exit 0 ;;
 plan) {flood} {flood} {_OUT}; echo plan > "$out"; sleep 0.3; exit 2 ;;
-show) {flood} sleep 0.2; echo '{SHOW_JSON}' ;;
 esac"""
     tf, dirs = _fake(tmp_path, sandbox, body)
     root = dirs.src / "infra"
     with tf.one_sandbox(root, dirs.scratch, dirs.planfile.parent, dirs.root) as boxed:
         init = boxed.init(root)
         planned = boxed.plan(root, dirs.planfile)
-        shown = boxed.show_json(root, dirs.planfile)
         again = boxed.init(root)
     assert init.ok and planned.ok and planned.has_changes is True and again.ok
-    assert shown == SHOW_JSON.encode() + b"\n"
 
 
-def test_processes_hopping_to_new_pids_as_fast_as_they_can_do_not_reach_show(sandbox: Sandbox, tmp_path: Path) -> None:
+def test_processes_hopping_to_new_pids_as_fast_as_they_can_do_not_reach_the_next_step(
+    sandbox: Sandbox, tmp_path: Path
+) -> None:
     """Each forks its successor and exits: a kill by process list would chase them; `kill -9 -1` in a
     loop until nothing is left does not."""
     hop = _script(
         tmp_path / "job" / "src" / "tools" / "hop",
-        '[ -e "$MARKS/show-began" ] && echo ran >> "$MARKS/during-show"\necho >> "$MARKS/hops"\n"$0" &',
+        '[ -e "$MARKS/next-began" ] && echo ran >> "$MARKS/during-next"\necho >> "$MARKS/hops"\n"$0" &',
     )
     body = f"""case "$1" in
-plan) {hop} & {hop} & {hop} & {_OUT}; echo plan > "$out"; sleep 0.3; exit 2 ;;
-show) touch "$MARKS/show-began"; sleep 0.5; echo '{SHOW_JSON}' ;;
-*) exit 0 ;;
+plan) {hop} & {hop} & {hop} & {_OUT}; echo plan > "$out"; sleep 0.3; touch "$MARKS/planned"; exit 2 ;;
+init) [ -e "$MARKS/planned" ] && touch "$MARKS/next-began" && sleep 0.5; exit 0 ;;
 esac"""
     tf, dirs = _fake(tmp_path, sandbox, body)
     root = dirs.src / "infra"
     with tf.one_sandbox(root, dirs.scratch, dirs.planfile.parent, dirs.root) as boxed:
         planned = boxed.plan(root, dirs.planfile)
-        shown = boxed.show_json(root, dirs.planfile)
-    assert planned.ok and shown == SHOW_JSON.encode() + b"\n"
+        after = boxed.init(root)
+    assert planned.ok and after.ok and (root / "next-began").exists()
     assert len((root / "hops").read_text()) > 30  # they did hop while the plan ran
-    assert not (root / "during-show").exists()
+    assert not (root / "during-next").exists()
 
 
 def test_a_step_deaf_to_the_timeout_ends_the_sandbox_and_no_later_step_runs(sandbox: Sandbox, tmp_path: Path) -> None:
@@ -200,7 +197,7 @@ esac"""
     with tf.one_sandbox(root, dirs.scratch, dirs.planfile.parent, dirs.root) as boxed:
         planned = boxed.plan(root, dirs.planfile)
         with pytest.raises(SandboxError, match="ended before this step"):
-            replace(boxed, timeout=60.0).show_json(root, dirs.planfile)
+            replace(boxed, timeout=60.0).init(root)
     assert planned.result.timed_out and planned.result.killed_by == "SIGKILL"
     assert not planned.ok and planned.digest is None and not dirs.planfile.exists()
     ticks = (root / "alive").read_text()
@@ -234,28 +231,29 @@ esac"""
     assert planned.ok and shown == b"plan\n" and not (root / "pwned").exists()
 
 
-def test_nothing_the_plan_writes_outside_its_mounts_is_there_for_show(sandbox: Sandbox, tmp_path: Path) -> None:
+def test_nothing_the_plan_writes_outside_its_mounts_is_there_for_the_next_step(
+    sandbox: Sandbox, tmp_path: Path
+) -> None:
     """The sandbox's root (`/etc` around the files bubblewrap shows, the directories it makes to mount
     on, a TF_CLI_CONFIG_FILE path no mount covers) lives as long as the sandbox: the plan's code must
-    not leave a file there for `show` to read, as a sandbox of its own would start without it."""
+    not leave a file there for a later step to read, as a sandbox of its own would start without it."""
     body = f"""case "$1" in
 plan) {_OUT}; echo plan > "$out"
   for f in /etc/terraformrc /etc/ssl/ca-bundle.pem /opt/plangate/bin/python3; do
     mkdir -p "${{f%/*}}" 2>/dev/null; echo planted 2>/dev/null > "$f" && echo "$f" >> "$MARKS/planted"
   done
   exit 2 ;;
-show) for f in /etc/terraformrc /etc/ssl/ca-bundle.pem /opt/plangate/bin/python3; do
-    [ -e "$f" ] && echo "$f" >> "$MARKS/show-saw"
-  done; echo '{SHOW_JSON}' ;;
-*) exit 0 ;;
+init) for f in /etc/terraformrc /etc/ssl/ca-bundle.pem /opt/plangate/bin/python3; do
+    [ -e "$f" ] && echo "$f" >> "$MARKS/next-saw"
+  done; exit 0 ;;
 esac"""
     tf, dirs = _fake(tmp_path, sandbox, body)
     root = dirs.src / "infra"
     with tf.one_sandbox(root, dirs.scratch, dirs.planfile.parent, dirs.root) as boxed:
         planned = boxed.plan(root, dirs.planfile)
-        shown = boxed.show_json(root, dirs.planfile)
-    assert planned.ok and shown == SHOW_JSON.encode() + b"\n"
-    assert not (root / "show-saw").exists(), (root / "show-saw").read_text()
+        after = boxed.init(root)
+    assert planned.ok and after.ok
+    assert not (root / "next-saw").exists(), (root / "next-saw").read_text()
 
 
 def test_no_step_can_make_a_namespace_where_kill_minus_one_would_not_reach(sandbox: Sandbox, tmp_path: Path) -> None:
@@ -279,14 +277,14 @@ esac"""
     assert not (root / "made").exists(), (root / "made").read_text()
 
 
-@pytest.mark.xfail(strict=True, reason="a project sandbox's steps share its stdout pipe: reported, not fixed")
 def test_a_stdout_descriptor_held_outside_the_sandbox_cannot_write_into_shows_output(
     sandbox: Sandbox, tmp_path: Path
 ) -> None:
     """The plan's code hands its stdout (the sandbox's, which every step of a session prints to) to a
     process in another sandbox, which writes into it while `show` runs: with a prefix and a suffix, timed
-    around what show prints, it could make the JSON the gate reads a plan of its own. `show -json` must
-    read only what `show` printed."""
+    around what show prints, it could make the JSON the gate reads a plan of its own (the prefix once a
+    new directory in /tmp says show began; the suffix once FIONREAD on its descriptor sees show's bytes).
+    `show -json` must read only what `show` printed: it runs in a sandbox of its own."""
     name = f"plangate-attack-{os.getpid()}-{tmp_path.name}"  # as _receiver names it
     sender = _script(tmp_path / "job" / "src" / "tools" / "send.py", _SENDER)
     body = f"""case "$1" in
@@ -331,8 +329,8 @@ esac"""
             go.touch()
             _wait_for(wrote)
             with pytest.raises(SandboxError, match="printed between steps"):
-                boxed.show_json(root, dirs.planfile)
-            with pytest.raises(SandboxError):
+                boxed.init(root)
+            with pytest.raises(SandboxError, match="ended before this step"):
                 boxed.init(root)
     finally:
         receiver.kill()

@@ -1,5 +1,7 @@
-"""One sandbox for a project's init, plan and show: one bubblewrap start where there were three, and
-still nothing a step leaves behind runs during the next one.
+"""One sandbox for a project's init and plan: one bubblewrap start where there were two, and still
+nothing a step leaves behind runs during the next one. `show` is not run in it (steps.py `show_json`): the
+output the gate reads must come through a pipe no plan's code held, and every step of a session prints
+to the same one.
 
 Starting a sandbox is most of what the sandbox costs (namespaces and mounts made and torn down: ~8 ms
 on an idle 2-core machine, ~20 ms with both cores busy, per step). A session starts one and runs the
@@ -7,11 +9,12 @@ steps in it one at a time. Its PID 1 (`bwrap --as-pid-1`) is project_sandbox.py'
 
 * it runs a step when the worker names one on its `cmd` FIFO: a script the worker wrote into a
   directory the sandbox sees read-only, with stdin /dev/null and none of the supervisor's descriptors,
-  and a HOME and TMPDIR of its own, as a sandbox of its own would give it (so no `.terraformrc` the
-  plan's code left in HOME chooses the providers `show` runs);
+  and a HOME and TMPDIR of its own, as a sandbox of its own would give it (so no `.terraformrc` an
+  earlier step left in HOME chooses the providers a later one runs);
 * when the step's process exits, it SIGKILLs every other process of the namespace (`kill -9 -1`: all
-  but itself) and reaps them until none is left, and only then says `done`. So nothing the plan's code
-  started runs during `show`, and a step's output is all in the pipes by the time it is read;
+  but itself) and reaps them until none is left, and only then says `done`. So nothing a step started
+  runs during the next, and a step's output is all in the pipes by the time it is read (anything on
+  them between steps came from outside, and ends the session);
 * no step can reach it: it runs an execute-only copy of the shell (sandbox.py `SUPERVISOR_SHELL`), so
   the kernel marks it non-dumpable and no step may ptrace it, open its /proc fds or read its environ; as
   its namespace's init it gets no signal from inside but those it catches (INT, TERM and HUP, which it
