@@ -66,9 +66,14 @@ def test_this_host_has_an_execute_only_supervisor(sandbox: Sandbox) -> None:
     assert stat.S_IMODE(os.stat(sandbox.supervisor).st_mode) == 0o111
 
 
-def test_a_projects_init_and_plan_start_one_sandbox_and_show_its_own(sandbox: Sandbox, tmp_path: Path) -> None:
+@pytest.mark.parametrize(("supervised", "sandboxes"), [(True, 2), (False, 3)], ids=["one-sandbox", "per-step"])
+def test_a_projects_init_and_plan_start_one_sandbox_and_show_its_own(
+    sandbox: Sandbox, tmp_path: Path, supervised: bool, sandboxes: int
+) -> None:
+    """Without a supervisor, a sandbox per step: the plan file is written into the scratch directory and
+    sealed by copy all the same (the plan directory is never writable)."""
     assert TOOL is not None, "this test needs terraform or tofu on PATH"
-    counted, starts = _counting(tmp_path, sandbox)
+    counted, starts = _counting(tmp_path, sandbox if supervised else replace(sandbox, supervisor=None))
     dirs = JobDirs(tmp_path / "job")
     (dirs.src / "infra").mkdir(parents=True)
     dirs.planfile.parent.mkdir(parents=True)
@@ -84,7 +89,8 @@ def test_a_projects_init_and_plan_start_one_sandbox_and_show_its_own(sandbox: Sa
     assert planned.plan is not None, planned.error
     assert [c.address for c in planned.plan.changes] == ["terraform_data.a"]
     assert planned.digest is not None and dirs.planfile.is_file()
-    assert len(starts.read_text().splitlines()) == 2  # init and plan in one sandbox, show -json in its own
+    assert not os.path.lexists(dirs.scratch / dirs.planfile.name)  # copied out, then removed
+    assert len(starts.read_text().splitlines()) == sandboxes  # supervised: init and plan in one, show its own
 
 
 def test_a_background_process_the_plans_code_started_cannot_run_during_show(sandbox: Sandbox, tmp_path: Path) -> None:
