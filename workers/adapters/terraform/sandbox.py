@@ -144,9 +144,11 @@ class Sandbox:
             args += ["--bind", str(source), str(target)]
         for grant in self.grants:
             args += ["--bind" if grant.writable else "--ro-bind", str(grant.path), str(grant.path)]
-        # The root itself (`/etc` around the files shown, the directories made to mount on) read-only:
-        # in a project sandbox, a file the plan's code left there would still be there for `show`.
-        return [*args, "--remount-ro", "/", "--chdir", str(cwd), "--", *argv]
+        # A project sandbox's root (`/etc` around the files shown, the directories made to mount on)
+        # read-only: a file a step left there would still be there for the next. A sandbox per step
+        # starts with a fresh one, which the step may write as before (a tool writing /var/tmp).
+        ro_root = ["--remount-ro", "/"] if as_pid_1 else []
+        return [*args, *ro_root, "--chdir", str(cwd), "--", *argv]
 
     def shows(self, exe: str) -> bool:
         """Is `exe` in the system directories every sandbox shows (else a step binds it)?"""
