@@ -13,6 +13,7 @@ from pathlib import Path
 import pytest
 
 from tests.test_sandbox_session import SHOW_JSON, _fake, _script
+from workers.adapters.terraform.cgroups import STEP_PREFIX, CgroupRoot
 from workers.adapters.terraform.sandbox import Sandbox, SandboxError
 from workers.adapters.terraform.steps import file_digest
 
@@ -335,3 +336,28 @@ esac"""
     finally:
         receiver.kill()
         receiver.wait()
+
+
+def test_a_step_over_the_memory_cap_is_an_oom_and_leaves_nothing_running(
+    cgroups: CgroupRoot, sandbox: Sandbox, tmp_path: Path
+) -> None:
+    """The cap is the session's cgroup's: a plan that passes it (after writing its file) is an OOM, its
+    file is not sealed, and nothing of it runs once the step is over, whether the worker saw the OOM
+    first (and ended the sandbox) or the supervisor's `done` (after killing the rest)."""
+    body = f"""case "$1" in
+plan) {_OUT}; echo plan > "$out"
+  ( while :; do echo >> "$MARKS/alive"; sleep 0.05; done ) &
+  head -c 200M /dev/zero | tail > /dev/null; exit 2 ;;
+*) exit 0 ;;
+esac"""
+    tf, dirs = _fake(tmp_path, sandbox, body, memory_limit_bytes=64 * 1024 * 1024, cgroups=cgroups)
+    root = dirs.src / "infra"
+    with tf.one_sandbox(root, dirs.scratch, dirs.planfile.parent, dirs.root) as boxed:
+        assert boxed.box is not None and boxed.box.cage is not None
+        planned = boxed.plan(root, dirs.planfile)
+        ticks = (root / "alive").read_text()
+        time.sleep(0.3)
+        assert (root / "alive").read_text() == ticks  # nothing of the plan runs, the session still open
+    assert planned.result.out_of_memory and not planned.ok and planned.has_changes is None
+    assert planned.digest is None and not dirs.planfile.exists()
+    assert sorted(cgroups.path.glob(f"{STEP_PREFIX}{os.getpid()}-*")) == []  # this worker's: none left
