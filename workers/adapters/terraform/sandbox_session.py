@@ -150,7 +150,8 @@ class Session:
         self, name: str, start: float, watch: Watch, ooms: int
     ) -> tuple[tuple[Tail, Tail], int, signal.Signals | None]:
         """Read the step's output until the supervisor says it is over (or the sandbox ends, as it does
-        at once when its cgroup counts an OOM kill: the step ends whole, as a step of its own would)."""
+        at once when its cgroup counts an OOM kill before that: the step ends whole, as a step of its own
+        would; `run` reports the OOM either way)."""
         assert self.proc.stdout is not None and self.proc.stderr is not None
         out, err = self.proc.stdout.fileno(), self.proc.stderr.fileno()
         tails = {out: Tail(watch.max_output), err: Tail(watch.max_output)}
