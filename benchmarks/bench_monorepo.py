@@ -93,8 +93,8 @@ class _RssSampler:
 
 
 def _boxed(sandbox: Sandbox, root: Path, text: str, states: Path) -> float:
-    """init+plan+show of one project through plangate's runner in `sandbox`, as a plan job runs them:
-    init and plan in one sandbox, show in its own (seconds)."""
+    """init+plan+show of one project through plangate's runner in `sandbox`, in one sandbox as a plan
+    job runs them (seconds)."""
     work = Path(tempfile.mkdtemp(dir=root))
     (work / "main.tf").write_text(text)
     (work / "plan").mkdir()

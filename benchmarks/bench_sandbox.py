@@ -4,8 +4,7 @@
 
 The same `Terraform` runner three ways, in turn in one run (this machine is noisy): no sandbox; a
 sandbox per step (as when a step has an OIDC identity, or no supervisor could be set up); and the
-project's init and plan in one sandbox, show in one of its own (steps.Terraform.one_sandbox, what a
-plan job does).
+project's init, plan and show in one sandbox (steps.Terraform.one_sandbox, what a plan job does).
 `init`, `plan -out` and `show -json` of a `--resources`-resource `terraform_data` project, each timed,
 `--parallel` projects at a time (2: both cores busy, where a sandbox start costs most). Prints the
 median per step and per project, and each sandboxed way's ratio to no sandbox.
@@ -56,8 +55,7 @@ def _timed(step: Callable[[], object]) -> float:
 
 
 def _project_steps(sandbox: Sandbox, root: Path, resources: int) -> dict[str, float]:
-    """One project's init, plan and show -json, each timed; init and plan in one sandbox when `sandbox`
-    has a supervisor (show -json always in one of its own)."""
+    """One project's init, plan and show -json, each timed; in one sandbox when `sandbox` has a supervisor."""
     work = _project(root, resources)
     planfile = work / "plan" / "p.tfplan"
     started = time.perf_counter()

@@ -9,9 +9,9 @@ real terraform: `terraform` is tests/fakes/terraform_steps.sh, first on the work
 projects (one destroy and one create each): its plan file and `show -json` are a real plan's, so
 plangate's parser, gate, renderer and comment splitting do their real work. Everything else is real:
 `plangate web`, W `plangate worker` processes, a fresh private Redis, the stand-in GitHub, git, and
-plangate's runner with its sandbox (bubblewrap: two starts per project, its init and plan in one, show
-in its own; the run prints what one step in a sandbox of its own costs against the same step
-unsandboxed, measured just before). Printed, from one run:
+plangate's runner with its sandbox (bubblewrap: one start per project, its init, plan and show in it;
+the run prints what one step in a sandbox of its own costs against the same step unsandboxed, measured
+just before). Printed, from one run:
 
 * wall time from the `pull_request` delivery to the final `plangate/plan` and `plangate/destroy`,
   against the ideal: the stand-in's step time × 3 steps × N ÷ W (goal ≤ 1.10× at 2,000 / 20);

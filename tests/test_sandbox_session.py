@@ -66,8 +66,8 @@ def test_this_host_has_an_execute_only_supervisor(sandbox: Sandbox) -> None:
     assert stat.S_IMODE(os.stat(sandbox.supervisor).st_mode) == 0o111
 
 
-@pytest.mark.parametrize(("supervised", "sandboxes"), [(True, 2), (False, 3)], ids=["one-sandbox", "per-step"])
-def test_a_projects_init_and_plan_start_one_sandbox_and_show_its_own(
+@pytest.mark.parametrize(("supervised", "sandboxes"), [(True, 1), (False, 3)], ids=["one-sandbox", "per-step"])
+def test_a_projects_init_plan_and_show_start_one_sandbox(
     sandbox: Sandbox, tmp_path: Path, supervised: bool, sandboxes: int
 ) -> None:
     """Without a supervisor, a sandbox per step: the plan file is written into the scratch directory and
@@ -90,7 +90,7 @@ def test_a_projects_init_and_plan_start_one_sandbox_and_show_its_own(
     assert [c.address for c in planned.plan.changes] == ["terraform_data.a"]
     assert planned.digest is not None and dirs.planfile.is_file()
     assert not os.path.lexists(dirs.scratch / dirs.planfile.name)  # copied out, then removed
-    assert len(starts.read_text().splitlines()) == sandboxes  # supervised: init and plan in one, show its own
+    assert len(starts.read_text().splitlines()) == sandboxes  # supervised: init, plan and show -json in one
 
 
 def test_a_background_process_the_plans_code_started_cannot_run_during_show(sandbox: Sandbox, tmp_path: Path) -> None:

@@ -24,7 +24,7 @@ _OUT = 'for a in "$@"; do case "$a" in -out=*) out="${a#-out=}" ;; esac; done'
 # Holds one descriptor sent over an abstract unix socket (the network namespace, and so the abstract
 # socket names, are the host's), then writes through it once the test says so.
 _RECEIVER = """
-import array, os, socket, sys, time
+import array, errno, os, socket, sys, time
 name, go, wrote = sys.argv[1:]
 server = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
 server.bind("\\0" + name)
@@ -37,10 +37,17 @@ fds.frombytes(ancillary[0][2][: fds.itemsize])
 while not os.path.exists(go):
     time.sleep(0.02)
 try:
-    os.pwrite(fds[0], b"evil\\n", 0)
-except OSError:  # a pipe
-    os.write(fds[0], b"evil\\n")
-open(wrote, "w").close()
+    try:
+        os.pwrite(fds[0], b"evil\\n", 0)
+    except OSError as exc:  # a pipe or a FIFO
+        if exc.errno != errno.ESPIPE:
+            raise
+        os.write(fds[0], b"evil\\n")
+    said = "written"
+except OSError as exc:
+    said = type(exc).__name__
+with open(wrote, "w") as out:
+    out.write(said)
 """
 _SENDER = """
 import os, socket, sys
@@ -55,7 +62,8 @@ def _receiver(
     sandbox: Sandbox, tmp_path: Path, go: Path | None = None
 ) -> tuple[str, Path, Path, subprocess.Popen[bytes]]:
     """A process in a sandbox of its own (another job's), waiting for a descriptor on an abstract unix
-    socket; it writes `evil` through it once the `go` file exists, then makes `wrote`."""
+    socket; it writes `evil` through it once the `go` file exists, then says in `wrote` how that went
+    (`written`, or the error's name)."""
     name = f"plangate-attack-{os.getpid()}-{tmp_path.name}"
     other = tmp_path / "other"
     other.mkdir()
@@ -281,11 +289,10 @@ esac"""
 def test_a_stdout_descriptor_held_outside_the_sandbox_cannot_write_into_shows_output(
     sandbox: Sandbox, tmp_path: Path
 ) -> None:
-    """The plan's code hands its stdout (the sandbox's, which every step of a session prints to) to a
-    process in another sandbox, which writes into it while `show` runs: with a prefix and a suffix, timed
-    around what show prints, it could make the JSON the gate reads a plan of its own (the prefix once a
-    new directory in /tmp says show began; the suffix once FIONREAD on its descriptor sees show's bytes).
-    `show -json` must read only what `show` printed: it runs in a sandbox of its own."""
+    """The plan's code hands its stdout to a process in another sandbox, which writes into it while
+    `show` runs: with a prefix and a suffix timed around what show prints, it could make the JSON the gate
+    reads a plan of its own. Each step prints into FIFOs of its own, closed when it is over: the write
+    reaches no one, and `show -json` reads only what `show` printed."""
     name = f"plangate-attack-{os.getpid()}-{tmp_path.name}"  # as _receiver names it
     sender = _script(tmp_path / "job" / "src" / "tools" / "send.py", _SENDER)
     body = f"""case "$1" in
@@ -299,20 +306,23 @@ esac"""
     try:
         assert receiver.stdout is not None and receiver.stdout.readline() == b"listening\n"
         with tf.one_sandbox(root, dirs.scratch, dirs.planfile.parent, dirs.root) as boxed:
+            assert boxed.box is not None
             planned = boxed.plan(root, dirs.planfile)
             assert planned.ok, planned.output
             shown = boxed.show_json(root, dirs.planfile)
-        assert wrote.exists()
+        _wait_for(wrote)
+        assert wrote.read_text() == "BrokenPipeError"  # the plan step's FIFO has no reader any more
         assert shown == SHOW_JSON.encode() + b"\n"
     finally:
         receiver.kill()
         receiver.wait()
 
 
-def test_output_that_arrives_between_steps_fails_the_next_step_closed(sandbox: Sandbox, tmp_path: Path) -> None:
-    """No step runs between two steps, so nothing may print then: bytes on the sandbox's output there came
-    through a descriptor held outside it (the untimed half of the attack above), and the session refuses
-    to run anything more."""
+def test_output_written_between_steps_through_a_held_descriptor_reaches_no_step(
+    sandbox: Sandbox, tmp_path: Path
+) -> None:
+    """The untimed half of the attack above: the write between two steps goes nowhere, and the next
+    step's output is its own."""
     name, go, wrote, receiver = _receiver(sandbox, tmp_path)
     try:
         assert receiver.stdout is not None and receiver.stdout.readline() == b"listening\n"
@@ -329,10 +339,9 @@ esac"""
             assert planned.ok, planned.output
             go.touch()
             _wait_for(wrote)
-            with pytest.raises(SandboxError, match="printed between steps"):
-                boxed.init(root)
-            with pytest.raises(SandboxError, match="ended before this step"):
-                boxed.init(root)
+            shown = boxed.show_json(root, dirs.planfile)
+        assert wrote.read_text() == "BrokenPipeError"
+        assert shown == SHOW_JSON.encode() + b"\n"
     finally:
         receiver.kill()
         receiver.wait()
@@ -361,3 +370,20 @@ esac"""
     assert planned.result.out_of_memory and not planned.ok and planned.has_changes is None
     assert planned.digest is None and not dirs.planfile.exists()
     assert sorted(cgroups.path.glob(f"{STEP_PREFIX}{os.getpid()}-*")) == []  # this worker's: none left
+
+
+def test_no_step_can_list_the_control_directory_to_find_the_next_steps_fifos(sandbox: Sandbox, tmp_path: Path) -> None:
+    """Its path is no secret (the supervisor's command line names it), its names are: a step (or a
+    process it hands a descriptor to) can open a name there, never list them."""
+    body = """case "$1" in
+init) ctl=$(tr '\\0' '\\n' < /proc/1/cmdline | tail -n 1)
+  echo "ctl=$ctl"; ls -a "$ctl" 2>&1; ls "$ctl/cmd" 2>&1; exit 0 ;;
+*) exit 0 ;;
+esac"""
+    tf, dirs = _fake(tmp_path, sandbox, body)
+    root = dirs.src / "infra"
+    with tf.one_sandbox(root, dirs.scratch, dirs.planfile.parent, dirs.root) as boxed:
+        said = boxed.init(root).result.stdout.decode()
+    assert f"ctl={dirs.root}/steps-" in said
+    assert "Permission denied" in said and ".err" not in said and ".out" not in said
+    assert "No such file" in said  # the supervisor's FIFOs are gone once it holds them

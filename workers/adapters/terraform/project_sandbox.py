@@ -22,7 +22,7 @@ SUPERVISOR = (
     'exec 3<"$1/cmd" 4>"$1/done"\n'
     "echo ready >&4\n"
     "while read -r step <&3; do\n"
-    '  /bin/sh "$1/$step" </dev/null 3<&- 4>&-\n'
+    '  /bin/sh "$1/$step" </dev/null >"$1/$step.out" 2>"$1/$step.err" 3<&- 4>&-\n'
     "  rc=$?\n"
     "  while kill -9 -1 2>/dev/null; do /bin/true; done\n"  # each /bin/true lets the shell reap orphans
     '  echo "$step $rc" >&4\n'
@@ -64,6 +64,9 @@ def opened(
     scratch.mkdir(parents=True, exist_ok=True)
     for fifo in ("cmd", "done"):
         os.mkfifo(ctl / fifo, 0o600)
+    # Names in it only ever opened, never listed (its mode): a step's script and output FIFOs are named
+    # at random, so a process outside that holds a descriptor of it cannot find the next step's.
+    ctl.chmod(0o311)
     argv = sandbox.wrap(
         [sandbox.supervisor, "-c", SUPERVISOR, "plangate-supervisor", str(ctl)],
         cwd=workdir,
@@ -85,6 +88,7 @@ def opened(
             finally:
                 session.close()
     finally:
+        ctl.chmod(0o700)
         shutil.rmtree(ctl, ignore_errors=True)
 
 

@@ -1,20 +1,22 @@
-"""One sandbox for a project's init and plan: one bubblewrap start where there were two, and still
-nothing a step leaves behind runs during the next one. `show` is not run in it (steps.py `show_json`): the
-output the gate reads must come through a pipe no plan's code held, and every step of a session prints
-to the same one.
+"""One sandbox for a project's init, plan and show: one bubblewrap start where there were three, and
+still nothing a step leaves behind runs during the next one, or writes into its output.
 
 Starting a sandbox is most of what the sandbox costs (namespaces and mounts made and torn down: ~8 ms
 on an idle 2-core machine, ~20 ms with both cores busy, per step). A session starts one and runs the
-steps in it one at a time. Its PID 1 (`bwrap --as-pid-1`) is project_sandbox.py's SUPERVISOR, a few lines of `sh`:
+steps in it one at a time. Its PID 1 (`bwrap --as-pid-1`) is project_sandbox.py's SUPERVISOR, a few
+lines of `sh`:
 
 * it runs a step when the worker names one on its `cmd` FIFO: a script the worker wrote into a
-  directory the sandbox sees read-only, with stdin /dev/null and none of the supervisor's descriptors,
-  and a HOME and TMPDIR of its own, as a sandbox of its own would give it (so no `.terraformrc` an
-  earlier step left in HOME chooses the providers a later one runs);
+  directory the sandbox sees read-only, with stdin /dev/null, stdout and stderr into two FIFOs made for
+  that step alone, none of the supervisor's descriptors, and a HOME and TMPDIR of its own, as a sandbox
+  of its own would give it (so no `.terraformrc` an earlier step left in HOME chooses the providers a
+  later one runs). The step's name is random and the directory cannot be listed: the plan's code can
+  hand a descriptor (over an abstract unix socket, which the shared network namespace shares with every
+  other sandbox) of its own output or of that directory to a process outside, but that process cannot
+  find the next step's FIFOs, and the worker closes a step's FIFOs when it is over;
 * when the step's process exits, it SIGKILLs every other process of the namespace (`kill -9 -1`: all
   but itself) and reaps them until none is left, and only then says `done`. So nothing a step started
-  runs during the next, and a step's output is all in the pipes by the time it is read (anything on
-  them between steps came from outside, and ends the session);
+  runs during the next, and a step's output is all in its FIFOs by the time it is read;
 * no step can reach it: it runs an execute-only copy of the shell (sandbox.py `SUPERVISOR_SHELL`), so
   the kernel marks it non-dumpable and no step may ptrace it, open its /proc fds or read its environ; as
   its namespace's init it gets no signal from inside but those it catches (INT, TERM and HUP, which it
@@ -105,21 +107,32 @@ class Session:
         if self._printed_since():
             self.ended = True
             raise SandboxError(
-                "setting PLANGATE_SANDBOX: the project's sandbox printed between steps, through a descriptor "
-                "of its output held outside it: refused"
+                "setting PLANGATE_SANDBOX: the project's sandbox printed outside its steps' output: refused"
             )
         self.steps += 1
-        name = str(self.steps)
+        name = secrets.token_hex(16)  # of its script and output FIFOs: no one outside can guess it
         own = shlex.quote(f"/tmp/step-{secrets.token_hex(8)}")  # a name no step before this one could know
-        (self.ctl / name).write_text(
-            f"cd {shlex.quote(str(cwd))} || exit 126\n"
-            f"/bin/mkdir -m 700 {own} {own}/home || exit 126\n"
-            f"HOME={own}/home TMPDIR={own} exec {shlex.join(argv)}\n"
-        )
-        ooms = self.cage.oom_kills() if self.cage is not None else 0
-        start = time.monotonic()
-        os.write(self.cmd, f"{name}\n".encode())
-        tails, code, killed_by = self._watch(name, start, watch, ooms)
+        made = [self.ctl / f"{name}.out", self.ctl / f"{name}.err"]
+        pipes: list[int] = []
+        try:
+            for fifo in made:
+                os.mkfifo(fifo, 0o600)
+                pipes.append(os.open(fifo, os.O_RDWR | os.O_NONBLOCK | os.O_CLOEXEC))  # opening never blocks
+            made.append(self.ctl / name)
+            made[-1].write_text(
+                f"cd {shlex.quote(str(cwd))} || exit 126\n"
+                f"/bin/mkdir -m 700 {own} {own}/home || exit 126\n"
+                f"HOME={own}/home TMPDIR={own} exec {shlex.join(argv)}\n"
+            )
+            ooms = self.cage.oom_kills() if self.cage is not None else 0
+            start = time.monotonic()
+            os.write(self.cmd, f"{name}\n".encode())
+            tails, code, killed_by = self._watch(name, (pipes[0], pipes[1]), start, watch, ooms)
+        finally:
+            for fd in pipes:
+                os.close(fd)  # a descriptor of them still held outside now writes to no one
+            for path in made:
+                path.unlink(missing_ok=True)
         result = RunResult(
             argv=tuple(argv),
             returncode=code,
@@ -139,21 +152,20 @@ class Session:
         return replace(result, memory_cap=self.memory_limit, out_of_memory=out_of_memory)
 
     def _printed_since(self) -> bool:
-        """Did anything reach the sandbox's output since the last step's was read to its end? No process
-        of the sandbox runs then (the pipes hold all a step printed when it is over), so only one outside
-        it can have: a process of another sandbox that the plan's code handed a descriptor of them."""
+        """Did anything reach the sandbox's own output? No step ever holds it (each prints into FIFOs of
+        its own), so whatever is there is bwrap's or the supervisor's complaint, or came through a
+        descriptor nothing should have: the sandbox is not to be trusted with another step."""
         assert self.proc.stdout is not None and self.proc.stderr is not None
         ready, _, _ = select.select([self.proc.stdout.fileno(), self.proc.stderr.fileno()], [], [], 0)
         return bool(ready)
 
     def _watch(
-        self, name: str, start: float, watch: Watch, ooms: int
+        self, name: str, pipes: tuple[int, int], start: float, watch: Watch, ooms: int
     ) -> tuple[tuple[Tail, Tail], int, signal.Signals | None]:
         """Read the step's output until the supervisor says it is over (or the sandbox ends, as it does
         at once when its cgroup counts an OOM kill before that: the step ends whole, as a step of its own
         would; `run` reports the OOM either way)."""
-        assert self.proc.stdout is not None and self.proc.stderr is not None
-        out, err = self.proc.stdout.fileno(), self.proc.stderr.fileno()
+        out, err = pipes
         tails = {out: Tail(watch.max_output), err: Tail(watch.max_output)}
         streams = {out: "stdout", err: "stderr"}
         escalation = [signal.SIGINT, signal.SIGTERM, signal.SIGKILL]
@@ -166,9 +178,9 @@ class Session:
                 if code is not None:
                     self._drain(tails, streams, watch)
                     return (tails[out], tails[err]), code, killed_by
-                if self.proc.poll() is not None:
+                if self.proc.poll() is not None:  # every process of it is gone with its PID 1
                     self.ended = True
-                    self._drain(tails, streams, watch, until_eof=True)
+                    self._drain(tails, streams, watch)
                     return (tails[out], tails[err]), self.proc.returncode or -signal.SIGKILL, killed_by
                 now = time.monotonic()
                 if self.cage is not None and self.cage.oom_kills() > ooms:
@@ -197,19 +209,15 @@ class Session:
         value = int(code)
         return -(value - 128) if value > 128 else value
 
-    def _drain(self, tails: dict[int, Tail], streams: dict[int, str], watch: Watch, *, until_eof: bool = False) -> None:
-        """Read what the step's processes wrote before they were gone: all of it is in the pipes."""
+    def _drain(self, tails: dict[int, Tail], streams: dict[int, str], watch: Watch) -> None:
+        """Read what the step's processes wrote before they were gone: all of it is in its FIFOs."""
         deadline = time.monotonic() + _DRAIN_AFTER_EXIT
-        open_fds = set(tails)
-        while open_fds and time.monotonic() < deadline:
-            ready, _, _ = select.select(list(open_fds), [], [], 0 if not until_eof else _POLL)
+        while time.monotonic() < deadline:
+            ready, _, _ = select.select(list(tails), [], [], 0)
             if not ready:
-                if not until_eof:
-                    return
-                continue
+                return
             for fd in ready:
-                if not _take(fd, tails, streams, watch):
-                    open_fds.discard(fd)
+                _take(fd, tails, streams, watch)
 
     def close(self) -> None:
         kill_group(self.proc.pid, signal.SIGKILL)

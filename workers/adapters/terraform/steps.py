@@ -2,10 +2,10 @@
 
 Every step gets the same env, timeout, memory cap and sandbox (workers/adapters/terraform/runner.py
 runs the process); what differs is which paths a step may write: the plan file's scratch directory
-for `plan` only, the plugin cache for an init in its turn only. A project's init and plan share one
-sandbox where they can (`Terraform.one_sandbox`, sandbox_session.py); `show` runs in one of its own, so
-the output the gate reads comes through a pipe no plan's code ever held. Sandboxed, the plan writes into
-the scratch directory and its file is sealed (copied into a new file) where no step can write it.
+for `plan` only, the plugin cache for an init in its turn only. A project's init, plan and show share
+one sandbox where they can (`Terraform.one_sandbox`, sandbox_session.py), each step printing into FIFOs
+of its own. Sandboxed, the plan writes into the scratch directory and its file is sealed (copied into a
+new file) where no step can write it.
 """
 
 from __future__ import annotations
@@ -81,8 +81,8 @@ class Terraform:
 
     @contextlib.contextmanager
     def one_sandbox(self, workdir: Path, scratch: Path, sealed: Path, under: Path) -> Iterator[Terraform]:
-        """This runner with init and plan in one sandbox (sandbox_session.py; `show` gets one of its
-        own, see `show_json`): `plan` writes into `scratch`, and its file is then sealed into `sealed`
+        """This runner with init, plan and show in one sandbox (sandbox_session.py): `plan` writes into
+        `scratch`, and its file is then sealed into `sealed`
         (read-only to the sandbox). A sandbox per step where there is no supervisor or the steps have an
         OIDC identity (a fresh token each), its plan file written and sealed the same way. `under`:
         where the sandbox's control directory goes."""
@@ -222,22 +222,20 @@ class Terraform:
         return StepResult("plan", result, has_changes=changes, digest=digest)
 
     def show_json(self, workdir: Path, planfile: Path) -> bytes:
-        """The saved plan as JSON; TerraformError if it failed or was too big to keep whole. Never in a
-        project sandbox: what the gate reads must come through a pipe of its own, and the one a project
-        sandbox's steps all print to is one the plan's code held, and may have handed (a descriptor over
-        a unix socket) to a process in another sandbox that writes into it while `show` runs."""
+        """The saved plan as JSON; TerraformError if it failed or was too big to keep whole. What the gate
+        reads comes through FIFOs of this step's own (in a project sandbox) or pipes of its own: never
+        one the plan's code held, and may have handed (a descriptor over a unix socket) to a process in
+        another sandbox that writes into it while `show` runs."""
         args = ["show", "-json", str(planfile)]
-        alone = replace(self, box=None)
-        result = alone._run(workdir, args, max_output=self.max_json, readable=(planfile.parent,))
+        result = self._run(workdir, args, max_output=self.max_json, readable=(planfile.parent,))
         require(result, "show -json")
         if result.truncated:
             raise TerraformError(f"show -json output exceeds {self.max_json} bytes", result)
         return result.stdout
 
     def show_text(self, workdir: Path, planfile: Path) -> str:
-        """The saved plan as terraform prints it (for the PR comment); in a sandbox of its own, as `show_json`."""
-        alone = replace(self, box=None)
-        result = alone._run(workdir, ["show", "-no-color", str(planfile)], readable=(planfile.parent,))
+        """The saved plan as terraform prints it (for the PR comment)."""
+        result = self._run(workdir, ["show", "-no-color", str(planfile)], readable=(planfile.parent,))
         require(result, "show")
         return result.stdout.decode("utf-8", "replace")
 
@@ -246,7 +244,8 @@ class Terraform:
         plan the text rendering would otherwise add its whole time to every job."""
         with ThreadPoolExecutor(max_workers=2) as pool:
             as_json = pool.submit(self.show_json, workdir, planfile)
-            as_text = pool.submit(self.show_text, workdir, planfile)
+            alone = replace(self, box=None)  # a project sandbox runs one step at a time
+            as_text = pool.submit(alone.show_text, workdir, planfile)
             return as_json.result(), as_text.result()
 
     def apply(self, workdir: Path, planfile: Path, digest: str | None) -> StepResult:
