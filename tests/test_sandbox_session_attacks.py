@@ -387,3 +387,24 @@ esac"""
     assert f"ctl={dirs.root}/steps-" in said
     assert "Permission denied" in said and ".err" not in said and ".out" not in said
     assert "No such file" in said  # the supervisor's FIFOs are gone once it holds them
+
+
+def test_a_step_whose_sandbox_ends_under_it_is_a_failure_whatever_bwrap_exits_with(
+    sandbox: Sandbox, tmp_path: Path
+) -> None:
+    """bwrap exits with its PID 1's code, and a shell that cannot fork exits 2: a sandbox that ended
+    mid-plan must not read as a plan with changes (here a bwrap that ends the sandbox and exits 2)."""
+    ending = _script(
+        tmp_path / "ending" / "bwrap",
+        f'{sandbox.bwrap} "$@" & pid=$!\nsleep 1\nkill -9 $pid\nwait $pid\nexit 2',
+    )
+    body = f"""case "$1" in
+plan) {_OUT}; echo plan > "$out"; sleep 30 ;;
+*) exit 0 ;;
+esac"""
+    tf, dirs = _fake(tmp_path, replace(sandbox, bwrap=str(ending)), body)
+    root = dirs.src / "infra"
+    with tf.one_sandbox(root, dirs.scratch, dirs.planfile.parent, dirs.root) as boxed:
+        assert boxed.box is not None
+        planned = boxed.plan(root, dirs.planfile)
+    assert planned.result.returncode not in (0, 2) and not planned.ok and planned.digest is None

@@ -56,6 +56,7 @@ from workers.adapters.terraform.runner import (
 from workers.adapters.terraform.sandbox import SandboxError
 
 _DRAIN_AFTER_EXIT = 5.0
+SANDBOX_ENDED = 125  # a step's exit code when its sandbox ended under it (never a plan's 0 or 2)
 _POLL = 0.1
 
 
@@ -181,7 +182,9 @@ class Session:
                 if self.proc.poll() is not None:  # every process of it is gone with its PID 1
                     self.ended = True
                     self._drain(tails, streams, watch)
-                    return (tails[out], tails[err]), self.proc.returncode or -signal.SIGKILL, killed_by
+                    # bwrap's own exit code is not the step's (a plan's 0 or 2 would read as a plan)
+                    ended = self.proc.returncode if self.proc.returncode < 0 else SANDBOX_ENDED
+                    return (tails[out], tails[err]), ended, killed_by
                 now = time.monotonic()
                 if self.cage is not None and self.cage.oom_kills() > ooms:
                     kill_group(self.proc.pid, signal.SIGKILL)
