@@ -59,7 +59,10 @@ def _project_steps(sandbox: Sandbox, root: Path, resources: int) -> dict[str, fl
     work = _project(root, resources)
     planfile = work / "plan" / "p.tfplan"
     started = time.perf_counter()
-    with runner(sandbox, root, work).one_sandbox(work, work / "scratch", planfile.parent, work) as tf:
+    tf = runner(sandbox, root, work)
+    if not sandbox.enabled:  # unsandboxed, init would take the cache's turn every time: bare terraform does not
+        tf = replace(tf, init_lock=None)
+    with tf.one_sandbox(work, work / "scratch", planfile.parent, work) as tf:
         times = {
             "init": _timed(lambda: tf.init(work)),
             "plan": _timed(lambda: tf.plan(work, planfile)),
