@@ -3,10 +3,12 @@ still nothing a step leaves behind runs during the next, and no step can reach t
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import shutil
 import stat
+from collections.abc import Iterator
 from dataclasses import replace
 from pathlib import Path
 
@@ -44,13 +46,20 @@ def _fake(tmp: Path, sandbox: Sandbox, body: str, **kwargs: object) -> tuple[Ter
 
 
 def _steps(tf: Terraform, dirs: JobDirs) -> tuple[bool, bool, bytes]:
-    root = dirs.src / "infra"
-    with tf.one_sandbox(root, dirs.scratch, dirs.planfile.parent, dirs.root) as boxed:
+    with project_steps(tf, dirs) as (boxed, root):
         assert boxed.box is not None, "this host runs a project's steps in one sandbox"
         init = boxed.init(root)
         planned = boxed.plan(root, dirs.planfile)
         shown = boxed.show_json(root, dirs.planfile) if planned.ok else b""
     return init.ok, planned.ok, shown
+
+
+@contextlib.contextmanager
+def project_steps(tf: Terraform, dirs: JobDirs) -> Iterator[tuple[Terraform, Path]]:
+    """`tf` with the steps of the job's `infra` project in one sandbox, and that project's directory."""
+    root = dirs.src / "infra"
+    with tf.one_sandbox(root, dirs.scratch, dirs.planfile.parent, dirs.root) as boxed:
+        yield boxed, root
 
 
 def _counting(tmp: Path, sandbox: Sandbox) -> tuple[Sandbox, Path]:
@@ -128,8 +137,7 @@ plan) for a in "$@"; do case "$a" in -out=*) echo plan > "${{a#-out=}}" ;; esac;
 show) echo '{SHOW_JSON}' ;;
 esac"""
     tf, dirs = _fake(tmp_path, sandbox, body)
-    root = dirs.src / "infra"
-    with tf.one_sandbox(root, dirs.scratch, dirs.planfile.parent, dirs.root) as boxed:
+    with project_steps(tf, dirs) as (boxed, root):
         init = boxed.init(root)
         planned = boxed.plan(root, dirs.planfile)
         shown = boxed.show_json(root, dirs.planfile)
@@ -150,8 +158,7 @@ plan) for a in "$@"; do case "$a" in -out=*) out="${{a#-out=}}" ;; esac; done
 *) exit 0 ;;
 esac"""
     tf, dirs = _fake(tmp_path, sandbox, body)
-    root = dirs.src / "infra"
-    with tf.one_sandbox(root, dirs.scratch, dirs.planfile.parent, dirs.root) as boxed:
+    with project_steps(tf, dirs) as (boxed, root):
         planned = boxed.plan(root, dirs.planfile)
     assert not planned.ok and planned.digest is None and "refused" in planned.output
     assert not dirs.planfile.exists() and not os.path.lexists(dirs.planfile)
@@ -164,8 +171,7 @@ show) echo '{SHOW_JSON}' ;;
 *) exit 0 ;;
 esac"""
     tf, dirs = _fake(tmp_path, sandbox, body, timeout=1.0, grace=5.0)
-    root = dirs.src / "infra"
-    with tf.one_sandbox(root, dirs.scratch, dirs.planfile.parent, dirs.root) as boxed:
+    with project_steps(tf, dirs) as (boxed, root):
         planned = boxed.plan(root, dirs.planfile)
         again = replace(boxed, timeout=60.0).init(root)
     assert planned.result.timed_out and planned.result.killed_by == "SIGINT" and b"got-int" in planned.result.stdout

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.test_sandbox_session import SHOW_JSON, _fake, _script
+from tests.test_sandbox_session import SHOW_JSON, _fake, _script, project_steps
 from workers.adapters.terraform.cgroups import STEP_PREFIX, CgroupRoot
 from workers.adapters.terraform.sandbox import Sandbox, SandboxError
 from workers.adapters.terraform.steps import file_digest
@@ -124,8 +124,7 @@ plan) {_OUT}; mkdir -p "$out/inside"; exit 2 ;;
 *) exit 0 ;;
 esac"""
     tf, dirs = _fake(tmp_path, sandbox, body)
-    root = dirs.src / "infra"
-    with tf.one_sandbox(root, dirs.scratch, dirs.planfile.parent, dirs.root) as boxed:
+    with project_steps(tf, dirs) as (boxed, root):
         planned = boxed.plan(root, dirs.planfile)
     assert not planned.ok and planned.digest is None and "refused" in planned.output
     assert not os.path.lexists(dirs.planfile)
@@ -142,8 +141,7 @@ plan) {_OUT}; echo plan > "$out"
 init) ls -A "$HOME" "$TMPDIR" > "$MARKS/next-saw"; echo "$HOME $TMPDIR" >> "$MARKS/next-saw" ;;
 esac"""
     tf, dirs = _fake(tmp_path, sandbox, body)
-    root = dirs.src / "infra"
-    with tf.one_sandbox(root, dirs.scratch, dirs.planfile.parent, dirs.root) as boxed:
+    with project_steps(tf, dirs) as (boxed, root):
         planned = boxed.plan(root, dirs.planfile)
         after = boxed.init(root)
     assert planned.ok and after.ok
@@ -160,8 +158,7 @@ init) {flood} {flood} sleep 0.3; exit 0 ;;
 plan) {flood} {flood} {_OUT}; echo plan > "$out"; sleep 0.3; exit 2 ;;
 esac"""
     tf, dirs = _fake(tmp_path, sandbox, body)
-    root = dirs.src / "infra"
-    with tf.one_sandbox(root, dirs.scratch, dirs.planfile.parent, dirs.root) as boxed:
+    with project_steps(tf, dirs) as (boxed, root):
         init = boxed.init(root)
         planned = boxed.plan(root, dirs.planfile)
         again = boxed.init(root)
@@ -182,8 +179,7 @@ plan) {hop} & {hop} & {hop} & {_OUT}; echo plan > "$out"; sleep 0.3; touch "$MAR
 init) [ -e "$MARKS/planned" ] && touch "$MARKS/next-began" && sleep 0.5; exit 0 ;;
 esac"""
     tf, dirs = _fake(tmp_path, sandbox, body)
-    root = dirs.src / "infra"
-    with tf.one_sandbox(root, dirs.scratch, dirs.planfile.parent, dirs.root) as boxed:
+    with project_steps(tf, dirs) as (boxed, root):
         planned = boxed.plan(root, dirs.planfile)
         after = boxed.init(root)
     assert planned.ok and after.ok and (root / "next-began").exists()
@@ -202,8 +198,7 @@ plan) {deaf}; {_OUT}; echo plan > "$out"
 *) exit 0 ;;
 esac"""
     tf, dirs = _fake(tmp_path, sandbox, body, timeout=1.0, grace=0.5)
-    root = dirs.src / "infra"
-    with tf.one_sandbox(root, dirs.scratch, dirs.planfile.parent, dirs.root) as boxed:
+    with project_steps(tf, dirs) as (boxed, root):
         planned = boxed.plan(root, dirs.planfile)
         with pytest.raises(SandboxError, match="ended before this step"):
             replace(boxed, timeout=60.0).init(root)
@@ -230,8 +225,7 @@ plan) {_OUT}; echo plan > "$out"; exit 2 ;;
 show) cat "$3"; exit 0 ;;
 esac"""
     tf, dirs = _fake(tmp_path, sandbox, body)
-    root = dirs.src / "infra"
-    with tf.one_sandbox(root, dirs.scratch, dirs.planfile.parent, dirs.root) as boxed:
+    with project_steps(tf, dirs) as (boxed, root):
         init = boxed.init(root)
         planned = boxed.plan(root, dirs.planfile)
         shown = boxed.show_json(root, dirs.planfile)
@@ -257,8 +251,7 @@ init) for f in /etc/terraformrc /etc/ssl/ca-bundle.pem /opt/plangate/bin/python3
   done; exit 0 ;;
 esac"""
     tf, dirs = _fake(tmp_path, sandbox, body)
-    root = dirs.src / "infra"
-    with tf.one_sandbox(root, dirs.scratch, dirs.planfile.parent, dirs.root) as boxed:
+    with project_steps(tf, dirs) as (boxed, root):
         planned = boxed.plan(root, dirs.planfile)
         after = boxed.init(root)
     assert planned.ok and after.ok
@@ -279,8 +272,7 @@ init) for how in "-U" "-Ur" "-p -f" "-Ur -p -f --mount-proc" "-m"; do
 *) exit 0 ;;
 esac"""
     tf, dirs = _fake(tmp_path, sandbox, body)
-    root = dirs.src / "infra"
-    with tf.one_sandbox(root, dirs.scratch, dirs.planfile.parent, dirs.root) as boxed:
+    with project_steps(tf, dirs) as (boxed, root):
         init = boxed.init(root)
     assert init.ok and (root / "tried").exists()
     assert not (root / "made").exists(), (root / "made").read_text()
@@ -360,8 +352,7 @@ plan) {_OUT}; echo plan > "$out"
 *) exit 0 ;;
 esac"""
     tf, dirs = _fake(tmp_path, sandbox, body, memory_limit_bytes=64 * 1024 * 1024, cgroups=cgroups)
-    root = dirs.src / "infra"
-    with tf.one_sandbox(root, dirs.scratch, dirs.planfile.parent, dirs.root) as boxed:
+    with project_steps(tf, dirs) as (boxed, root):
         assert boxed.box is not None and boxed.box.cage is not None
         planned = boxed.plan(root, dirs.planfile)
         ticks = (root / "alive").read_text()
@@ -381,8 +372,7 @@ init) ctl=$(tr '\\0' '\\n' < /proc/1/cmdline | tail -n 1)
 *) exit 0 ;;
 esac"""
     tf, dirs = _fake(tmp_path, sandbox, body)
-    root = dirs.src / "infra"
-    with tf.one_sandbox(root, dirs.scratch, dirs.planfile.parent, dirs.root) as boxed:
+    with project_steps(tf, dirs) as (boxed, root):
         said = boxed.init(root).result.stdout.decode()
     assert f"ctl={dirs.root}/steps-" in said
     assert "Permission denied" in said and ".err" not in said and ".out" not in said
@@ -403,8 +393,7 @@ plan) {_OUT}; echo plan > "$out"; sleep 30 ;;
 *) exit 0 ;;
 esac"""
     tf, dirs = _fake(tmp_path, replace(sandbox, bwrap=str(ending)), body)
-    root = dirs.src / "infra"
-    with tf.one_sandbox(root, dirs.scratch, dirs.planfile.parent, dirs.root) as boxed:
+    with project_steps(tf, dirs) as (boxed, root):
         assert boxed.box is not None
         planned = boxed.plan(root, dirs.planfile)
     assert planned.result.returncode not in (0, 2) and not planned.ok and planned.digest is None
