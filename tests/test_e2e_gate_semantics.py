@@ -76,7 +76,8 @@ def _steps(log: Path) -> list[tuple[str, tuple[str, ...]]]:
     for call in sorted(c for c in log.iterdir() if not c.name.startswith(".")):  # hidden: still being written
         first, *rest = call.read_text().strip().splitlines()
         argv = re.sub(r"\S*/run-[^/\s]+", "RUN", first.removeprefix("ARGV").strip())
-        env = tuple(line for line in rest if not line.startswith(("ENV PWD=", "ENV TF_PLUGIN_CACHE_DIR=")))
+        kept = (line for line in rest if not line.startswith(("ENV PWD=", "ENV TF_PLUGIN_CACHE_DIR=")))
+        env = tuple(re.sub(r"/tmp/step-[0-9a-f]+", "/tmp/step", line) for line in kept)  # a step's own HOME
         steps.append((argv, env))
     return steps
 

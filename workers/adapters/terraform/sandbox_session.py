@@ -121,7 +121,7 @@ class Session:
                 pipes.append(os.open(fifo, os.O_RDWR | os.O_NONBLOCK | os.O_CLOEXEC))  # opening never blocks
             made.append(self.ctl / name)
             made[-1].write_text(
-                f"cd {shlex.quote(str(cwd))} || exit 126\n"
+                f"cd {shlex.quote(str(cwd))} || exit 126\nunset OLDPWD\n"
                 f"/bin/mkdir -m 700 {own} {own}/home || exit 126\n"
                 f"HOME={own}/home TMPDIR={own} exec {shlex.join(argv)}\n"
             )
