@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-import shutil
 import time
 from pathlib import Path
 
 from plumbing import settings as settings_module
 from workers.adapters import trees
+from workers.adapters.checkout import remove_tree
 
 STALE_AFTER = 6 * 3600  # a checkout older than any job timeout belongs to a worker that died
 
@@ -23,6 +23,6 @@ def sweep_workdirs(root: str | None = None, now: float | None = None) -> int:
     cutoff = (now or time.time()) - STALE_AFTER
     for run in base.glob("*/*/*/*/run-*"):
         if run.is_dir() and run.stat().st_mtime < cutoff:
-            shutil.rmtree(run, ignore_errors=True)
+            remove_tree(run)
             removed += 1
     return removed

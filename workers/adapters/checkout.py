@@ -249,6 +249,19 @@ def workdir_for(root: Path, repo_id: int, pr_or_ref: str, sha: str, project: str
     return root / str(int(repo_id)) / _safe(pr_or_ref) / sha / _safe(project)
 
 
+def remove_tree(path: Path) -> None:
+    """Remove `path` and all in it, what the owner itself may not list included: a project sandbox's
+    control directory (mode 0311) left by a worker killed while it ran."""
+
+    def opened_up(_func: object, name: str, exc: object) -> None:
+        if os.path.isdir(name) and not os.path.islink(name):
+            with contextlib.suppress(OSError):
+                os.chmod(name, 0o700)
+                shutil.rmtree(name, ignore_errors=True)
+
+    shutil.rmtree(path, onerror=opened_up)
+
+
 @contextlib.contextmanager
 def job_workdir(root: Path, repo_id: int, pr_or_ref: str, sha: str, project: str) -> Iterator[Path]:
     """A fresh private directory inside `workdir_for(...)`, removed (with empty parents) afterwards.
@@ -261,7 +274,7 @@ def job_workdir(root: Path, repo_id: int, pr_or_ref: str, sha: str, project: str
     try:
         yield path
     finally:
-        shutil.rmtree(path, ignore_errors=True)
+        remove_tree(path)
         parent = base
         while parent != root and parent.is_relative_to(root):
             try:

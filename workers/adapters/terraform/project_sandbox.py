@@ -5,13 +5,13 @@ from __future__ import annotations
 
 import contextlib
 import os
-import shutil
 import stat
 import tempfile
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
+from workers.adapters.checkout import remove_tree
 from workers.adapters.terraform.cgroups import JOIN_FAILED, CgroupRoot, StepCgroup
 from workers.adapters.terraform.runner import capped, started
 from workers.adapters.terraform.sandbox import Sandbox, SandboxError
@@ -88,8 +88,7 @@ def opened(
             finally:
                 session.close()
     finally:
-        ctl.chmod(0o700)
-        shutil.rmtree(ctl, ignore_errors=True)
+        remove_tree(ctl)
 
 
 def _start(

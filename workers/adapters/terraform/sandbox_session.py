@@ -73,7 +73,6 @@ class Session:
     readable: frozenset[Path]
     cage: StepCgroup | None
     memory_limit: int | None
-    steps: int = 0
     ended: bool = False
     _said: bytearray = field(default_factory=bytearray)
 
@@ -110,7 +109,6 @@ class Session:
             raise SandboxError(
                 "setting PLANGATE_SANDBOX: the project's sandbox printed outside its steps' output: refused"
             )
-        self.steps += 1
         name = secrets.token_hex(16)  # of its script and output FIFOs: no one outside can guess it
         own = shlex.quote(f"/tmp/step-{secrets.token_hex(8)}")  # a name no step before this one could know
         made = [self.ctl / f"{name}.out", self.ctl / f"{name}.err"]
